@@ -1,0 +1,249 @@
+// Engine: cairn's storage engine over one data directory.
+//
+//   <data_dir>/LOCK                 held by the one process that has it open
+//   <data_dir>/catalog.db           tables, series dictionary, checkpoint
+//   <data_dir>/log/<lsn>.log        write-ahead log segments (log_format.md)
+//   <data_dir>/<table>/<period>.db  sealed chunks of one period (period_format.md)
+//
+// Writes are validated, version-checked, appended to the log, applied to the
+// in-memory head and only then acknowledged. Concurrent writers share one log
+// write and one fdatasync (group commit). A background thread seals head
+// records into compressed chunks in per-period SQLite files and lets old log
+// segments go.
+//
+// Thread-safety: every method may be called concurrently from any number of
+// threads. Close() (or destruction) must not race with other calls.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cairn/core/record.h"
+#include "cairn/core/table.h"
+#include "cairn/platform/env.h"
+#include "cairn/platform/status.h"
+
+namespace cairn {
+
+// When a write is acknowledged relative to its fdatasync.
+enum class Durability : uint8_t {
+  kFull,      // after the log record is fdatasync'ed (default)
+  kInterval,  // before the sync; a background sync runs every interval: a power
+              // cut can lose at most the last `sync_interval_ms` of acknowledged writes
+  kOff,       // never synced by cairn except at seal and close: the OS decides
+};
+
+struct EngineOptions {
+  Durability durability = Durability::kFull;
+  int64_t sync_interval_ms = 100;        // used with kInterval
+
+  uint64_t log_segment_bytes = 64ull << 20;  // a segment rolls over past this size
+
+  // Sealing: a series' head becomes chunks when it holds this many records,
+  // or when it has waited this long since it became non-empty (monotonic
+  // clock). A chunk holds at most seal_records records.
+  size_t seal_records = 1024;
+  int64_t seal_age_ms = 10 * 60 * 1000;
+  // Under memory pressure (head above this budget) the largest heads are
+  // sealed early.
+  size_t head_memory_budget_bytes = 64ull << 20;
+  // How often the background thread looks for work. 0 disables the thread
+  // (tests then call SealAll / Maintain themselves).
+  int64_t maintenance_interval_ms = 1000;
+
+  // Page cache of the current period file's writer connection and of each
+  // read-only handle to older period files, and how many of those stay open.
+  int writer_cache_kib = 8 * 1024;
+  int reader_cache_kib = 512;
+  size_t max_open_period_files = 8;
+};
+
+// What happened to one record of a write batch.
+enum class WriteOutcome : uint8_t {
+  kStored,           // new identity, or a higher version replaced an older one
+  kDuplicate,        // same identity and version already stored: dropped silently
+  kRejectedVersion,  // a higher version of this identity is stored
+  kInvalid,          // failed validation; `reason` says why
+};
+
+struct RecordResult {
+  WriteOutcome outcome = WriteOutcome::kStored;
+  std::string reason;  // empty unless kInvalid or kRejectedVersion
+};
+
+struct WriteResult {
+  std::vector<RecordResult> records;  // one per input record, same order
+  uint64_t first_lsn = 0;  // LSN of the first stored record (0 if none stored)
+  size_t stored = 0, duplicates = 0, rejected = 0, invalid = 0;
+};
+
+// A record as a query returns it: its series, its identity and its fields.
+struct RecordRow {
+  std::string device_id;
+  std::string measure_name;
+  int shard = 0;
+  int64_t timestamp = 0;
+  uint64_t version = 0;
+  int64_t ttl = 0;  // 0 = none
+  std::vector<Field> fields;  // only the fields this record carries, sorted by name
+};
+
+enum class Order : uint8_t { kAscending, kDescending };
+
+struct RangeQuery {
+  std::string table;
+  std::string device_id;
+  // Exactly one of measure_name (exact) or measure_prefix (hierarchical
+  // prefix, e.g. "env#" matches "env#temperature"); both empty = all measures.
+  std::string measure_name;
+  std::string measure_prefix;
+  int64_t from = INT64_MIN;  // inclusive, ns
+  int64_t to = INT64_MAX;    // exclusive, ns
+  Order order = Order::kAscending;
+  size_t limit = 1000;        // at most this many rows; 0 = no limit
+  std::string page_token;     // from a previous RangeResult to continue it
+};
+
+struct RangeResult {
+  // Ordered by (timestamp, measure_name) ascending or both descending.
+  std::vector<RecordRow> rows;
+  // Non-empty when more rows match: pass it as page_token to continue.
+  std::string next_page_token;
+};
+
+enum class AggregateFunction : uint8_t { kMin, kMax, kAvg, kSum, kCount, kFirst, kLast };
+
+std::string_view AggregateFunctionName(AggregateFunction fn);
+// Parses "min", "max", "avg", "sum", "count", "first", "last".
+Result<AggregateFunction> ParseAggregateFunction(std::string_view name);
+
+struct AggregateQuery {
+  std::string table;
+  std::string device_id;
+  std::string measure_name;
+  std::string field;  // a double or int64 field
+  int64_t from = 0;   // inclusive, ns; buckets start at from + k*step
+  int64_t to = 0;     // exclusive, ns
+  int64_t step = 0;   // bucket width in ns, > 0
+  std::vector<AggregateFunction> functions;
+};
+
+struct AggregateBucket {
+  int64_t start = 0;  // bucket start, ns
+  uint64_t count = 0;
+  // One value per requested function, in request order; monostate where the
+  // bucket is empty (count is reported as int64 0).
+  std::vector<Value> values;
+};
+
+struct AggregateResult {
+  std::vector<AggregateBucket> buckets;  // only non-empty buckets, ascending
+};
+
+struct DeviceInfo {
+  std::string device_id;
+  std::vector<std::string> measures;  // sorted
+};
+
+struct MeasureInfo {
+  std::string measure_name;
+  std::map<std::string, FieldType> fields;
+  std::map<std::string, std::string> dimensions;  // of the most recently written series
+  size_t devices = 0;                             // how many devices report it
+};
+
+struct EngineStats {
+  uint64_t records_written = 0, records_duplicate = 0, records_rejected = 0, records_invalid = 0;
+  uint64_t last_lsn = 0;         // highest LSN assigned
+  uint64_t checkpoint_lsn = 0;   // every record below it is in a period file
+  uint64_t head_records = 0, head_bytes = 0;
+  uint64_t chunks_sealed = 0;
+  uint64_t log_bytes = 0;        // log segments on disk
+  uint64_t period_file_bytes = 0;
+  uint64_t series = 0;
+};
+
+// What Open found while replaying the log.
+struct RecoveryReport {
+  uint64_t records_replayed = 0;          // log records at or past the checkpoint applied to the head
+  uint64_t torn_tail_bytes_truncated = 0;  // a write cut by a crash, dropped
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  // Opens (creating if needed) the engine on `data_dir` through `env`, takes
+  // <data_dir>/LOCK (Busy if another process holds it) and replays the log.
+  // Corruption in the middle of the log fails with Corruption naming segment
+  // and offset; RepairLog then truncates the log after the last good record.
+  // `env` must outlive the engine.
+  static Result<std::unique_ptr<Engine>> Open(Env* env, const std::string& data_dir,
+                                              const EngineOptions& options,
+                                              RecoveryReport* report = nullptr);
+
+  // Truncates the log after its last intact record so that Open can proceed,
+  // losing the records after the corruption. Returns how many bytes were cut.
+  // The engine must not be open.
+  static Result<uint64_t> RepairLog(Env* env, const std::string& data_dir);
+
+  // ---- tables ---------------------------------------------------------------
+
+  virtual Status CreateTable(const std::string& name, const TableOptions& options) = 0;
+  // Changes retention, default ttl, period (from the next period on) and sync.
+  virtual Status AlterTable(const std::string& name, const TableOptions& options) = 0;
+  // Drops the table and deletes its files.
+  virtual Status DropTable(const std::string& name) = 0;
+  virtual Result<std::vector<TableInfo>> ListTables() = 0;
+  virtual Result<TableInfo> GetTable(const std::string& name) = 0;
+
+  // ---- writes ---------------------------------------------------------------
+
+  // Writes a batch to `table`. The call fails as a whole only when the table
+  // does not exist or the log cannot be written; otherwise each record gets an
+  // outcome. Returns after the stored records are durable per the durability
+  // mode.
+  virtual Result<WriteResult> Write(const std::string& table, const std::vector<Record>& records) = 0;
+
+  // ---- reads ----------------------------------------------------------------
+
+  // The record with this identity, if present and not expired.
+  virtual Result<std::optional<RecordRow>> Get(const std::string& table, const std::string& device_id,
+                                               const std::string& measure_name, int64_t timestamp) = 0;
+
+  virtual Result<RangeResult> Range(const RangeQuery& query) = 0;
+
+  // The most recent unexpired record of each of the device's measures (or of
+  // `measure_name` alone when non-empty), sorted by measure name.
+  virtual Result<std::vector<RecordRow>> Latest(const std::string& table, const std::string& device_id,
+                                                const std::string& measure_name = "") = 0;
+
+  // Latest for many devices at once; devices without data are left out.
+  virtual Result<std::vector<RecordRow>> LatestBatch(const std::string& table,
+                                                     const std::vector<std::string>& device_ids,
+                                                     const std::string& measure_name = "") = 0;
+
+  virtual Result<AggregateResult> Aggregate(const AggregateQuery& query) = 0;
+
+  virtual Result<std::vector<DeviceInfo>> ListDevices(const std::string& table) = 0;
+  virtual Result<std::vector<MeasureInfo>> ListMeasures(const std::string& table) = 0;
+
+  // ---- maintenance ----------------------------------------------------------
+
+  // Seals every head record into chunks and advances the checkpoint.
+  virtual Status SealAll() = 0;
+  // One round of background work: seal what is due, create the next period
+  // file ahead of the boundary, compact closed periods, drop expired ones.
+  virtual Status Maintain() = 0;
+
+  virtual EngineStats Stats() = 0;
+
+  // Seals nothing, syncs the log, releases the lock. Idempotent.
+  virtual Status Close() = 0;
+};
+
+}  // namespace cairn

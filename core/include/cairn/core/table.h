@@ -1,0 +1,58 @@
+// Table options: the per-namespace settings of DESIGN §3.
+//
+// Thread-safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "cairn/platform/status.h"
+
+namespace cairn {
+
+// How a table's data is split into files. Each period is one SQLite file
+// named after its start in UTC (hour: 2026-11-21T09, day: 2026-11-21,
+// week: 2026-W47 (ISO week, Monday start), month: 2026-11).
+enum class Period : uint8_t { kHour = 1, kDay = 2, kWeek = 3, kMonth = 4 };
+
+std::string_view PeriodName(Period period);
+Result<Period> ParsePeriod(std::string_view name);
+
+// Start of the period holding `unix_nanos`, and of the next one.
+int64_t PeriodStart(Period period, int64_t unix_nanos);
+int64_t NextPeriodStart(Period period, int64_t unix_nanos);
+// File stem of the period starting at `start`, e.g. "2026-11-21".
+std::string PeriodFileStem(Period period, int64_t start);
+// The start of the period whose file stem is `stem` (the inverse of
+// PeriodFileStem); InvalidArgument if `stem` is not such a name.
+Result<int64_t> ParsePeriodFileStem(Period period, std::string_view stem);
+
+struct TableOptions {
+  Period period = Period::kDay;
+  int64_t retention_seconds = 30 * 86400;  // whole periods older than this are dropped
+  int64_t default_ttl_seconds = 0;         // 0: records without ttl never expire
+  bool sync = true;                        // forwarded to the cloud (sync issue)
+  // Write sharding (DESIGN §4): reserved, only 1 / "random" accepted for now.
+  int shards = 1;
+  std::string shard_by = "random";
+  // Sparse indexes: index name -> attribute. Reserved for a later version.
+  std::map<std::string, std::string> sparse_indexes;
+};
+
+struct TableInfo {
+  std::string name;
+  TableOptions options;
+  int64_t created_unix_nanos = 0;
+};
+
+// Table names: 1-64 bytes of [A-Za-z0-9_-], not starting with '-' (they name
+// directories).
+Status ValidateTableName(std::string_view name);
+
+// Checks ranges: retention > 0, default ttl >= 0, shards == 1 and
+// shard_by == "random" (sharding arrives with its own capability).
+Status ValidateTableOptions(const TableOptions& options);
+
+}  // namespace cairn

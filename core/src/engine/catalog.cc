@@ -1,0 +1,249 @@
+#include "engine/catalog.h"
+
+#include "chunk/coding.h"
+
+namespace cairn {
+
+using chunk_coding::ByteReader;
+using chunk_coding::PutVarint;
+
+namespace {
+
+constexpr int64_t kCatalogFormatVersion = 1;
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS tables(
+  name TEXT PRIMARY KEY,
+  period TEXT NOT NULL,
+  retention_seconds INTEGER NOT NULL,
+  default_ttl_seconds INTEGER NOT NULL,
+  sync INTEGER NOT NULL,
+  shards INTEGER NOT NULL,
+  shard_by TEXT NOT NULL,
+  created_ns INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS series(
+  series_id INTEGER PRIMARY KEY,
+  table_name TEXT NOT NULL,
+  device_id TEXT NOT NULL,
+  measure_name TEXT NOT NULL,
+  shard INTEGER NOT NULL,
+  fields BLOB NOT NULL,
+  dimensions BLOB NOT NULL,
+  UNIQUE(table_name, device_id, measure_name, shard));
+INSERT OR IGNORE INTO meta(key, value) VALUES('format_version', 1);
+INSERT OR IGNORE INTO meta(key, value) VALUES('checkpoint_lsn', 1);
+)sql";
+
+void PutString(std::string* out, std::string_view s) {
+  PutVarint(out, s.size());
+  out->append(s);
+}
+
+bool ReadString(ByteReader* reader, std::string* out) {
+  uint64_t length;
+  std::string_view bytes;
+  if (!reader->ReadVarint(&length) || length > reader->remaining() ||
+      !reader->ReadBytes(static_cast<size_t>(length), &bytes)) {
+    return false;
+  }
+  out->assign(bytes);
+  return true;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& vfs_name, const std::string& path) {
+  CAIRN_ASSIGN_OR_RETURN(auto db, SqliteDb::Open(path, vfs_name, /*read_only=*/false, /*cache_kib=*/256,
+                                                 SqliteSynchronous::kFull));
+  CAIRN_RETURN_IF_ERROR(db->Exec(kSchema));
+  CAIRN_ASSIGN_OR_RETURN(Statement * version, db->Prepare("SELECT value FROM meta WHERE key='format_version'"));
+  StatementResetter reset(version);
+  CAIRN_ASSIGN_OR_RETURN(bool row, version->Step());
+  if (!row || version->ColumnInt64(0) != kCatalogFormatVersion) {
+    return Status::Corruption(path + ": unsupported catalog format version");
+  }
+  return std::unique_ptr<Catalog>(new Catalog(std::move(db)));
+}
+
+Status Catalog::InTransaction(const std::function<Status()>& body) {
+  CAIRN_RETURN_IF_ERROR(db_->Begin());
+  Status status = body();
+  if (!status.ok()) {
+    (void)db_->Rollback();
+    return status;
+  }
+  return db_->Commit();
+}
+
+Result<uint64_t> Catalog::CheckpointLsn() {
+  std::lock_guard lock(mutex_);
+  CAIRN_ASSIGN_OR_RETURN(Statement * s, db_->Prepare("SELECT value FROM meta WHERE key='checkpoint_lsn'"));
+  StatementResetter reset(s);
+  CAIRN_ASSIGN_OR_RETURN(bool row, s->Step());
+  if (!row) return Status::Corruption(db_->path() + ": checkpoint_lsn missing");
+  return static_cast<uint64_t>(s->ColumnInt64(0));
+}
+
+Status Catalog::SetCheckpointLsn(uint64_t lsn) {
+  std::lock_guard lock(mutex_);
+  CAIRN_ASSIGN_OR_RETURN(Statement * s, db_->Prepare("UPDATE meta SET value=? WHERE key='checkpoint_lsn'"));
+  CAIRN_RETURN_IF_ERROR(s->BindInt64(1, static_cast<int64_t>(lsn)));
+  return s->Run();
+}
+
+Result<std::vector<TableInfo>> Catalog::LoadTables() {
+  std::lock_guard lock(mutex_);
+  CAIRN_ASSIGN_OR_RETURN(Statement * s, db_->Prepare(
+      "SELECT name, period, retention_seconds, default_ttl_seconds, sync, shards, shard_by, created_ns "
+      "FROM tables ORDER BY name"));
+  StatementResetter reset(s);
+  std::vector<TableInfo> tables;
+  while (true) {
+    CAIRN_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    TableInfo t;
+    t.name = s->ColumnText(0);
+    CAIRN_ASSIGN_OR_RETURN(t.options.period, ParsePeriod(s->ColumnText(1)));
+    t.options.retention_seconds = s->ColumnInt64(2);
+    t.options.default_ttl_seconds = s->ColumnInt64(3);
+    t.options.sync = s->ColumnInt64(4) != 0;
+    t.options.shards = static_cast<int>(s->ColumnInt64(5));
+    t.options.shard_by = s->ColumnText(6);
+    t.created_unix_nanos = s->ColumnInt64(7);
+    tables.push_back(std::move(t));
+  }
+  return tables;
+}
+
+Status Catalog::PutTable(const TableInfo& t) {
+  std::lock_guard lock(mutex_);
+  CAIRN_ASSIGN_OR_RETURN(Statement * s, db_->Prepare(
+      "INSERT OR REPLACE INTO tables(name, period, retention_seconds, default_ttl_seconds, sync, shards, "
+      "shard_by, created_ns) VALUES(?,?,?,?,?,?,?,?)"));
+  CAIRN_RETURN_IF_ERROR(s->BindText(1, t.name));
+  CAIRN_RETURN_IF_ERROR(s->BindText(2, PeriodName(t.options.period)));
+  CAIRN_RETURN_IF_ERROR(s->BindInt64(3, t.options.retention_seconds));
+  CAIRN_RETURN_IF_ERROR(s->BindInt64(4, t.options.default_ttl_seconds));
+  CAIRN_RETURN_IF_ERROR(s->BindInt64(5, t.options.sync ? 1 : 0));
+  CAIRN_RETURN_IF_ERROR(s->BindInt64(6, t.options.shards));
+  CAIRN_RETURN_IF_ERROR(s->BindText(7, t.options.shard_by));
+  CAIRN_RETURN_IF_ERROR(s->BindInt64(8, t.created_unix_nanos));
+  return s->Run();
+}
+
+Status Catalog::DeleteTable(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  return InTransaction([&]() -> Status {
+    CAIRN_ASSIGN_OR_RETURN(Statement * series, db_->Prepare("DELETE FROM series WHERE table_name=?"));
+    CAIRN_RETURN_IF_ERROR(series->BindText(1, name));
+    CAIRN_RETURN_IF_ERROR(series->Run());
+    CAIRN_ASSIGN_OR_RETURN(Statement * table, db_->Prepare("DELETE FROM tables WHERE name=?"));
+    CAIRN_RETURN_IF_ERROR(table->BindText(1, name));
+    return table->Run();
+  });
+}
+
+Result<std::vector<CatalogSeries>> Catalog::LoadSeries() {
+  std::lock_guard lock(mutex_);
+  CAIRN_ASSIGN_OR_RETURN(Statement * s, db_->Prepare(
+      "SELECT series_id, table_name, device_id, measure_name, shard, fields, dimensions FROM series "
+      "ORDER BY series_id"));
+  StatementResetter reset(s);
+  std::vector<CatalogSeries> all;
+  while (true) {
+    CAIRN_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    CatalogSeries c;
+    c.series_id = s->ColumnInt64(0);
+    c.table = s->ColumnText(1);
+    c.device_id = s->ColumnText(2);
+    c.measure_name = s->ColumnText(3);
+    c.shard = static_cast<int>(s->ColumnInt64(4));
+    CAIRN_ASSIGN_OR_RETURN(c.fields, DecodeFields(s->ColumnBlob(5)));
+    CAIRN_ASSIGN_OR_RETURN(c.dimensions, DecodeDimensions(s->ColumnBlob(6)));
+    all.push_back(std::move(c));
+  }
+  return all;
+}
+
+Status Catalog::PutSeries(const std::vector<CatalogSeries>& series) {
+  if (series.empty()) return Status::Ok();
+  std::lock_guard lock(mutex_);
+  return InTransaction([&]() -> Status {
+    CAIRN_ASSIGN_OR_RETURN(Statement * s, db_->Prepare(
+        "INSERT OR REPLACE INTO series(series_id, table_name, device_id, measure_name, shard, fields, "
+        "dimensions) VALUES(?,?,?,?,?,?,?)"));
+    for (const CatalogSeries& c : series) {
+      CAIRN_RETURN_IF_ERROR(s->BindInt64(1, c.series_id));
+      CAIRN_RETURN_IF_ERROR(s->BindText(2, c.table));
+      CAIRN_RETURN_IF_ERROR(s->BindText(3, c.device_id));
+      CAIRN_RETURN_IF_ERROR(s->BindText(4, c.measure_name));
+      CAIRN_RETURN_IF_ERROR(s->BindInt64(5, c.shard));
+      CAIRN_RETURN_IF_ERROR(s->BindBlob(6, EncodeFields(c.fields)));
+      CAIRN_RETURN_IF_ERROR(s->BindBlob(7, EncodeDimensions(c.dimensions)));
+      CAIRN_RETURN_IF_ERROR(s->Run());
+    }
+    return Status::Ok();
+  });
+}
+
+Status Catalog::Close() {
+  std::lock_guard lock(mutex_);
+  if (!db_) return Status::Ok();
+  Status status = db_->Close();
+  db_.reset();
+  return status;
+}
+
+std::string Catalog::EncodeFields(const std::vector<ChunkField>& fields) {
+  std::string out;
+  PutVarint(&out, fields.size());
+  for (const ChunkField& f : fields) {
+    PutString(&out, f.name);
+    out.push_back(static_cast<char>(f.type));
+  }
+  return out;
+}
+
+Result<std::vector<ChunkField>> Catalog::DecodeFields(std::string_view bytes) {
+  ByteReader reader(bytes);
+  uint64_t count;
+  if (!reader.ReadVarint(&count) || count > reader.remaining()) return Status::Corruption("bad series field list");
+  std::vector<ChunkField> fields(static_cast<size_t>(count));
+  for (ChunkField& f : fields) {
+    uint8_t type;
+    if (!ReadString(&reader, &f.name) || !reader.ReadByte(&type) || type < 1 || type > 5) {
+      return Status::Corruption("bad series field list");
+    }
+    f.type = static_cast<FieldType>(type);
+  }
+  if (!reader.empty()) return Status::Corruption("bad series field list: trailing bytes");
+  return fields;
+}
+
+std::string Catalog::EncodeDimensions(const std::map<std::string, std::string>& dimensions) {
+  std::string out;
+  PutVarint(&out, dimensions.size());
+  for (const auto& [k, v] : dimensions) {
+    PutString(&out, k);
+    PutString(&out, v);
+  }
+  return out;
+}
+
+Result<std::map<std::string, std::string>> Catalog::DecodeDimensions(std::string_view bytes) {
+  ByteReader reader(bytes);
+  uint64_t count;
+  if (!reader.ReadVarint(&count) || count > reader.remaining()) return Status::Corruption("bad dimensions");
+  std::map<std::string, std::string> dimensions;
+  for (uint64_t i = 0; i < count; ++i) {
+    std::string k, v;
+    if (!ReadString(&reader, &k) || !ReadString(&reader, &v)) return Status::Corruption("bad dimensions");
+    dimensions.emplace(std::move(k), std::move(v));
+  }
+  if (!reader.empty()) return Status::Corruption("bad dimensions: trailing bytes");
+  return dimensions;
+}
+
+}  // namespace cairn

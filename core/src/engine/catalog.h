@@ -1,0 +1,70 @@
+// Catalog: the engine's small durable dictionary in <data_dir>/catalog.db —
+// tables and their options, the series dictionary (ids, field schemas,
+// dimensions) and the log checkpoint.
+//
+// Every change is one SQLite transaction with synchronous=FULL: the engine
+// writes a new series here before any log record or chunk refers to its id,
+// so ids never change meaning across a crash.
+//
+// Thread-safety: all methods are safe to call concurrently (one mutex).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cairn/core/table.h"
+#include "chunk/chunk_codec.h"
+#include "storage/sqlite_db.h"
+
+namespace cairn {
+
+struct CatalogSeries {
+  int64_t series_id = 0;
+  std::string table;
+  std::string device_id;
+  std::string measure_name;
+  int shard = 0;
+  std::vector<ChunkField> fields;
+  std::map<std::string, std::string> dimensions;
+};
+
+class Catalog {
+ public:
+  // Opens or creates the catalog at `path` through the registered Env VFS.
+  static Result<std::unique_ptr<Catalog>> Open(const std::string& vfs_name, const std::string& path);
+
+  Result<uint64_t> CheckpointLsn();
+  Status SetCheckpointLsn(uint64_t lsn);
+
+  Result<std::vector<TableInfo>> LoadTables();
+  // Inserts or replaces a table's row.
+  Status PutTable(const TableInfo& table);
+  // Deletes the table and its series.
+  Status DeleteTable(const std::string& name);
+
+  Result<std::vector<CatalogSeries>> LoadSeries();
+  // Inserts or replaces the given series in one transaction.
+  Status PutSeries(const std::vector<CatalogSeries>& series);
+
+  Status Close();
+
+  // Compact binary encodings of a series' schema and dimensions, shared with
+  // the period files' `series` rows (format in period_format.md).
+  static std::string EncodeFields(const std::vector<ChunkField>& fields);
+  static Result<std::vector<ChunkField>> DecodeFields(std::string_view bytes);
+  static std::string EncodeDimensions(const std::map<std::string, std::string>& dimensions);
+  static Result<std::map<std::string, std::string>> DecodeDimensions(std::string_view bytes);
+
+ private:
+  explicit Catalog(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
+  Status InTransaction(const std::function<Status()>& body);
+
+  std::mutex mutex_;
+  std::unique_ptr<SqliteDb> db_;
+};
+
+}  // namespace cairn

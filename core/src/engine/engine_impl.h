@@ -1,0 +1,153 @@
+// EngineImpl: the Engine behind cairn/core/engine.h.
+//
+// Locks, in the order they may be taken:
+//   writers_mutex_   the group-commit queue (never held during I/O)
+//   commit_mutex_    held by the leader through one group commit
+//   seal_mutex_      one seal / maintenance round at a time
+//   state_mutex_     tables, series, heads (shared for queries, exclusive
+//                    for changes; released during log and period-file I/O)
+//   period_cache_mutex_, then a PeriodHandle's mutex   period file handles
+//   Catalog and LogWriter have their own internal mutexes.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cairn/core/engine.h"
+#include "engine/catalog.h"
+#include "engine/series.h"
+#include "log/log_writer.h"
+#include "storage/period_file.h"
+
+namespace cairn {
+
+// One open period file; its mutex serialises use of the single connection.
+struct PeriodHandle {
+  std::mutex mutex;
+  std::unique_ptr<PeriodFile> file;
+};
+
+class EngineImpl final : public Engine {
+ public:
+  EngineImpl(Env* env, std::string data_dir, const EngineOptions& options);
+  ~EngineImpl() override;
+
+  Status OpenAndRecover(RecoveryReport* report);
+
+  Status CreateTable(const std::string& name, const TableOptions& options) override;
+  Status AlterTable(const std::string& name, const TableOptions& options) override;
+  Status DropTable(const std::string& name) override;
+  Result<std::vector<TableInfo>> ListTables() override;
+  Result<TableInfo> GetTable(const std::string& name) override;
+
+  Result<WriteResult> Write(const std::string& table, const std::vector<Record>& records) override;
+
+  Result<std::optional<RecordRow>> Get(const std::string& table, const std::string& device_id,
+                                       const std::string& measure_name, int64_t timestamp) override;
+  Result<RangeResult> Range(const RangeQuery& query) override;
+  Result<std::vector<RecordRow>> Latest(const std::string& table, const std::string& device_id,
+                                        const std::string& measure_name) override;
+  Result<std::vector<RecordRow>> LatestBatch(const std::string& table, const std::vector<std::string>& device_ids,
+                                             const std::string& measure_name) override;
+  Result<AggregateResult> Aggregate(const AggregateQuery& query) override;
+  Result<std::vector<DeviceInfo>> ListDevices(const std::string& table) override;
+  Result<std::vector<MeasureInfo>> ListMeasures(const std::string& table) override;
+
+  Status SealAll() override;
+  Status Maintain() override;
+  EngineStats Stats() override;
+  Status Close() override;
+
+ private:
+  // ---- write path (engine_write.cc) ----
+  struct PendingWrite;
+  struct AcceptedRecord;
+  Status CommitGroup(const std::vector<PendingWrite*>& group, bool* log_failed);
+  Result<uint64_t> ExistingVersion(TableState& table, Series& series, int64_t timestamp,
+                                   const std::unordered_map<const Series*, std::map<int64_t, uint64_t>>& pending);
+  Series* FindOrCreateSeries(TableState& table, const std::string& device_id, const std::string& measure_name,
+                             bool* created);
+  void CountOutcomes(const std::vector<PendingWrite*>& group);
+  void ApplyToHead(Series& series, ChunkRecord record, uint64_t lsn);
+  Status ReplayRecord(const std::string& table, Record& record, uint64_t lsn);
+
+  // ---- reads (engine_query.cc) ----
+  struct SeriesSnapshot;
+  Result<std::vector<ChunkRecord>> CollectSeries(const std::string& table, const SeriesSnapshot& series,
+                                                 int64_t from, int64_t to, Order order, size_t limit,
+                                                 int64_t now_ns);
+  Result<std::vector<ChunkRecord>> ReadSealed(const std::string& table, int64_t period_start,
+                                              const SeriesSnapshot& series, int64_t from, int64_t to);
+  RecordRow MakeRow(const SeriesSnapshot& series, const ChunkRecord& record) const;
+  Result<std::vector<RecordRow>> LatestLocked(const std::string& table, const std::vector<std::string>& devices,
+                                              const std::string& measure_name);
+
+  // ---- storage (engine_storage.cc) ----
+  std::string TableDir(const std::string& table) const;
+  std::string PeriodPath(const std::string& table, Period period, int64_t start) const;
+  Result<std::shared_ptr<PeriodHandle>> GetPeriodFile(const std::string& table, Period period, int64_t start,
+                                                      bool create);
+  void ForgetPeriodFiles(const std::string& table, int64_t start_or_all);
+  Status SealWhere(const std::function<bool(const Series&)>& due);
+  Status AdvanceCheckpoint();
+  Status LoadPeriodFiles(TableState& table);
+  Status RecomputeSealedMaxima(TableState& table);
+  Status CompactPeriod(const std::string& table, Period period, int64_t start);
+  void MaintenanceLoop();
+  void SyncLoop();
+
+  Env* const env_;
+  const std::string data_dir_;
+  const EngineOptions options_;
+  std::string vfs_name_;
+
+  std::unique_ptr<FileLock> lock_;
+  std::unique_ptr<Catalog> catalog_;
+  std::unique_ptr<LogWriter> log_;
+
+  // Group commit queue.
+  std::mutex writers_mutex_;
+  std::deque<PendingWrite*> writers_;
+  // Set once the log failed: every later write fails with it (a failed
+  // append or fdatasync leaves the log's tail unknown until reopened).
+  Status write_error_;
+
+  // Held by the group-commit leader for a whole commit, so Close can wait
+  // for it.
+  std::mutex commit_mutex_;
+  std::mutex seal_mutex_;
+
+  std::shared_mutex state_mutex_;
+  std::map<std::string, std::unique_ptr<TableState>> tables_;
+  int64_t next_series_id_ = 1;
+  uint64_t next_lsn_ = 1;
+  uint64_t inflight_first_lsn_ = 0;  // first LSN of the group being logged, 0 if none
+  size_t head_bytes_ = 0;
+  size_t head_records_ = 0;
+  uint64_t checkpoint_lsn_ = 1;
+
+  std::mutex period_cache_mutex_;
+  // LRU of open period files, most recent first.
+  std::list<std::pair<std::string, std::shared_ptr<PeriodHandle>>> period_cache_;
+
+  std::atomic<uint64_t> records_written_{0}, records_duplicate_{0}, records_rejected_{0}, records_invalid_{0};
+  std::atomic<uint64_t> chunks_sealed_{0};
+
+  std::mutex background_mutex_;
+  std::condition_variable background_cv_;
+  bool stopping_ = false;
+  std::thread maintenance_thread_;
+  std::thread sync_thread_;
+  bool closed_ = false;
+};
+
+}  // namespace cairn

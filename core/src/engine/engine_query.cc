@@ -1,0 +1,531 @@
+// Reads: get, range, latest, aggregates, listings. Every read merges the
+// head with sealed chunks, keeps the highest version of each timestamp and
+// hides records whose ttl has passed.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include "engine/engine_impl.h"
+
+namespace cairn {
+
+namespace {
+
+constexpr int64_t kNanosPerSecond = 1'000'000'000;
+constexpr int64_t kMaxAggregateBuckets = 1'000'000;
+
+bool Expired(const ChunkRecord& r, int64_t now_ns) { return r.ttl != 0 && r.ttl <= now_ns / kNanosPerSecond; }
+
+// Sorts by timestamp, keeps the highest version of each, drops expired.
+void MergeVisible(std::vector<ChunkRecord>* records, int64_t now_ns) {
+  std::sort(records->begin(), records->end(), [](const ChunkRecord& a, const ChunkRecord& b) {
+    return a.timestamp != b.timestamp ? a.timestamp < b.timestamp : a.version > b.version;
+  });
+  size_t out = 0;
+  for (size_t i = 0; i < records->size(); ++i) {
+    if (out > 0 && (*records)[out - 1].timestamp == (*records)[i].timestamp) continue;
+    if (i != out) (*records)[out] = std::move((*records)[i]);
+    ++out;
+  }
+  records->resize(out);
+  std::erase_if(*records, [&](const ChunkRecord& r) { return Expired(r, now_ns); });
+}
+
+// Page tokens are "<timestamp>:<measure_name>" of the last row returned.
+std::string MakePageToken(int64_t timestamp, const std::string& measure) {
+  return std::to_string(timestamp) + ":" + measure;
+}
+
+Status ParsePageToken(const std::string& token, int64_t* timestamp, std::string* measure) {
+  const size_t colon = token.find(':');
+  if (colon == std::string::npos) return Status::InvalidArgument("malformed page token");
+  auto [end, ec] = std::from_chars(token.data(), token.data() + colon, *timestamp);
+  if (ec != std::errc() || end != token.data() + colon) return Status::InvalidArgument("malformed page token");
+  *measure = token.substr(colon + 1);
+  return Status::Ok();
+}
+
+bool MeasureMatches(const std::string& measure, const std::string& exact, const std::string& prefix) {
+  if (!exact.empty()) return measure == exact;
+  if (!prefix.empty()) return measure.compare(0, prefix.size(), prefix) == 0;
+  return true;
+}
+
+}  // namespace
+
+struct EngineImpl::SeriesSnapshot {
+  const Series* series = nullptr;  // identity only; never dereferenced without the state lock
+  int64_t id = 0;
+  std::string device_id, measure_name;
+  int shard = 0;
+  std::vector<ChunkField> fields;
+  std::map<std::string, std::string> dimensions;
+  Period period = Period::kDay;
+  std::set<int64_t> period_starts;
+  std::vector<ChunkRecord> head;  // head records inside the query range
+  uint64_t generation = 0;
+};
+
+namespace {
+
+// Copies what a query needs of a series while the state lock is held.
+template <typename Snapshot>
+Snapshot TakeSnapshot(const TableState& table, const Series& s, int64_t from, int64_t to) {
+  Snapshot snap;
+  snap.series = &s;
+  snap.id = s.id;
+  snap.device_id = s.device_id;
+  snap.measure_name = s.measure_name;
+  snap.shard = s.shard;
+  snap.fields = s.fields;
+  snap.dimensions = s.dimensions;
+  snap.period = table.info.options.period;
+  snap.period_starts = table.period_starts;
+  snap.generation = s.generation;
+  auto lo = std::lower_bound(s.head.begin(), s.head.end(), from,
+                             [](const HeadEntry& e, int64_t ts) { return e.record.timestamp < ts; });
+  for (auto it = lo; it != s.head.end() && it->record.timestamp < to; ++it) {
+    snap.head.push_back(it->record);
+    snap.head.back().values.resize(s.fields.size());
+  }
+  return snap;
+}
+
+}  // namespace
+
+Result<std::vector<ChunkRecord>> EngineImpl::ReadSealed(const std::string& table, int64_t period_start,
+                                                        const SeriesSnapshot& series, int64_t from, int64_t to) {
+  std::vector<ChunkRecord> out;
+  auto handle = GetPeriodFile(table, series.period, period_start, /*create=*/false);
+  if (!handle.ok()) {
+    if (handle.status().Is(StatusCode::kNotFound)) return out;  // dropped by retention meanwhile
+    return handle.status();
+  }
+  std::vector<ChunkRow> chunks;
+  {
+    std::lock_guard file_lock((*handle)->mutex);
+    CAIRN_ASSIGN_OR_RETURN(chunks, (*handle)->file->ReadChunks(series.id, from, to, /*with_data=*/true));
+  }
+  for (const ChunkRow& chunk : chunks) {
+    CAIRN_ASSIGN_OR_RETURN(DecodedChunk decoded, DecodeChunk(chunk.data));
+    std::vector<int> column_to_field;
+    for (const ChunkColumn& column : decoded.columns) {
+      auto it = std::find_if(series.fields.begin(), series.fields.end(),
+                             [&](const ChunkField& f) { return f.name == column.field.name; });
+      column_to_field.push_back(it == series.fields.end() ? -1 : static_cast<int>(it - series.fields.begin()));
+    }
+    const auto begin = std::lower_bound(decoded.timestamps.begin(), decoded.timestamps.end(), from);
+    const auto end = std::lower_bound(begin, decoded.timestamps.end(), to);
+    out.reserve(out.size() + static_cast<size_t>(end - begin));
+    for (size_t i = static_cast<size_t>(begin - decoded.timestamps.begin());
+         i < static_cast<size_t>(end - decoded.timestamps.begin()); ++i) {
+      ChunkRecord r;
+      r.timestamp = decoded.timestamps[i];
+      r.version = decoded.versions[i];
+      r.ttl = decoded.ttls[i];
+      r.values.resize(series.fields.size());
+      for (size_t c = 0; c < decoded.columns.size(); ++c) {
+        if (column_to_field[c] >= 0 && decoded.columns[c].present[i]) {
+          r.values[static_cast<size_t>(column_to_field[c])] = decoded.columns[c].values[i];
+        }
+      }
+      out.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
+Result<std::vector<ChunkRecord>> EngineImpl::CollectSeries(const std::string& table, const SeriesSnapshot& series,
+                                                           int64_t from, int64_t to, Order order, size_t limit,
+                                                           int64_t now_ns) {
+  std::vector<ChunkRecord> records = series.head;
+  std::vector<int64_t> periods;
+  for (int64_t start : series.period_starts) {
+    if (start < to && NextPeriodStart(series.period, start) > from) periods.push_back(start);
+  }
+  if (order == Order::kDescending) std::reverse(periods.begin(), periods.end());
+  for (int64_t start : periods) {
+    CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRecord> sealed, ReadSealed(table, start, series, from, to));
+    std::move(sealed.begin(), sealed.end(), std::back_inserter(records));
+    if (limit == 0) continue;
+    // Periods not read yet lie entirely after (before, descending) this one:
+    // once enough visible records precede that bound, they cannot matter.
+    MergeVisible(&records, now_ns);
+    const int64_t bound = order == Order::kAscending ? NextPeriodStart(series.period, start) : start;
+    size_t settled = 0;
+    for (const ChunkRecord& r : records) {
+      if (order == Order::kAscending ? r.timestamp < bound : r.timestamp >= bound) ++settled;
+    }
+    if (settled >= limit) break;
+  }
+  MergeVisible(&records, now_ns);
+  if (order == Order::kDescending) std::reverse(records.begin(), records.end());
+  return records;
+}
+
+RecordRow EngineImpl::MakeRow(const SeriesSnapshot& series, const ChunkRecord& record) const {
+  RecordRow row;
+  row.device_id = series.device_id;
+  row.measure_name = series.measure_name;
+  row.shard = series.shard;
+  row.timestamp = record.timestamp;
+  row.version = record.version;
+  row.ttl = record.ttl;
+  for (size_t i = 0; i < record.values.size() && i < series.fields.size(); ++i) {
+    if (!std::holds_alternative<std::monostate>(record.values[i])) {
+      row.fields.push_back(Field{series.fields[i].name, record.values[i]});
+    }
+  }
+  std::sort(row.fields.begin(), row.fields.end(), [](const Field& a, const Field& b) { return a.name < b.name; });
+  return row;
+}
+
+Result<RangeResult> EngineImpl::Range(const RangeQuery& query) {
+  if (!query.measure_name.empty() && !query.measure_prefix.empty()) {
+    return Status::InvalidArgument("give a measure name or a measure prefix, not both");
+  }
+  CAIRN_RETURN_IF_ERROR(ValidateIdentifier("device_id", query.device_id, kMaxDeviceIdBytes));
+  int64_t from = query.from, to = query.to;
+  int64_t token_timestamp = 0;
+  std::string token_measure;
+  const bool paged = !query.page_token.empty();
+  if (paged) {
+    CAIRN_RETURN_IF_ERROR(ParsePageToken(query.page_token, &token_timestamp, &token_measure));
+    if (query.order == Order::kAscending) {
+      from = std::max(from, token_timestamp);
+    } else if (token_timestamp < INT64_MAX) {
+      to = std::min(to, token_timestamp + 1);
+    }
+  }
+  RangeResult result;
+  if (from >= to) return result;
+
+  std::vector<SeriesSnapshot> snapshots;
+  {
+    std::shared_lock state(state_mutex_);
+    auto table = tables_.find(query.table);
+    if (table == tables_.end()) return Status::NotFound("table '" + query.table + "' does not exist");
+    const auto& all = table->second->series;
+    for (auto it = all.lower_bound({query.device_id, ""}); it != all.end() && it->first.first == query.device_id;
+         ++it) {
+      if (MeasureMatches(it->first.second, query.measure_name, query.measure_prefix)) {
+        snapshots.push_back(TakeSnapshot<SeriesSnapshot>(*table->second, *it->second, from, to));
+      }
+    }
+  }
+  const int64_t now = env_->NowUnixNanos();
+  // One more than the limit per series, plus the row the token names.
+  const size_t per_series_limit = query.limit == 0 ? 0 : query.limit + 2;
+  struct Candidate {
+    size_t series;
+    ChunkRecord record;
+  };
+  std::vector<Candidate> candidates;
+  for (size_t s = 0; s < snapshots.size(); ++s) {
+    CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRecord> records,
+                           CollectSeries(query.table, snapshots[s], from, to, query.order, per_series_limit, now));
+    for (ChunkRecord& r : records) candidates.push_back(Candidate{s, std::move(r)});
+  }
+  const bool ascending = query.order == Order::kAscending;
+  const auto key_less = [&](int64_t ts_a, const std::string& m_a, int64_t ts_b, const std::string& m_b) {
+    return ts_a != ts_b ? ts_a < ts_b : m_a < m_b;
+  };
+  std::sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
+    const std::string& ma = snapshots[a.series].measure_name;
+    const std::string& mb = snapshots[b.series].measure_name;
+    return ascending ? key_less(a.record.timestamp, ma, b.record.timestamp, mb)
+                     : key_less(b.record.timestamp, mb, a.record.timestamp, ma);
+  });
+  for (const Candidate& c : candidates) {
+    const std::string& measure = snapshots[c.series].measure_name;
+    if (paged) {
+      const bool after_token = ascending ? key_less(token_timestamp, token_measure, c.record.timestamp, measure)
+                                         : key_less(c.record.timestamp, measure, token_timestamp, token_measure);
+      if (!after_token) continue;
+    }
+    if (query.limit != 0 && result.rows.size() == query.limit) {
+      const RecordRow& last = result.rows.back();
+      result.next_page_token = MakePageToken(last.timestamp, last.measure_name);
+      break;
+    }
+    result.rows.push_back(MakeRow(snapshots[c.series], c.record));
+  }
+  return result;
+}
+
+Result<std::optional<RecordRow>> EngineImpl::Get(const std::string& table, const std::string& device_id,
+                                                 const std::string& measure_name, int64_t timestamp) {
+  CAIRN_RETURN_IF_ERROR(ValidateIdentifier("measure_name", measure_name, kMaxMeasureNameBytes));
+  RangeQuery q;
+  q.table = table;
+  q.device_id = device_id;
+  q.measure_name = measure_name;
+  q.from = timestamp;
+  q.to = timestamp == INT64_MAX ? INT64_MAX : timestamp + 1;
+  q.limit = 1;
+  CAIRN_ASSIGN_OR_RETURN(RangeResult range, Range(q));
+  std::optional<RecordRow> row;
+  if (!range.rows.empty() && range.rows.front().timestamp == timestamp) row = std::move(range.rows.front());
+  return row;
+}
+
+Result<std::vector<RecordRow>> EngineImpl::Latest(const std::string& table, const std::string& device_id,
+                                                  const std::string& measure_name) {
+  return LatestLocked(table, {device_id}, measure_name);
+}
+
+Result<std::vector<RecordRow>> EngineImpl::LatestBatch(const std::string& table,
+                                                       const std::vector<std::string>& device_ids,
+                                                       const std::string& measure_name) {
+  return LatestLocked(table, device_ids, measure_name);
+}
+
+Result<std::vector<RecordRow>> EngineImpl::LatestLocked(const std::string& table,
+                                                        const std::vector<std::string>& devices,
+                                                        const std::string& measure_name) {
+  for (const std::string& d : devices) CAIRN_RETURN_IF_ERROR(ValidateIdentifier("device_id", d, kMaxDeviceIdBytes));
+  const int64_t now = env_->NowUnixNanos();
+  std::vector<RecordRow> rows;
+  std::vector<SeriesSnapshot> to_compute;
+  {
+    std::shared_lock state(state_mutex_);
+    auto t = tables_.find(table);
+    if (t == tables_.end()) return Status::NotFound("table '" + table + "' does not exist");
+    const auto& all = t->second->series;
+    for (const std::string& device : devices) {
+      for (auto it = all.lower_bound({device, ""}); it != all.end() && it->first.first == device; ++it) {
+        if (!measure_name.empty() && it->first.second != measure_name) continue;
+        const Series& s = *it->second;
+        if (s.latest_known && (!s.latest || !Expired(*s.latest, now))) {
+          if (s.latest) {
+            // The fast path: the index holds it and it is still visible.
+            RecordRow row;
+            row.device_id = s.device_id;
+            row.measure_name = s.measure_name;
+            row.shard = s.shard;
+            row.timestamp = s.latest->timestamp;
+            row.version = s.latest->version;
+            row.ttl = s.latest->ttl;
+            for (size_t i = 0; i < s.latest->values.size() && i < s.fields.size(); ++i) {
+              if (!std::holds_alternative<std::monostate>(s.latest->values[i])) {
+                row.fields.push_back(Field{s.fields[i].name, s.latest->values[i]});
+              }
+            }
+            std::sort(row.fields.begin(), row.fields.end(),
+                      [](const Field& a, const Field& b) { return a.name < b.name; });
+            rows.push_back(std::move(row));
+          }
+          continue;
+        }
+        to_compute.push_back(TakeSnapshot<SeriesSnapshot>(*t->second, s, INT64_MIN, INT64_MAX));
+      }
+    }
+  }
+  for (const SeriesSnapshot& snap : to_compute) {
+    CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRecord> newest,
+                           CollectSeries(table, snap, INT64_MIN, INT64_MAX, Order::kDescending, 1, now));
+    {
+      std::unique_lock state(state_mutex_);
+      auto t = tables_.find(table);
+      if (t != tables_.end()) {
+        auto it = t->second->series.find({snap.device_id, snap.measure_name});
+        if (it != t->second->series.end() && it->second.get() == snap.series &&
+            it->second->generation == snap.generation) {
+          it->second->latest_known = true;
+          it->second->latest.reset();
+          if (!newest.empty()) it->second->latest = newest.front();
+        }
+      }
+    }
+    if (!newest.empty()) rows.push_back(MakeRow(snap, newest.front()));
+  }
+  std::sort(rows.begin(), rows.end(), [](const RecordRow& a, const RecordRow& b) {
+    return a.device_id != b.device_id ? a.device_id < b.device_id : a.measure_name < b.measure_name;
+  });
+  return rows;
+}
+
+Result<AggregateResult> EngineImpl::Aggregate(const AggregateQuery& query) {
+  if (query.step <= 0) return Status::InvalidArgument("step must be positive");
+  if (query.from >= query.to) return Status::InvalidArgument("'from' must be before 'to'");
+  if (query.functions.empty()) return Status::InvalidArgument("no aggregate function given");
+  const uint64_t span = static_cast<uint64_t>(query.to) - static_cast<uint64_t>(query.from);
+  if (span / static_cast<uint64_t>(query.step) >= static_cast<uint64_t>(kMaxAggregateBuckets)) {
+    return Status::InvalidArgument("too many buckets: at most " + std::to_string(kMaxAggregateBuckets) +
+                                   " steps per query");
+  }
+  CAIRN_RETURN_IF_ERROR(ValidateIdentifier("device_id", query.device_id, kMaxDeviceIdBytes));
+  CAIRN_RETURN_IF_ERROR(ValidateIdentifier("measure_name", query.measure_name, kMaxMeasureNameBytes));
+  SeriesSnapshot snap;
+  {
+    std::shared_lock state(state_mutex_);
+    auto t = tables_.find(query.table);
+    if (t == tables_.end()) return Status::NotFound("table '" + query.table + "' does not exist");
+    auto it = t->second->series.find({query.device_id, query.measure_name});
+    if (it == t->second->series.end()) return AggregateResult{};
+    snap = TakeSnapshot<SeriesSnapshot>(*t->second, *it->second, query.from, query.to);
+  }
+  auto field_it = std::find_if(snap.fields.begin(), snap.fields.end(),
+                               [&](const ChunkField& f) { return f.name == query.field; });
+  if (field_it == snap.fields.end()) {
+    return Status::NotFound("measure '" + query.measure_name + "' has no field '" + query.field + "'");
+  }
+  const size_t field = static_cast<size_t>(field_it - snap.fields.begin());
+  const FieldType type = field_it->type;
+  if (type != FieldType::kDouble && type != FieldType::kInt64) {
+    return Status::InvalidArgument("field '" + query.field + "' is " + std::string(FieldTypeName(type)) +
+                                   "; aggregates need a double or int64 field");
+  }
+  const int64_t now = env_->NowUnixNanos();
+  const auto as_double = [](const Value& v) {
+    return std::holds_alternative<double>(v) ? std::get<double>(v) : static_cast<double>(std::get<int64_t>(v));
+  };
+  struct Accumulator {
+    uint64_t count = 0;
+    double sum = 0;
+    Value min, max, first, last;
+    int64_t first_ts = INT64_MAX, last_ts = INT64_MIN;
+  };
+  std::map<int64_t, Accumulator> buckets;  // bucket index -> accumulator
+  const auto bucket_of = [&](int64_t ts) {
+    return static_cast<int64_t>((static_cast<uint64_t>(ts) - static_cast<uint64_t>(query.from)) /
+                                static_cast<uint64_t>(query.step));
+  };
+  const auto less = [&](const Value& a, const Value& b) { return as_double(a) < as_double(b); };
+  const auto add_stats = [&](int64_t bucket, uint64_t count, double sum, const Value& min, const Value& max,
+                             int64_t first_ts, const Value& first, int64_t last_ts, const Value& last) {
+    Accumulator& acc = buckets[bucket];
+    if (acc.count == 0 || less(min, acc.min)) acc.min = min;
+    if (acc.count == 0 || less(acc.max, max)) acc.max = max;
+    acc.count += count;
+    acc.sum += sum;
+    if (first_ts < acc.first_ts) acc.first_ts = first_ts, acc.first = first;
+    if (last_ts > acc.last_ts) acc.last_ts = last_ts, acc.last = last;
+  };
+  const auto add_record = [&](const ChunkRecord& r) {
+    if (field >= r.values.size() || std::holds_alternative<std::monostate>(r.values[field])) return;
+    const Value& v = r.values[field];
+    add_stats(bucket_of(r.timestamp), 1, as_double(v), v, v, r.timestamp, v, r.timestamp, v);
+  };
+
+  // Chunks that lie inside one bucket, overlap no other chunk or head
+  // record and hold nothing expired are answered from their statistics.
+  std::vector<ChunkRecord> records = snap.head;
+  std::vector<int64_t> head_times;
+  for (const ChunkRecord& r : snap.head) head_times.push_back(r.timestamp);
+  for (int64_t start : snap.period_starts) {
+    if (start >= query.to || NextPeriodStart(snap.period, start) <= query.from) continue;
+    auto handle = GetPeriodFile(query.table, snap.period, start, /*create=*/false);
+    if (!handle.ok()) {
+      if (handle.status().Is(StatusCode::kNotFound)) continue;
+      return handle.status();
+    }
+    std::vector<ChunkRow> chunks;
+    {
+      std::lock_guard file_lock((*handle)->mutex);
+      CAIRN_ASSIGN_OR_RETURN(chunks, (*handle)->file->ReadChunks(snap.id, query.from, query.to, false));
+    }
+    std::vector<bool> from_stats(chunks.size(), false);
+    bool need_data = false;
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      const ChunkRow& c = chunks[i];
+      bool eligible = c.start_ns >= query.from && c.end_ns < query.to && bucket_of(c.start_ns) == bucket_of(c.end_ns) &&
+                      (c.min_ttl == 0 || c.min_ttl > now / kNanosPerSecond);
+      for (size_t j = 0; eligible && j < chunks.size(); ++j) {
+        if (j != i && chunks[j].start_ns <= c.end_ns && chunks[j].end_ns >= c.start_ns) eligible = false;
+      }
+      if (eligible) {
+        auto h = std::lower_bound(head_times.begin(), head_times.end(), c.start_ns);
+        if (h != head_times.end() && *h <= c.end_ns) eligible = false;
+      }
+      if (eligible) {
+        auto chunk_field = std::find_if(c.fields.begin(), c.fields.end(),
+                                        [&](const ChunkField& f) { return f.name == query.field; });
+        if (chunk_field == c.fields.end() || chunk_field->type != type) {
+          from_stats[i] = true;  // the chunk does not carry the field
+          continue;
+        }
+        CAIRN_ASSIGN_OR_RETURN(ChunkStats stats, DecodeChunkStats(c.stats, c.fields));
+        const FieldStats& fs = stats.fields[static_cast<size_t>(chunk_field - c.fields.begin())];
+        if (fs.count > 0) {
+          add_stats(bucket_of(c.start_ns), fs.count, fs.sum, fs.min, fs.max, c.start_ns, fs.first, c.end_ns,
+                    fs.last);
+        }
+        from_stats[i] = true;
+      } else {
+        need_data = true;
+      }
+    }
+    if (!need_data) continue;
+    CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRecord> sealed, ReadSealed(query.table, start, snap, query.from, query.to));
+    // Keep only records of chunks that were not answered from statistics.
+    std::erase_if(sealed, [&](const ChunkRecord& r) {
+      for (size_t i = 0; i < chunks.size(); ++i) {
+        if (from_stats[i] && r.timestamp >= chunks[i].start_ns && r.timestamp <= chunks[i].end_ns) return true;
+      }
+      return false;
+    });
+    std::move(sealed.begin(), sealed.end(), std::back_inserter(records));
+  }
+  MergeVisible(&records, now);
+  for (const ChunkRecord& r : records) add_record(r);
+
+  AggregateResult result;
+  for (auto& [index, acc] : buckets) {
+    AggregateBucket bucket;
+    bucket.start = static_cast<int64_t>(static_cast<uint64_t>(query.from) +
+                                        static_cast<uint64_t>(index) * static_cast<uint64_t>(query.step));
+    bucket.count = acc.count;
+    for (AggregateFunction fn : query.functions) {
+      switch (fn) {
+        case AggregateFunction::kMin: bucket.values.push_back(acc.min); break;
+        case AggregateFunction::kMax: bucket.values.push_back(acc.max); break;
+        case AggregateFunction::kAvg: bucket.values.push_back(acc.sum / static_cast<double>(acc.count)); break;
+        case AggregateFunction::kSum: bucket.values.push_back(acc.sum); break;
+        case AggregateFunction::kCount: bucket.values.push_back(static_cast<int64_t>(acc.count)); break;
+        case AggregateFunction::kFirst: bucket.values.push_back(acc.first); break;
+        case AggregateFunction::kLast: bucket.values.push_back(acc.last); break;
+      }
+    }
+    result.buckets.push_back(std::move(bucket));
+  }
+  return result;
+}
+
+Result<std::vector<DeviceInfo>> EngineImpl::ListDevices(const std::string& table) {
+  std::shared_lock state(state_mutex_);
+  auto t = tables_.find(table);
+  if (t == tables_.end()) return Status::NotFound("table '" + table + "' does not exist");
+  std::vector<DeviceInfo> devices;
+  for (const auto& [key, series] : t->second->series) {
+    if (devices.empty() || devices.back().device_id != key.first) devices.push_back(DeviceInfo{key.first, {}});
+    devices.back().measures.push_back(key.second);
+  }
+  return devices;
+}
+
+Result<std::vector<MeasureInfo>> EngineImpl::ListMeasures(const std::string& table) {
+  std::shared_lock state(state_mutex_);
+  auto t = tables_.find(table);
+  if (t == tables_.end()) return Status::NotFound("table '" + table + "' does not exist");
+  std::map<std::string, MeasureInfo> measures;
+  std::map<std::string, int64_t> newest;  // measure -> latest timestamp seen, for its dimensions
+  for (const auto& [key, series] : t->second->series) {
+    MeasureInfo& m = measures[key.second];
+    m.measure_name = key.second;
+    ++m.devices;
+    for (const ChunkField& f : series->fields) m.fields.emplace(f.name, f.type);
+    const int64_t ts = series->latest ? series->latest->timestamp
+                                      : (series->head.empty() ? INT64_MIN : series->head.back().record.timestamp);
+    auto [it, inserted] = newest.try_emplace(key.second, ts);
+    if (inserted || ts >= it->second) {
+      it->second = ts;
+      if (!series->dimensions.empty() || inserted) m.dimensions = series->dimensions;
+    }
+  }
+  std::vector<MeasureInfo> out;
+  for (auto& [name, m] : measures) out.push_back(std::move(m));
+  return out;
+}
+
+}  // namespace cairn

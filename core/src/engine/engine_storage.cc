@@ -1,0 +1,530 @@
+// Period files, sealing, checkpoints, compaction, retention and the
+// background threads.
+#include <algorithm>
+
+#include "engine/engine_impl.h"
+
+namespace cairn {
+
+namespace {
+
+constexpr int64_t kNanosPerSecond = 1'000'000'000;
+constexpr int64_t kNanosPerMilli = 1'000'000;
+// A chunk never holds more records than this, so one decode stays small.
+constexpr size_t kMaxRecordsPerChunk = 8192;
+
+bool Expired(const ChunkRecord& r, int64_t now_ns) {
+  return r.ttl != 0 && r.ttl <= now_ns / kNanosPerSecond;
+}
+
+// Encodes `records` (ascending, unique timestamps) of one series as chunk
+// rows of at most `max_records` records.
+Status EncodeChunks(int64_t series_id, const std::vector<ChunkField>& schema, std::vector<ChunkRecord>& records,
+                    const std::vector<uint64_t>& lsns, size_t max_records, std::vector<ChunkRow>* out) {
+  max_records = std::clamp<size_t>(max_records, 1, kMaxRecordsPerChunk);
+  for (size_t begin = 0; begin < records.size(); begin += max_records) {
+    const size_t end = std::min(records.size(), begin + max_records);
+    std::span<const ChunkRecord> part(records.data() + begin, end - begin);
+    ChunkStats stats;
+    CAIRN_ASSIGN_OR_RETURN(std::string data, EncodeChunk(schema, part, &stats));
+    ChunkRow row;
+    row.series_id = series_id;
+    row.start_ns = part.front().timestamp;
+    row.end_ns = part.back().timestamp;
+    row.count = static_cast<uint32_t>(part.size());
+    row.min_lsn = *std::min_element(lsns.begin() + begin, lsns.begin() + end);
+    row.max_lsn = *std::max_element(lsns.begin() + begin, lsns.begin() + end);
+    row.max_version = stats.max_version;
+    row.min_ttl = stats.min_ttl;
+    row.fields = schema;
+    row.stats = EncodeChunkStats(stats, schema);
+    row.data = std::move(data);
+    out->push_back(std::move(row));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string EngineImpl::TableDir(const std::string& table) const { return JoinPath(data_dir_, table); }
+
+std::string EngineImpl::PeriodPath(const std::string& table, Period period, int64_t start) const {
+  return JoinPath(TableDir(table), PeriodFileStem(period, start) + ".db");
+}
+
+Result<std::shared_ptr<PeriodHandle>> EngineImpl::GetPeriodFile(const std::string& table, Period period,
+                                                                 int64_t start, bool create) {
+  const std::string path = PeriodPath(table, period, start);
+  std::lock_guard lock(period_cache_mutex_);
+  for (auto it = period_cache_.begin(); it != period_cache_.end(); ++it) {
+    if (it->first == path) {
+      period_cache_.splice(period_cache_.begin(), period_cache_, it);
+      return period_cache_.front().second;
+    }
+  }
+  const bool exists = env_->FileExists(path);
+  if (!exists && !create) return Status::NotFound(path + " does not exist");
+  // The period holding "now" gets the large cache: it takes the writes.
+  const bool current = PeriodStart(period, env_->NowUnixNanos()) == start;
+  auto handle = std::make_shared<PeriodHandle>();
+  CAIRN_ASSIGN_OR_RETURN(handle->file,
+                         PeriodFile::OpenWritable(env_, vfs_name_, path, table, period, start,
+                                                  current ? options_.writer_cache_kib : options_.reader_cache_kib));
+  if (!exists) CAIRN_RETURN_IF_ERROR(env_->SyncDir(TableDir(table)));
+  period_cache_.emplace_front(path, handle);
+  // Close the least recently used handles that nobody is using.
+  for (auto it = period_cache_.end(); period_cache_.size() > options_.max_open_period_files &&
+                                      it != period_cache_.begin();) {
+    --it;
+    if (it->second.use_count() == 1) {
+      std::lock_guard file_lock(it->second->mutex);
+      (void)it->second->file->Close();
+      it = period_cache_.erase(it);
+    }
+  }
+  return handle;
+}
+
+void EngineImpl::ForgetPeriodFiles(const std::string& table, int64_t start_or_all) {
+  const std::string prefix = TableDir(table) + "/";
+  std::lock_guard lock(period_cache_mutex_);
+  for (auto it = period_cache_.begin(); it != period_cache_.end();) {
+    const bool in_table = it->first.compare(0, prefix.size(), prefix) == 0;
+    const bool match = in_table && (start_or_all == INT64_MIN || it->second->file->period_start_ns() == start_or_all);
+    if (match) {
+      std::lock_guard file_lock(it->second->mutex);
+      (void)it->second->file->Close();
+      it = period_cache_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+Status EngineImpl::LoadPeriodFiles(TableState& table) {
+  const std::string dir = TableDir(table.info.name);
+  CAIRN_RETURN_IF_ERROR(env_->CreateDirs(dir));
+  CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> names, env_->ListDir(dir));
+  for (const std::string& name : names) {
+    if (name.size() < 4 || name.compare(name.size() - 3, 3, ".db") != 0) continue;
+    auto start = ParsePeriodFileStem(table.info.options.period, std::string_view(name).substr(0, name.size() - 3));
+    if (start.ok()) table.period_starts.insert(*start);
+  }
+  return Status::Ok();
+}
+
+Status EngineImpl::RecomputeSealedMaxima(TableState& table) {
+  // Newest period first: the newest file holding a series' chunks holds its
+  // largest sealed timestamp, so most series resolve in the first file.
+  std::map<int64_t, Series*> unresolved;
+  for (auto& [key, series] : table.series) unresolved.emplace(series->id, series.get());
+  for (auto it = table.period_starts.rbegin(); it != table.period_starts.rend() && !unresolved.empty(); ++it) {
+    CAIRN_ASSIGN_OR_RETURN(auto handle, GetPeriodFile(table.info.name, table.info.options.period, *it, false));
+    std::lock_guard file_lock(handle->mutex);
+    CAIRN_ASSIGN_OR_RETURN(std::vector<PeriodSeries> present, handle->file->ListSeries());
+    for (const PeriodSeries& p : present) {
+      auto u = unresolved.find(p.series_id);
+      if (u == unresolved.end()) continue;
+      CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRow> chunks,
+                             handle->file->ReadChunks(p.series_id, INT64_MIN, INT64_MAX, /*with_data=*/false));
+      if (chunks.empty()) continue;
+      int64_t max_end = INT64_MIN;
+      for (const ChunkRow& c : chunks) max_end = std::max(max_end, c.end_ns);
+      u->second->sealed_max_timestamp = max_end;
+      unresolved.erase(u);
+    }
+  }
+  return Status::Ok();
+}
+
+Status EngineImpl::SealAll() {
+  return SealWhere([](const Series&) { return true; });
+}
+
+Status EngineImpl::SealWhere(const std::function<bool(const Series&)>& due) {
+  std::lock_guard seal_lock(seal_mutex_);
+  struct Job {
+    TableState* table;
+    Series* series;
+    PeriodSeries meta;
+    std::vector<HeadEntry> entries;
+  };
+  std::vector<Job> jobs;
+  {
+    std::shared_lock state(state_mutex_);
+    if (closed_) return Status::FailedPrecondition("engine is closed");
+    for (auto& [name, table] : tables_) {
+      for (auto& [key, series] : table->series) {
+        if (series->head.empty() || !due(*series)) continue;
+        Job job{table.get(), series.get(),
+                PeriodSeries{series->id, series->device_id, series->measure_name, series->shard, series->fields,
+                             series->dimensions},
+                series->head};
+        jobs.push_back(std::move(job));
+      }
+    }
+  }
+  if (jobs.empty()) return AdvanceCheckpoint();
+
+  const int64_t now = env_->NowUnixNanos();
+  // What each period file receives, and which head entries that covers.
+  struct PeriodBatch {
+    TableState* table;
+    int64_t start;
+    std::vector<PeriodSeries> series;
+    std::vector<ChunkRow> chunks;
+    std::vector<std::pair<Job*, std::pair<size_t, size_t>>> covered;  // job, [begin, end) of its entries
+  };
+  std::map<std::pair<std::string, int64_t>, PeriodBatch> batches;
+  std::vector<std::pair<Job*, std::pair<size_t, size_t>>> past_retention;
+  for (Job& job : jobs) {
+    const Period period = job.table->info.options.period;
+    const int64_t oldest_kept = now - job.table->info.options.retention_seconds * kNanosPerSecond;
+    for (size_t begin = 0; begin < job.entries.size();) {
+      const int64_t start = PeriodStart(period, job.entries[begin].record.timestamp);
+      const int64_t next = NextPeriodStart(period, start);
+      size_t end = begin;
+      while (end < job.entries.size() && job.entries[end].record.timestamp < next) ++end;
+      if (next <= oldest_kept) {
+        // The whole period is past retention: its file is (or will be) gone.
+        past_retention.push_back({&job, {begin, end}});
+        begin = end;
+        continue;
+      }
+      std::vector<ChunkRecord> records;
+      std::vector<uint64_t> lsns;
+      records.reserve(end - begin);
+      lsns.reserve(end - begin);
+      for (size_t i = begin; i < end; ++i) {
+        ChunkRecord r = job.entries[i].record;
+        r.values.resize(job.meta.fields.size());
+        records.push_back(std::move(r));
+        lsns.push_back(job.entries[i].lsn);
+      }
+      PeriodBatch& batch = batches[{job.table->info.name, start}];
+      batch.table = job.table;
+      batch.start = start;
+      if (batch.series.empty() || batch.series.back().series_id != job.meta.series_id) {
+        batch.series.push_back(job.meta);
+      }
+      CAIRN_RETURN_IF_ERROR(EncodeChunks(job.meta.series_id, job.meta.fields, records, lsns, options_.seal_records, &batch.chunks));
+      batch.covered.push_back({&job, {begin, end}});
+      begin = end;
+    }
+  }
+
+  Status first_error;
+  std::vector<std::pair<Job*, std::pair<size_t, size_t>>> committed = past_retention;
+  std::vector<std::pair<TableState*, int64_t>> new_periods;
+  uint64_t chunks_written = 0;
+  for (auto& [key, batch] : batches) {
+    auto handle = GetPeriodFile(key.first, batch.table->info.options.period, batch.start, /*create=*/true);
+    Status status = handle.status();
+    if (status.ok()) {
+      std::lock_guard file_lock((*handle)->mutex);
+      status = (*handle)->file->WriteChunks(batch.series, batch.chunks);
+    }
+    if (!status.ok()) {
+      if (first_error.ok()) first_error = status.WithContext("seal");
+      continue;
+    }
+    chunks_written += batch.chunks.size();
+    new_periods.push_back({batch.table, batch.start});
+    committed.insert(committed.end(), batch.covered.begin(), batch.covered.end());
+  }
+
+  {
+    std::unique_lock state(state_mutex_);
+    for (auto& [table, start] : new_periods) table->period_starts.insert(start);
+    for (auto& [job, range] : committed) {
+      Series& series = *job->series;
+      for (size_t i = range.first; i < range.second; ++i) {
+        const HeadEntry& sealed = job->entries[i];
+        series.sealed_max_timestamp = std::max(series.sealed_max_timestamp, sealed.record.timestamp);
+        const size_t at = series.FindInHead(sealed.record.timestamp);
+        // A newer version written meanwhile stays in the head.
+        if (at == series.head.size() || series.head[at].lsn != sealed.lsn) continue;
+        const size_t bytes = HeadEntryBytes(series.head[at]);
+        series.head_bytes -= bytes;
+        head_bytes_ -= bytes;
+        --head_records_;
+        series.head.erase(series.head.begin() + static_cast<std::ptrdiff_t>(at));
+      }
+      if (!series.head.empty()) series.head_since_monotonic_ns = env_->MonotonicNanos();
+    }
+  }
+  chunks_sealed_ += chunks_written;
+  CAIRN_RETURN_IF_ERROR(first_error);
+  return AdvanceCheckpoint();
+}
+
+Status EngineImpl::AdvanceCheckpoint() {
+  uint64_t checkpoint;
+  {
+    std::shared_lock state(state_mutex_);
+    checkpoint = next_lsn_;
+    if (inflight_first_lsn_ != 0) checkpoint = std::min(checkpoint, inflight_first_lsn_);
+    for (const auto& [name, table] : tables_) {
+      for (const auto& [key, series] : table->series) {
+        for (const HeadEntry& e : series->head) checkpoint = std::min(checkpoint, e.lsn);
+      }
+    }
+    if (checkpoint <= checkpoint_lsn_) return Status::Ok();
+  }
+  // Sealed chunks are committed (synchronous=FULL) before this point, so the
+  // log below the checkpoint is no longer needed to recover them.
+  CAIRN_RETURN_IF_ERROR(catalog_->SetCheckpointLsn(checkpoint));
+  {
+    std::unique_lock state(state_mutex_);
+    checkpoint_lsn_ = std::max(checkpoint_lsn_, checkpoint);
+  }
+  return log_->RemoveSegmentsBelow(checkpoint);
+}
+
+Status EngineImpl::CompactPeriod(const std::string& table, Period period, int64_t start) {
+  CAIRN_ASSIGN_OR_RETURN(auto handle, GetPeriodFile(table, period, start, false));
+  const int64_t now = env_->NowUnixNanos();
+  std::lock_guard file_lock(handle->mutex);
+  CAIRN_ASSIGN_OR_RETURN(bool compacted, handle->file->IsCompacted());
+  if (compacted) return Status::Ok();
+  return handle->file->Compact(
+      [&](const PeriodSeries& series, std::vector<ChunkRow>&& chunks) -> Result<std::vector<ChunkRow>> {
+        // Merge every chunk of the series: the highest version of each
+        // timestamp wins, expired records are dropped for good.
+        std::vector<ChunkField> schema;
+        std::map<int64_t, std::pair<ChunkRecord, uint64_t>> merged;  // ts -> record, lsn bound
+        uint64_t min_lsn = UINT64_MAX, max_lsn = 0;
+        for (const ChunkRow& chunk : chunks) {
+          min_lsn = std::min(min_lsn, chunk.min_lsn);
+          max_lsn = std::max(max_lsn, chunk.max_lsn);
+          CAIRN_ASSIGN_OR_RETURN(DecodedChunk decoded, DecodeChunk(chunk.data));
+          std::vector<size_t> column_to_schema;
+          for (const ChunkColumn& column : decoded.columns) {
+            auto it = std::find_if(schema.begin(), schema.end(),
+                                   [&](const ChunkField& f) { return f.name == column.field.name; });
+            if (it == schema.end()) {
+              schema.push_back(column.field);
+              it = schema.end() - 1;
+            }
+            column_to_schema.push_back(static_cast<size_t>(it - schema.begin()));
+          }
+          for (size_t i = 0; i < decoded.size(); ++i) {
+            ChunkRecord r;
+            r.timestamp = decoded.timestamps[i];
+            r.version = decoded.versions[i];
+            r.ttl = decoded.ttls[i];
+            r.values.resize(schema.size());
+            for (size_t c = 0; c < decoded.columns.size(); ++c) {
+              if (decoded.columns[c].present[i]) r.values[column_to_schema[c]] = decoded.columns[c].values[i];
+            }
+            auto [it, inserted] = merged.try_emplace(r.timestamp, r, chunk.max_lsn);
+            if (!inserted && r.version > it->second.first.version) it->second.first = std::move(r);
+          }
+        }
+        std::vector<ChunkRecord> records;
+        std::vector<uint64_t> lsns;
+        for (auto& [ts, entry] : merged) {
+          if (Expired(entry.first, now)) continue;
+          entry.first.values.resize(schema.size());
+          records.push_back(std::move(entry.first));
+          lsns.push_back(entry.second);
+        }
+        std::vector<ChunkRow> out;
+        if (records.empty()) return out;
+        CAIRN_RETURN_IF_ERROR(EncodeChunks(series.series_id, schema, records, lsns, kMaxRecordsPerChunk, &out));
+        // The LSN range of the merged chunks is the union of the inputs'.
+        for (ChunkRow& row : out) {
+          row.min_lsn = min_lsn;
+          row.max_lsn = max_lsn;
+        }
+        return out;
+      });
+}
+
+Status EngineImpl::Maintain() {
+  const int64_t now = env_->NowUnixNanos();
+  const int64_t now_monotonic = env_->MonotonicNanos();
+  // 1. Seal what is due: full heads, old heads, heads holding a closed
+  //    period, and the largest heads while over the memory budget.
+  std::set<const Series*> over_budget;
+  {
+    std::shared_lock state(state_mutex_);
+    if (closed_) return Status::FailedPrecondition("engine is closed");
+    if (head_bytes_ > options_.head_memory_budget_bytes) {
+      std::vector<const Series*> by_size;
+      for (const auto& [name, table] : tables_) {
+        for (const auto& [key, series] : table->series) {
+          if (!series->head.empty()) by_size.push_back(series.get());
+        }
+      }
+      std::sort(by_size.begin(), by_size.end(),
+                [](const Series* a, const Series* b) { return a->head_bytes > b->head_bytes; });
+      size_t to_free = head_bytes_ - options_.head_memory_budget_bytes / 2;
+      for (const Series* s : by_size) {
+        if (to_free == 0) break;
+        over_budget.insert(s);
+        to_free -= std::min(to_free, s->head_bytes);
+      }
+    }
+  }
+  const int64_t seal_age_ns = options_.seal_age_ms * kNanosPerMilli;
+  Status status = SealWhere([&](const Series& s) {
+    return s.head.size() >= options_.seal_records || now_monotonic - s.head_since_monotonic_ns >= seal_age_ns ||
+           over_budget.count(&s) != 0;
+  });
+
+  // 2. Period files: the current and the next one exist before data needs
+  //    them; closed periods are compacted once; periods past retention go.
+  struct TablePeriods {
+    std::string name;
+    Period period;
+    int64_t retention_ns;
+    std::set<int64_t> starts, compacted;
+  };
+  std::vector<TablePeriods> tables;
+  {
+    std::shared_lock state(state_mutex_);
+    for (const auto& [name, table] : tables_) {
+      tables.push_back(TablePeriods{name, table->info.options.period,
+                                    table->info.options.retention_seconds * kNanosPerSecond,
+                                    table->period_starts, table->compacted_periods});
+    }
+  }
+  bool compacted_one = false;
+  for (TablePeriods& t : tables) {
+    const int64_t current = PeriodStart(t.period, now);
+    for (int64_t start : {current, NextPeriodStart(t.period, current)}) {
+      if (t.starts.count(start)) continue;
+      auto created = GetPeriodFile(t.name, t.period, start, /*create=*/true);
+      if (!created.ok()) {
+        if (status.ok()) status = created.status();
+        continue;
+      }
+      std::unique_lock state(state_mutex_);
+      if (auto it = tables_.find(t.name); it != tables_.end()) it->second->period_starts.insert(start);
+    }
+    for (int64_t start : t.starts) {
+      const int64_t end = NextPeriodStart(t.period, start);
+      if (end <= now - t.retention_ns) {
+        ForgetPeriodFiles(t.name, start);
+        const std::string path = PeriodPath(t.name, t.period, start);
+        for (const std::string& file : {path, path + "-wal", path + "-journal"}) {
+          if (env_->FileExists(file)) {
+            if (Status removed = env_->RemoveFile(file); !removed.ok() && status.ok()) status = removed;
+          }
+        }
+        (void)env_->SyncDir(TableDir(t.name));
+        std::unique_lock state(state_mutex_);
+        if (auto it = tables_.find(t.name); it != tables_.end()) {
+          it->second->period_starts.erase(start);
+          it->second->compacted_periods.erase(start);
+        }
+        continue;
+      }
+      // One compaction per round keeps a round short; the period must be
+      // closed for longer than heads may hold its records.
+      if (!compacted_one && !t.compacted.count(start) && end + seal_age_ns <= now) {
+        compacted_one = true;
+        std::lock_guard seal_lock(seal_mutex_);
+        Status compacted = CompactPeriod(t.name, t.period, start);
+        if (compacted.ok()) {
+          std::unique_lock state(state_mutex_);
+          if (auto it = tables_.find(t.name); it != tables_.end()) it->second->compacted_periods.insert(start);
+        } else if (status.ok()) {
+          status = compacted;
+        }
+      }
+    }
+  }
+  return status;
+}
+
+void EngineImpl::MaintenanceLoop() {
+  std::unique_lock lock(background_mutex_);
+  while (!stopping_) {
+    background_cv_.wait_for(lock, std::chrono::milliseconds(options_.maintenance_interval_ms));
+    if (stopping_) break;
+    lock.unlock();
+    // Errors are retried next round; the writes that depend on the log keep
+    // their own error reporting.
+    (void)Maintain();
+    lock.lock();
+  }
+}
+
+void EngineImpl::SyncLoop() {
+  std::unique_lock lock(background_mutex_);
+  while (!stopping_) {
+    background_cv_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(1, options_.sync_interval_ms)));
+    if (stopping_) break;
+    lock.unlock();
+    (void)log_->Sync();
+    lock.lock();
+  }
+}
+
+EngineStats EngineImpl::Stats() {
+  EngineStats s;
+  s.records_written = records_written_;
+  s.records_duplicate = records_duplicate_;
+  s.records_rejected = records_rejected_;
+  s.records_invalid = records_invalid_;
+  s.chunks_sealed = chunks_sealed_;
+  std::vector<std::string> files;
+  {
+    std::shared_lock state(state_mutex_);
+    s.last_lsn = next_lsn_ - 1;
+    s.checkpoint_lsn = checkpoint_lsn_;
+    s.head_records = head_records_;
+    s.head_bytes = head_bytes_;
+    for (const auto& [name, table] : tables_) {
+      s.series += table->series.size();
+      for (int64_t start : table->period_starts) files.push_back(PeriodPath(name, table->info.options.period, start));
+    }
+  }
+  if (log_) s.log_bytes = log_->BytesOnDisk();
+  for (const std::string& f : files) {
+    for (const std::string& path : {f, f + "-wal"}) {
+      if (auto size = env_->FileSize(path); size.ok()) s.period_file_bytes += *size;
+    }
+  }
+  return s;
+}
+
+Status EngineImpl::Close() {
+  {
+    std::unique_lock state(state_mutex_);
+    if (closed_) return Status::Ok();
+    closed_ = true;
+  }
+  {
+    std::lock_guard lock(background_mutex_);
+    stopping_ = true;
+  }
+  background_cv_.notify_all();
+  if (maintenance_thread_.joinable()) maintenance_thread_.join();
+  if (sync_thread_.joinable()) sync_thread_.join();
+  // A group commit under way finishes before the log closes; later ones see
+  // closed_ and fail.
+  std::lock_guard commit(commit_mutex_);
+  std::lock_guard seal(seal_mutex_);
+  Status status;
+  if (log_) status = log_->Close();
+  {
+    std::lock_guard lock(period_cache_mutex_);
+    for (auto& [path, handle] : period_cache_) {
+      std::lock_guard file_lock(handle->mutex);
+      Status closed = handle->file->Close();
+      if (status.ok()) status = closed;
+    }
+    period_cache_.clear();
+  }
+  if (catalog_) {
+    Status closed = catalog_->Close();
+    if (status.ok()) status = closed;
+  }
+  lock_.reset();
+  return status;
+}
+
+}  // namespace cairn

@@ -1,0 +1,563 @@
+// Opening, recovery, tables and the write path (group commit).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "engine/engine_impl.h"
+#include "engine/write_batch.h"
+#include "log/log_reader.h"
+#include "storage/env_vfs.h"
+
+namespace cairn {
+
+namespace {
+
+constexpr int64_t kNanosPerSecond = 1'000'000'000;
+
+// How far ahead of the gateway's clock a timestamp may be. A gateway without
+// an RTC may boot with a wrong clock; a sensor with a clock far in the future
+// would otherwise create period files that retention never reaches.
+constexpr int64_t kMaxFutureSkewNanos = 86400 * kNanosPerSecond;
+
+std::string VfsNameFor(Env* env) {
+  char name[48];
+  snprintf(name, sizeof name, "cairn-env-%p", static_cast<void*>(env));
+  return name;
+}
+
+}  // namespace
+
+std::string_view AggregateFunctionName(AggregateFunction fn) {
+  switch (fn) {
+    case AggregateFunction::kMin: return "min";
+    case AggregateFunction::kMax: return "max";
+    case AggregateFunction::kAvg: return "avg";
+    case AggregateFunction::kSum: return "sum";
+    case AggregateFunction::kCount: return "count";
+    case AggregateFunction::kFirst: return "first";
+    case AggregateFunction::kLast: return "last";
+  }
+  return "unknown";
+}
+
+Result<AggregateFunction> ParseAggregateFunction(std::string_view name) {
+  for (auto fn : {AggregateFunction::kMin, AggregateFunction::kMax, AggregateFunction::kAvg, AggregateFunction::kSum,
+                  AggregateFunction::kCount, AggregateFunction::kFirst, AggregateFunction::kLast}) {
+    if (AggregateFunctionName(fn) == name) return fn;
+  }
+  return Status::InvalidArgument("unknown aggregate function '" + std::string(name) +
+                                 "' (min, max, avg, sum, count, first, last)");
+}
+
+Result<std::unique_ptr<Engine>> Engine::Open(Env* env, const std::string& data_dir, const EngineOptions& options,
+                                             RecoveryReport* report) {
+  if (options.seal_records == 0) return Status::InvalidArgument("seal_records must be positive");
+  auto engine = std::make_unique<EngineImpl>(env, data_dir, options);
+  CAIRN_RETURN_IF_ERROR(engine->OpenAndRecover(report));
+  return std::unique_ptr<Engine>(std::move(engine));
+}
+
+Result<uint64_t> Engine::RepairLog(Env* env, const std::string& data_dir) {
+  CAIRN_ASSIGN_OR_RETURN(auto lock, env->LockFile(JoinPath(data_dir, "LOCK")));
+  return cairn::RepairLog(env, JoinPath(data_dir, "log"));
+}
+
+struct EngineImpl::PendingWrite {
+  const std::string* table;
+  const std::vector<Record>* records;
+  WriteResult result;
+  Status status;
+  bool done = false;
+  std::condition_variable cv;
+};
+
+struct EngineImpl::AcceptedRecord {
+  PendingWrite* writer;
+  size_t index;
+  Series* series;
+  ChunkRecord record;
+  int64_t ttl;
+};
+
+EngineImpl::EngineImpl(Env* env, std::string data_dir, const EngineOptions& options)
+    : env_(env), data_dir_(std::move(data_dir)), options_(options) {}
+
+EngineImpl::~EngineImpl() { (void)Close(); }
+
+Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
+  CAIRN_RETURN_IF_ERROR(env_->CreateDirs(data_dir_));
+  auto lock = env_->LockFile(JoinPath(data_dir_, "LOCK"));
+  if (!lock.ok()) {
+    if (lock.status().Is(StatusCode::kBusy)) {
+      return Status::Busy("data directory " + data_dir_ + " is in use by another process");
+    }
+    return lock.status();
+  }
+  lock_ = std::move(lock).value();
+
+  vfs_name_ = VfsNameFor(env_);
+  CAIRN_RETURN_IF_ERROR(RegisterEnvVfs(env_, vfs_name_));
+  CAIRN_ASSIGN_OR_RETURN(catalog_, Catalog::Open(vfs_name_, JoinPath(data_dir_, "catalog.db")));
+  CAIRN_RETURN_IF_ERROR(env_->SyncDir(data_dir_));
+
+  CAIRN_ASSIGN_OR_RETURN(std::vector<TableInfo> tables, catalog_->LoadTables());
+  for (TableInfo& info : tables) {
+    auto state = std::make_unique<TableState>();
+    state->info = std::move(info);
+    tables_.emplace(state->info.name, std::move(state));
+  }
+  CAIRN_ASSIGN_OR_RETURN(std::vector<CatalogSeries> all_series, catalog_->LoadSeries());
+  for (CatalogSeries& c : all_series) {
+    auto table = tables_.find(c.table);
+    if (table == tables_.end()) continue;
+    auto series = std::make_unique<Series>();
+    series->id = c.series_id;
+    series->device_id = c.device_id;
+    series->measure_name = c.measure_name;
+    series->shard = c.shard;
+    for (const ChunkField& f : c.fields) series->AddField(f.name, f.type);
+    series->dimensions = std::move(c.dimensions);
+    next_series_id_ = std::max(next_series_id_, c.series_id + 1);
+    table->second->series.emplace(std::make_pair(c.device_id, c.measure_name), std::move(series));
+  }
+  for (auto& [name, table] : tables_) {
+    CAIRN_RETURN_IF_ERROR(LoadPeriodFiles(*table));
+    CAIRN_RETURN_IF_ERROR(RecomputeSealedMaxima(*table));
+  }
+
+  CAIRN_ASSIGN_OR_RETURN(checkpoint_lsn_, catalog_->CheckpointLsn());
+  const std::string log_dir = JoinPath(data_dir_, "log");
+  LogReplayStats replay;
+  LogCorruption corruption;
+  uint64_t applied = 0;
+  Status replayed = ReplayLog(
+      env_, log_dir, checkpoint_lsn_,
+      [&](uint64_t first_lsn, uint32_t count, std::string_view payload) -> Status {
+        CAIRN_ASSIGN_OR_RETURN(std::vector<DecodedWriteRecord> records, DecodeWriteBatch(payload));
+        if (records.size() != count) {
+          return Status::Corruption("log record at LSN " + std::to_string(first_lsn) + " holds " +
+                                    std::to_string(records.size()) + " records, its frame says " +
+                                    std::to_string(count));
+        }
+        for (size_t i = 0; i < records.size(); ++i) {
+          const uint64_t lsn = first_lsn + i;
+          if (lsn < checkpoint_lsn_) continue;
+          CAIRN_RETURN_IF_ERROR(ReplayRecord(records[i].table, records[i].record, lsn));
+          ++applied;
+        }
+        return Status::Ok();
+      },
+      &replay, &corruption);
+  if (!replayed.ok()) {
+    if (replayed.Is(StatusCode::kCorruption)) {
+      return Status::Corruption(replayed.message() + " (run the log repair command to truncate the log there)");
+    }
+    return replayed;
+  }
+  next_lsn_ = std::max(replay.next_lsn, checkpoint_lsn_);
+  if (report) {
+    report->records_replayed = applied;
+    report->torn_tail_bytes_truncated = replay.torn_tail_bytes;
+  }
+  LogWriterOptions log_options;
+  log_options.segment_bytes = options_.log_segment_bytes;
+  CAIRN_ASSIGN_OR_RETURN(log_, LogWriter::Open(env_, log_dir, next_lsn_, log_options));
+
+  if (options_.maintenance_interval_ms > 0) {
+    maintenance_thread_ = env_->StartThread([this] { MaintenanceLoop(); });
+  }
+  if (options_.durability == Durability::kInterval) {
+    sync_thread_ = env_->StartThread([this] { SyncLoop(); });
+  }
+  return Status::Ok();
+}
+
+Status EngineImpl::ReplayRecord(const std::string& table_name, Record& record, uint64_t lsn) {
+  auto table = tables_.find(table_name);
+  if (table == tables_.end()) return Status::Ok();  // the table was dropped after this write
+  TableState& t = *table->second;
+  bool schema_changed = false;
+  Series* series = FindOrCreateSeries(t, record.device_id, record.measure_name, &schema_changed);
+  for (const Field& f : record.fields) {
+    auto it = series->field_index.find(f.name);
+    if (it == series->field_index.end()) {
+      series->AddField(f.name, TypeOf(f.value));
+      schema_changed = true;
+    } else if (series->fields[it->second].type != TypeOf(f.value)) {
+      // Only possible if the catalog lost a schema change; keep the stored type.
+      return Status::Corruption("log record " + std::to_string(lsn) + " has field '" + f.name +
+                                "' of a type that conflicts with its series");
+    }
+  }
+  if (!record.dimensions.empty() && record.dimensions != series->dimensions) {
+    series->dimensions = record.dimensions;
+    schema_changed = true;
+  }
+  if (schema_changed) {
+    CatalogSeries c{series->id, t.info.name, series->device_id, series->measure_name, series->shard,
+                    series->fields, series->dimensions};
+    CAIRN_RETURN_IF_ERROR(catalog_->PutSeries({c}));
+  }
+  static const std::unordered_map<const Series*, std::map<int64_t, uint64_t>> kNoPending;
+  CAIRN_ASSIGN_OR_RETURN(uint64_t existing, ExistingVersion(t, *series, record.timestamp, kNoPending));
+  // existing is version+1 of what is stored, 0 when nothing is.
+  if (existing != 0 && record.version <= existing - 1) return Status::Ok();
+  ChunkRecord r;
+  r.timestamp = record.timestamp;
+  r.version = record.version;
+  r.ttl = record.ttl;
+  r.values.resize(series->fields.size());
+  for (Field& f : record.fields) r.values[series->field_index[f.name]] = std::move(f.value);
+  ApplyToHead(*series, std::move(r), lsn);
+  return Status::Ok();
+}
+
+// ---- tables -------------------------------------------------------------------
+
+Status EngineImpl::CreateTable(const std::string& name, const TableOptions& options) {
+  CAIRN_RETURN_IF_ERROR(ValidateTableName(name));
+  CAIRN_RETURN_IF_ERROR(ValidateTableOptions(options));
+  std::unique_lock state(state_mutex_);
+  if (closed_) return Status::FailedPrecondition("engine is closed");
+  if (tables_.count(name)) return Status::AlreadyExists("table '" + name + "' exists");
+  auto table = std::make_unique<TableState>();
+  table->info.name = name;
+  table->info.options = options;
+  table->info.created_unix_nanos = env_->NowUnixNanos();
+  CAIRN_RETURN_IF_ERROR(env_->CreateDirs(TableDir(name)));
+  CAIRN_RETURN_IF_ERROR(env_->SyncDir(data_dir_));
+  CAIRN_RETURN_IF_ERROR(catalog_->PutTable(table->info));
+  tables_.emplace(name, std::move(table));
+  return Status::Ok();
+}
+
+Status EngineImpl::AlterTable(const std::string& name, const TableOptions& options) {
+  CAIRN_RETURN_IF_ERROR(ValidateTableOptions(options));
+  std::unique_lock state(state_mutex_);
+  auto it = tables_.find(name);
+  if (it == tables_.end()) return Status::NotFound("table '" + name + "' does not exist");
+  TableState& t = *it->second;
+  if (options.period != t.info.options.period && (!t.period_starts.empty() || !t.series.empty())) {
+    return Status::InvalidArgument("the period of table '" + name + "' cannot change once it holds data");
+  }
+  TableInfo updated = t.info;
+  updated.options = options;
+  CAIRN_RETURN_IF_ERROR(catalog_->PutTable(updated));
+  t.info = std::move(updated);
+  return Status::Ok();
+}
+
+Status EngineImpl::DropTable(const std::string& name) {
+  std::lock_guard seal(seal_mutex_);
+  std::unique_lock state(state_mutex_);
+  auto it = tables_.find(name);
+  if (it == tables_.end()) return Status::NotFound("table '" + name + "' does not exist");
+  // The catalog first: once the table is gone there, a crash leaves only
+  // orphan files, and replay skips the table's log records.
+  CAIRN_RETURN_IF_ERROR(catalog_->DeleteTable(name));
+  for (const auto& [key, series] : it->second->series) {
+    head_bytes_ -= series->head_bytes;
+    head_records_ -= series->head.size();
+  }
+  tables_.erase(it);
+  ForgetPeriodFiles(name, INT64_MIN);
+  const std::string dir = TableDir(name);
+  if (auto files = env_->ListDir(dir); files.ok()) {
+    for (const std::string& file : *files) CAIRN_RETURN_IF_ERROR(env_->RemoveFile(JoinPath(dir, file)));
+  }
+  CAIRN_RETURN_IF_ERROR(env_->RemoveDir(dir));
+  return env_->SyncDir(data_dir_);
+}
+
+Result<std::vector<TableInfo>> EngineImpl::ListTables() {
+  std::shared_lock state(state_mutex_);
+  std::vector<TableInfo> out;
+  for (const auto& [name, t] : tables_) out.push_back(t->info);
+  return out;
+}
+
+Result<TableInfo> EngineImpl::GetTable(const std::string& name) {
+  std::shared_lock state(state_mutex_);
+  auto it = tables_.find(name);
+  if (it == tables_.end()) return Status::NotFound("table '" + name + "' does not exist");
+  return it->second->info;
+}
+
+// ---- writes -------------------------------------------------------------------
+
+Result<WriteResult> EngineImpl::Write(const std::string& table, const std::vector<Record>& records) {
+  PendingWrite w;
+  w.table = &table;
+  w.records = &records;
+  std::unique_lock lock(writers_mutex_);
+  if (!write_error_.ok()) return write_error_;
+  writers_.push_back(&w);
+  while (!w.done && &w != writers_.front()) w.cv.wait(lock);
+  if (w.done) {
+    if (!w.status.ok()) return w.status;
+    return std::move(w.result);
+  }
+  // This writer leads: it commits every batch queued so far in one log write.
+  std::vector<PendingWrite*> group;
+  size_t group_records = 0;
+  for (PendingWrite* p : writers_) {
+    if (!group.empty() && group_records + p->records->size() > 65536) break;
+    group.push_back(p);
+    group_records += p->records->size();
+  }
+  lock.unlock();
+  bool log_failed = false;
+  Status status = CommitGroup(group, &log_failed);
+  lock.lock();
+  if (log_failed && write_error_.ok()) write_error_ = status;
+  for (PendingWrite* p : group) {
+    writers_.pop_front();
+    if (p != &w) {
+      if (!status.ok()) p->status = status;
+      p->done = true;
+      p->cv.notify_one();
+    }
+  }
+  if (!writers_.empty()) writers_.front()->cv.notify_one();
+  if (!status.ok()) return status;
+  if (!w.status.ok()) return w.status;
+  return std::move(w.result);
+}
+
+Series* EngineImpl::FindOrCreateSeries(TableState& table, const std::string& device_id,
+                                       const std::string& measure_name, bool* created) {
+  auto key = std::make_pair(device_id, measure_name);
+  auto it = table.series.find(key);
+  *created = false;
+  if (it != table.series.end()) return it->second.get();
+  *created = true;
+  auto series = std::make_unique<Series>();
+  series->id = next_series_id_++;
+  series->device_id = device_id;
+  series->measure_name = measure_name;
+  series->latest_known = true;  // a new series has no older data anywhere
+  Series* raw = series.get();
+  table.series.emplace(std::move(key), std::move(series));
+  return raw;
+}
+
+// Returns 1 + the stored version of this identity, or 0 if none is stored
+// (so that version 0 stays representable).
+Result<uint64_t> EngineImpl::ExistingVersion(
+    TableState& table, Series& series, int64_t timestamp,
+    const std::unordered_map<const Series*, std::map<int64_t, uint64_t>>& pending) {
+  if (auto p = pending.find(&series); p != pending.end()) {
+    if (auto v = p->second.find(timestamp); v != p->second.end()) return v->second + 1;
+  }
+  if (size_t i = series.FindInHead(timestamp); i < series.head.size()) return series.head[i].record.version + 1;
+  if (timestamp > series.sealed_max_timestamp) return uint64_t{0};
+  // A late write into sealed time: look in the chunks that cover it.
+  const int64_t start = PeriodStart(table.info.options.period, timestamp);
+  if (!table.period_starts.count(start)) return uint64_t{0};
+  CAIRN_ASSIGN_OR_RETURN(auto handle, GetPeriodFile(table.info.name, table.info.options.period, start, false));
+  std::lock_guard file_lock(handle->mutex);
+  CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRow> chunks,
+                         handle->file->ReadChunks(series.id, timestamp, timestamp + 1, /*with_data=*/true));
+  uint64_t best = 0;
+  for (const ChunkRow& chunk : chunks) {
+    CAIRN_ASSIGN_OR_RETURN(DecodedChunk decoded, DecodeChunk(chunk.data));
+    auto it = std::lower_bound(decoded.timestamps.begin(), decoded.timestamps.end(), timestamp);
+    if (it != decoded.timestamps.end() && *it == timestamp) {
+      best = std::max(best, decoded.versions[static_cast<size_t>(it - decoded.timestamps.begin())] + 1);
+    }
+  }
+  return best;
+}
+
+void EngineImpl::ApplyToHead(Series& series, ChunkRecord record, uint64_t lsn) {
+  ++series.generation;
+  if (series.latest_known && (!series.latest || record.timestamp >= series.latest->timestamp)) {
+    series.latest = record;
+  }
+  auto it = std::lower_bound(series.head.begin(), series.head.end(), record.timestamp,
+                             [](const HeadEntry& e, int64_t ts) { return e.record.timestamp < ts; });
+  if (series.head.empty()) series.head_since_monotonic_ns = env_->MonotonicNanos();
+  HeadEntry entry{std::move(record), lsn};
+  const size_t bytes = HeadEntryBytes(entry);
+  if (it != series.head.end() && it->record.timestamp == entry.record.timestamp) {
+    const size_t old_bytes = HeadEntryBytes(*it);
+    series.head_bytes -= old_bytes;
+    head_bytes_ -= old_bytes;
+    *it = std::move(entry);
+  } else {
+    series.head.insert(it, std::move(entry));
+    ++head_records_;
+  }
+  series.head_bytes += bytes;
+  head_bytes_ += bytes;
+}
+
+void EngineImpl::CountOutcomes(const std::vector<PendingWrite*>& group) {
+  for (PendingWrite* w : group) {
+    if (!w->status.ok()) continue;
+    for (const RecordResult& r : w->result.records) {
+      switch (r.outcome) {
+        case WriteOutcome::kStored: ++w->result.stored; break;
+        case WriteOutcome::kDuplicate: ++w->result.duplicates; break;
+        case WriteOutcome::kRejectedVersion: ++w->result.rejected; break;
+        case WriteOutcome::kInvalid: ++w->result.invalid; break;
+      }
+    }
+    records_written_ += w->result.stored;
+    records_duplicate_ += w->result.duplicates;
+    records_rejected_ += w->result.rejected;
+    records_invalid_ += w->result.invalid;
+  }
+}
+
+Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group, bool* log_failed) {
+  std::lock_guard commit(commit_mutex_);
+  std::vector<AcceptedRecord> accepted;
+  std::vector<LoggedRecord> logged;
+  uint64_t first_lsn = 0;
+  {
+    std::unique_lock state(state_mutex_);
+    if (closed_) return Status::FailedPrecondition("engine is closed");
+    const int64_t now = env_->NowUnixNanos();
+    std::unordered_map<const Series*, std::map<int64_t, uint64_t>> pending;
+    // Series created or whose schema or dimensions changed, with their table.
+    std::map<Series*, const std::string*> changed_series;
+    for (PendingWrite* w : group) {
+      const std::vector<Record>& records = *w->records;
+      w->result.records.assign(records.size(), RecordResult{});
+      auto table_it = tables_.find(*w->table);
+      if (table_it == tables_.end()) {
+        w->status = Status::NotFound("table '" + *w->table + "' does not exist");
+        continue;
+      }
+      TableState& table = *table_it->second;
+      const int64_t oldest_allowed = now - table.info.options.retention_seconds * kNanosPerSecond;
+      for (size_t i = 0; i < records.size(); ++i) {
+        const Record& r = records[i];
+        RecordResult& out = w->result.records[i];
+        const auto invalid = [&](std::string reason) {
+          out.outcome = WriteOutcome::kInvalid;
+          out.reason = std::move(reason);
+        };
+        if (Status valid = ValidateRecord(r); !valid.ok()) {
+          invalid(valid.message());
+          continue;
+        }
+        if (r.timestamp < oldest_allowed) {
+          invalid("timestamp " + std::to_string(r.timestamp) + " is older than the table's retention of " +
+                  std::to_string(table.info.options.retention_seconds) + " s");
+          continue;
+        }
+        if (r.timestamp > now && r.timestamp - now > kMaxFutureSkewNanos) {
+          invalid("timestamp " + std::to_string(r.timestamp) + " is more than a day ahead of the gateway clock");
+          continue;
+        }
+        // Types must agree with the series before anything changes.
+        auto series_it = table.series.find(std::make_pair(r.device_id, r.measure_name));
+        Series* existing = series_it == table.series.end() ? nullptr : series_it->second.get();
+        std::string conflict;
+        for (const Field& f : r.fields) {
+          if (!existing) break;
+          auto fi = existing->field_index.find(f.name);
+          if (fi != existing->field_index.end() && existing->fields[fi->second].type != TypeOf(f.value)) {
+            conflict = "field '" + f.name + "' is " + std::string(FieldTypeName(existing->fields[fi->second].type)) +
+                       " in this series, not " + std::string(FieldTypeName(TypeOf(f.value)));
+            break;
+          }
+        }
+        if (!conflict.empty()) {
+          invalid(std::move(conflict));
+          continue;
+        }
+        bool created = false;
+        Series* series = FindOrCreateSeries(table, r.device_id, r.measure_name, &created);
+        if (created) changed_series.emplace(series, &table.info.name);
+        Result<uint64_t> stored = ExistingVersion(table, *series, r.timestamp, pending);
+        if (!stored.ok()) return stored.status();
+        if (*stored != 0) {
+          const uint64_t stored_version = *stored - 1;
+          if (r.version == stored_version) {
+            out.outcome = WriteOutcome::kDuplicate;
+            continue;
+          }
+          if (r.version < stored_version) {
+            out.outcome = WriteOutcome::kRejectedVersion;
+            out.reason = "version " + std::to_string(r.version) + " is lower than the stored version " +
+                         std::to_string(stored_version);
+            continue;
+          }
+        }
+        for (const Field& f : r.fields) {
+          if (!series->field_index.count(f.name)) {
+            series->AddField(f.name, TypeOf(f.value));
+            changed_series.emplace(series, &table.info.name);
+          }
+        }
+        if (!r.dimensions.empty() && r.dimensions != series->dimensions) {
+          series->dimensions = r.dimensions;
+          changed_series.emplace(series, &table.info.name);
+        }
+        pending[series][r.timestamp] = r.version;
+        int64_t ttl = r.ttl;
+        if (ttl == 0 && table.info.options.default_ttl_seconds > 0) {
+          // Default expiry counts from the reading's own time, so replaying
+          // the log later resolves it identically.
+          const int64_t seconds = r.timestamp / kNanosPerSecond;
+          ttl = std::max<int64_t>(1, seconds + table.info.options.default_ttl_seconds);
+        }
+        AcceptedRecord a{w, i, series, ChunkRecord{}, ttl};
+        a.record.timestamp = r.timestamp;
+        a.record.version = r.version;
+        a.record.ttl = ttl;
+        accepted.push_back(std::move(a));
+      }
+    }
+    // Series ids and schemas reach the catalog before any log record uses them.
+    if (!changed_series.empty()) {
+      std::vector<CatalogSeries> changes;
+      for (const auto& [series, table_name] : changed_series) {
+        changes.push_back(CatalogSeries{series->id, *table_name, series->device_id, series->measure_name,
+                                        series->shard, series->fields, series->dimensions});
+      }
+      CAIRN_RETURN_IF_ERROR(catalog_->PutSeries(changes));
+    }
+    if (accepted.empty()) {
+      CountOutcomes(group);
+      return Status::Ok();
+    }
+    logged.reserve(accepted.size());
+    for (AcceptedRecord& a : accepted) {
+      logged.push_back(LoggedRecord{a.writer->table, &(*a.writer->records)[a.index], a.ttl});
+    }
+    first_lsn = next_lsn_;
+    next_lsn_ += accepted.size();
+    inflight_first_lsn_ = first_lsn;
+  }
+
+  // The log write and its sync run without the state lock: queries go on.
+  const std::string payload = EncodeWriteBatch(logged);
+  Status status = log_->Append(first_lsn, static_cast<uint32_t>(accepted.size()), payload);
+  if (status.ok() && options_.durability == Durability::kFull) status = log_->Sync();
+
+  std::unique_lock state(state_mutex_);
+  inflight_first_lsn_ = 0;
+  if (!status.ok()) {
+    // Nothing of this group is acknowledged. The LSNs stay consumed: the
+    // log refuses further appends until the engine is reopened.
+    *log_failed = true;
+    return status.WithContext("write-ahead log");
+  }
+  for (size_t k = 0; k < accepted.size(); ++k) {
+    AcceptedRecord& a = accepted[k];
+    const Record& r = (*a.writer->records)[a.index];
+    a.record.values.resize(a.series->fields.size());
+    for (const Field& f : r.fields) a.record.values[a.series->field_index[f.name]] = f.value;
+    ApplyToHead(*a.series, std::move(a.record), first_lsn + k);
+    WriteResult& result = a.writer->result;
+    if (result.first_lsn == 0) result.first_lsn = first_lsn + k;
+  }
+  CountOutcomes(group);
+  return Status::Ok();
+}
+
+}  // namespace cairn

@@ -1,0 +1,88 @@
+// In-memory state of tables and series: the head (recent records not yet
+// sealed, sorted by timestamp) and the latest-reading index.
+//
+// Thread-safety: none here; EngineImpl guards every object with its state
+// lock (shared for reads, exclusive for changes).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cairn/core/table.h"
+#include "chunk/chunk_codec.h"
+
+namespace cairn {
+
+// One record in a head: its values follow the series schema as it was when
+// the record arrived (a prefix of the current schema, which only grows).
+struct HeadEntry {
+  ChunkRecord record;
+  uint64_t lsn = 0;
+};
+
+struct Series {
+  int64_t id = 0;
+  std::string device_id;
+  std::string measure_name;
+  int shard = 0;
+  std::vector<ChunkField> fields;  // grows by appending; never reorders
+  std::unordered_map<std::string, size_t> field_index;
+  std::map<std::string, std::string> dimensions;
+
+  std::vector<HeadEntry> head;  // ascending, unique timestamps
+  size_t head_bytes = 0;
+  int64_t head_since_monotonic_ns = 0;  // when the head last became non-empty
+
+  // Largest timestamp ever sealed into a period file for this series;
+  // INT64_MIN when none. A write at or below it must check sealed chunks
+  // for an existing version.
+  int64_t sealed_max_timestamp = INT64_MIN;
+
+  // Latest-reading index: the newest record (any expiry) when known.
+  // It may have expired since; readers check, and recompute when it has.
+  bool latest_known = false;
+  std::optional<ChunkRecord> latest;
+  // Bumped by every head change, so a latest value computed without the
+  // state lock is cached only if nothing was written meanwhile.
+  uint64_t generation = 0;
+
+  // Index of the head entry with this timestamp, or head.size().
+  size_t FindInHead(int64_t timestamp) const {
+    auto it = std::lower_bound(head.begin(), head.end(), timestamp,
+                               [](const HeadEntry& e, int64_t ts) { return e.record.timestamp < ts; });
+    return (it != head.end() && it->record.timestamp == timestamp) ? static_cast<size_t>(it - head.begin())
+                                                                  : head.size();
+  }
+
+  void AddField(const std::string& name, FieldType type) {
+    field_index.emplace(name, fields.size());
+    fields.push_back(ChunkField{name, type});
+  }
+};
+
+// Approximate heap footprint of a head entry, for the memory budget.
+inline size_t HeadEntryBytes(const HeadEntry& entry) {
+  size_t bytes = sizeof(HeadEntry) + entry.record.values.capacity() * sizeof(Value);
+  for (const Value& v : entry.record.values) {
+    if (const auto* s = std::get_if<std::string>(&v)) bytes += s->capacity();
+  }
+  return bytes;
+}
+
+struct TableState {
+  TableInfo info;
+  // Keyed by (device_id, measure_name): one device's series are adjacent.
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<Series>> series;
+  // Period files on disk, by period start.
+  std::set<int64_t> period_starts;
+  std::set<int64_t> compacted_periods;
+};
+
+}  // namespace cairn

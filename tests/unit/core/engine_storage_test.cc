@@ -1,0 +1,158 @@
+#include "engine_test_util.h"
+
+namespace cairn::testing {
+namespace {
+
+using EngineStorageTest = EngineFixture;
+
+size_t CountRows(Engine* engine, const std::string& device) {
+  RangeQuery q;
+  q.table = "t";
+  q.device_id = device;
+  q.limit = 0;
+  auto r = engine->Range(q);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? r->rows.size() : 0;
+}
+
+TEST_F(EngineStorageTest, RecoversUnsealedRecordsFromTheLog) {
+  CreateTable();
+  for (int i = 0; i < 100; ++i) WriteOk({Temperature("d", Now() - (100 - i) * kSecond, i)});
+  Reopen();
+  EXPECT_EQ(recovery_.records_replayed, 100u);
+  EXPECT_EQ(CountRows(engine_.get(), "d"), 100u);
+}
+
+TEST_F(EngineStorageTest, SealWritesPeriodFilesAndCheckpointReleasesTheLog) {
+  options_.log_segment_bytes = 4096;  // many small segments
+  Reopen();
+  CreateTable();
+  for (int b = 0; b < 50; ++b) {
+    std::vector<Record> batch;
+    for (int i = 0; i < 20; ++i) batch.push_back(Temperature("d" + std::to_string(i), Now() - (1000 - b) * kSecond, b));
+    WriteOk(batch);
+  }
+  const uint64_t log_before = engine_->Stats().log_bytes;
+  ASSERT_TRUE(engine_->SealAll().ok());
+  EngineStats stats = engine_->Stats();
+  EXPECT_EQ(stats.head_records, 0u);
+  EXPECT_GT(stats.chunks_sealed, 0u);
+  EXPECT_EQ(stats.checkpoint_lsn, stats.last_lsn + 1);
+  EXPECT_LT(stats.log_bytes, log_before / 4);
+  EXPECT_GT(stats.period_file_bytes, 0u);
+  const std::string stem = PeriodFileStem(Period::kDay, PeriodStart(Period::kDay, Now() - 1000 * kSecond));
+  EXPECT_TRUE(clock_.FileExists(dir_.PathOf("t/" + stem + ".db")));
+  Reopen();
+  EXPECT_EQ(recovery_.records_replayed, 0u);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(CountRows(engine_.get(), "d" + std::to_string(i)), 50u);
+}
+
+TEST_F(EngineStorageTest, PeriodsRollOverAndRetentionDropsWholeFiles) {
+  TableOptions options;
+  options.period = Period::kHour;
+  options.retention_seconds = 3 * 3600;
+  CreateTable("t", options);
+  for (int hour = 0; hour < 6; ++hour) {
+    WriteOk({Temperature("d", Now() - kSecond, hour)});
+    ASSERT_TRUE(engine_->Maintain().ok());
+    ASSERT_TRUE(engine_->SealAll().ok());
+    clock_.AdvanceSeconds(3600);
+  }
+  ASSERT_TRUE(engine_->Maintain().ok());
+  auto files = clock_.ListDir(dir_.PathOf("t"));
+  ASSERT_TRUE(files.ok());
+  size_t db_files = 0;
+  for (const std::string& f : *files) db_files += f.size() > 3 && f.compare(f.size() - 3, 3, ".db") == 0;
+  // Hours older than retention are gone; the current and next hour exist.
+  EXPECT_LE(db_files, 5u);
+  EXPECT_GE(db_files, 3u);
+  const size_t rows = CountRows(engine_.get(), "d");
+  EXPECT_GE(rows, 2u);
+  EXPECT_LE(rows, 3u);
+  Reopen();
+  EXPECT_EQ(CountRows(engine_.get(), "d"), rows);
+}
+
+TEST_F(EngineStorageTest, LateWritesAndCompactionKeepOneVersionPerTimestamp) {
+  TableOptions options;
+  options.period = Period::kHour;
+  CreateTable("t", options);
+  const int64_t hour = PeriodStart(Period::kHour, Now()) - 3600 * kSecond;
+  std::vector<Record> batch;
+  for (int i = 0; i < 100; ++i) batch.push_back(Temperature("d", hour + i * kSecond, i));
+  WriteOk(batch);
+  ASSERT_TRUE(engine_->SealAll().ok());
+  // Late data into the sealed hour: new versions and new timestamps.
+  batch.clear();
+  for (int i = 50; i < 150; ++i) batch.push_back(Temperature("d", hour + i * kSecond, 1000 + i, 1));
+  WriteOk(batch);
+  ASSERT_TRUE(engine_->SealAll().ok());
+  EXPECT_EQ(CountRows(engine_.get(), "d"), 150u);
+  const std::string path = dir_.PathOf("t/" + PeriodFileStem(Period::kHour, hour) + ".db");
+  clock_.AdvanceSeconds(3600);  // the hour is long closed: compaction may run
+  ASSERT_TRUE(engine_->Maintain().ok());
+  RangeQuery q;
+  q.table = "t";
+  q.device_id = "d";
+  q.limit = 0;
+  auto rows = engine_->Range(q);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->rows.size(), 150u);
+  EXPECT_EQ(std::get<double>(rows->rows[49].fields[0].value), 49.0);
+  EXPECT_EQ(std::get<double>(rows->rows[50].fields[0].value), 1050.0);
+  EXPECT_EQ(rows->rows[50].version, 1u);
+  Reopen();
+  EXPECT_EQ(CountRows(engine_.get(), "d"), 150u);
+  EXPECT_TRUE(clock_.FileExists(path));
+}
+
+TEST_F(EngineStorageTest, MiddleOfLogCorruptionIsTypedAndRepairable) {
+  options_.log_segment_bytes = 1024;
+  Reopen();
+  CreateTable();
+  for (int i = 0; i < 40; ++i) WriteOk({Temperature("d", Now() - (100 - i) * kSecond, i)});
+  ASSERT_TRUE(engine_->Close().ok());
+  engine_.reset();
+  auto segments = clock_.ListDir(dir_.PathOf("log"));
+  ASSERT_TRUE(segments.ok());
+  ASSERT_GE(segments->size(), 3u);
+  // Damage the first segment: later segments make it mid-log corruption.
+  const std::string victim = dir_.PathOf("log/" + (*segments)[0]);
+  auto file = clock_.OpenFile(victim, OpenMode::kReadWrite);
+  ASSERT_TRUE(file.ok());
+  auto size = (*file)->Size();
+  ASSERT_TRUE((*file)->WriteAt(*size - 5, "XXXX").ok());
+  file->reset();
+  auto opened = Engine::Open(&clock_, dir_.path(), options_);
+  ASSERT_FALSE(opened.ok());
+  EXPECT_EQ(opened.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(opened.status().message().find((*segments)[0]), std::string::npos) << opened.status().ToString();
+  EXPECT_NE(opened.status().message().find("offset"), std::string::npos) << opened.status().ToString();
+  auto cut = Engine::RepairLog(&clock_, dir_.path());
+  ASSERT_TRUE(cut.ok()) << cut.status().ToString();
+  EXPECT_GT(*cut, 0u);
+  Open();
+  const size_t survivors = CountRows(engine_.get(), "d");
+  EXPECT_GT(survivors, 0u);
+  EXPECT_LT(survivors, 40u);
+  // Writing goes on after the repair.
+  WriteOk({Temperature("d", Now(), 1.0)});
+  EXPECT_EQ(CountRows(engine_.get(), "d"), survivors + 1);
+}
+
+TEST_F(EngineStorageTest, MemoryBudgetSealsLargestHeads) {
+  options_.head_memory_budget_bytes = 64 * 1024;
+  options_.seal_records = 100000;
+  Reopen();
+  CreateTable();
+  std::vector<Record> batch;
+  for (int i = 0; i < 3000; ++i) batch.push_back(Temperature("big", Now() - (4000 - i) * kSecond, i));
+  WriteOk(batch);
+  EXPECT_GT(engine_->Stats().head_bytes, options_.head_memory_budget_bytes);
+  ASSERT_TRUE(engine_->Maintain().ok());
+  EXPECT_LE(engine_->Stats().head_bytes, options_.head_memory_budget_bytes);
+  EXPECT_EQ(CountRows(engine_.get(), "big"), 3000u);
+}
+
+}  // namespace
+}  // namespace cairn::testing

@@ -1,0 +1,31 @@
+# Finds the Debian-packaged libraries cairn builds on and exposes each as an
+# imported target, the same way for the host and for the ARM sysroots that
+# toolchains/install-deps.sh extracts (the toolchain files put those sysroots
+# on CMAKE_FIND_ROOT_PATH). Headers are SYSTEM so -Werror stays ours.
+
+function(cairn_import_library target header library)
+  find_path(${target}_INCLUDE_DIR ${header} REQUIRED)
+  find_library(${target}_LIBRARY NAMES ${library} REQUIRED)
+  add_library(${target} UNKNOWN IMPORTED GLOBAL)
+  set_target_properties(${target} PROPERTIES
+    IMPORTED_LOCATION "${${target}_LIBRARY}"
+    INTERFACE_SYSTEM_INCLUDE_DIRECTORIES "${${target}_INCLUDE_DIR}"
+    INTERFACE_INCLUDE_DIRECTORIES "${${target}_INCLUDE_DIR}")
+endfunction()
+
+find_package(Threads REQUIRED)
+
+cairn_import_library(dep_sqlite3 sqlite3.h sqlite3)
+cairn_import_library(dep_mbedcrypto mbedtls/sha256.h mbedcrypto)
+cairn_import_library(dep_mbedx509 mbedtls/x509_crt.h mbedx509)
+cairn_import_library(dep_mbedtls mbedtls/ssl.h mbedtls)
+set_property(TARGET dep_mbedtls APPEND PROPERTY INTERFACE_LINK_LIBRARIES dep_mbedx509 dep_mbedcrypto)
+cairn_import_library(dep_zstd zstd.h zstd)
+cairn_import_library(dep_paho_c MQTTAsync.h paho-mqtt3as)
+cairn_import_library(dep_paho_cpp mqtt/async_client.h paho-mqttpp3)
+set_property(TARGET dep_paho_cpp APPEND PROPERTY INTERFACE_LINK_LIBRARIES dep_paho_c Threads::Threads)
+cairn_import_library(dep_http_parser http_parser.h http_parser)
+
+if(CAIRN_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()

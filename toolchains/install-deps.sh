@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Makes a fresh Debian bookworm machine (root) ready for every cairn preset.
+#
+#   toolchains/install-deps.sh            install host tools and both ARM sysroots
+#
+# Idempotent: a second run installs nothing new and re-extracts a sysroot only
+# when the package versions behind it changed.
+#
+# Why sysroots instead of `apt-get install libfoo-dev:arm64`: Multi-Arch "same"
+# packages must carry the identical version on every architecture, and the
+# archive often publishes a security update for amd64 hours before arm64 or
+# armhf (libssl3 is the usual victim). A co-installed foreign -dev package then
+# cannot be installed at all. We still use Debian's arm64/armhf packages, but
+# extract them into /opt/cairn/sysroot/<arch> with dpkg-deb, which never has to
+# agree with the host's versions. The cross compilers and C libraries come from
+# crossbuild-essential-*, which live under /usr/<triplet>.
+set -euo pipefail
+
+SYSROOT_BASE=${CAIRN_SYSROOT_BASE:-/opt/cairn/sysroot}
+
+log() { printf '[install-deps] %s\n' "$*"; }
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps.sh: must run as root (it calls apt-get and dpkg)" >&2
+  exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+
+HOST_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git file ca-certificates xz-utils
+  crossbuild-essential-arm64 crossbuild-essential-armhf qemu-user
+  clang-14 libclang-rt-14-dev lld-14
+  libsqlite3-dev sqlite3 libmbedtls-dev libpaho-mqtt-dev libpaho-mqttpp-dev
+  libzstd-dev libhttp-parser-dev libpq-dev libgtest-dev libgmock-dev libbenchmark-dev
+  mosquitto mosquitto-clients postgresql curl python3 python3-influxdb openssl
+)
+
+# Debian packages extracted into each ARM sysroot: the -dev packages cairn
+# links against plus the runtime libraries they pull in (closure taken from
+# `apt-cache depends`; libc, libstdc++ and libgcc come from crossbuild-essential).
+SYSROOT_PACKAGES=(
+  libsqlite3-dev libsqlite3-0
+  libmbedtls-dev libmbedtls14 libmbedx509-1 libmbedcrypto7
+  libpaho-mqtt-dev libpaho-mqtt1.3 libpaho-mqttpp-dev libpaho-mqttpp3-1 libssl3
+  libzstd-dev libzstd1
+  libhttp-parser-dev libhttp-parser2.9
+  libgtest-dev libgmock-dev
+)
+
+apt_update() {
+  # A mirror caught mid-sync answers with a size mismatch; that is transient.
+  local attempt
+  for attempt in 1 2 3 4 5; do
+    if apt-get update -q >/tmp/cairn-apt-update.log 2>&1; then return 0; fi
+    log "apt-get update failed (attempt $attempt), retrying"
+    sleep $((attempt * 5))
+  done
+  log "apt-get update kept failing; continuing with the indexes apt has:"
+  grep -E '^(E|W):' /tmp/cairn-apt-update.log >&2 || true
+}
+
+missing_host_packages() {
+  local p
+  for p in "${HOST_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' || echo "$p"
+  done
+}
+
+foreign_arch_missing() {
+  local a
+  for a in arm64 armhf; do
+    dpkg --print-foreign-architectures | grep -qx "$a" || return 0
+  done
+  return 1
+}
+
+need_update=0
+if foreign_arch_missing; then
+  dpkg --add-architecture arm64
+  dpkg --add-architecture armhf
+  need_update=1
+fi
+missing=$(missing_host_packages)
+[ -n "$missing" ] && need_update=1
+for arch in arm64 armhf; do
+  [ -f "$SYSROOT_BASE/$arch/.versions" ] || need_update=1
+done
+[ "$need_update" = 1 ] && apt_update
+
+if [ -n "$missing" ]; then
+  log "installing host packages:" $missing
+  # shellcheck disable=SC2086
+  apt-get install -y -q --no-install-recommends $missing
+fi
+
+build_sysroot() {
+  local arch=$1 dir=$SYSROOT_BASE/$1 want have work p deb
+  # One apt-cache call for all packages: "name=candidate" per line.
+  want=$(apt-cache policy "${SYSROOT_PACKAGES[@]/%/:$arch}" |
+         awk '/^[^ ].*:$/ {sub(/:.*/, ""); name=$0} /Candidate:/ {print name "=" $2}')
+  if grep -q '=(none)$\|=$' <<<"$want"; then
+    echo "install-deps.sh: no $arch candidate for:" >&2
+    grep '=(none)$\|=$' <<<"$want" >&2
+    exit 1
+  fi
+  have=$(cat "$dir/.versions" 2>/dev/null || true)
+  if [ "$want" = "$have" ]; then
+    log "sysroot $dir is current"
+    return 0
+  fi
+  log "building sysroot $dir"
+  work=$(mktemp -d)
+  chmod 755 "$work"  # apt's download sandbox user must be able to write there
+  chown _apt "$work" 2>/dev/null || true
+  (cd "$work" && for p in "${SYSROOT_PACKAGES[@]}"; do
+     apt-get download -q "$p:$arch" >/dev/null
+   done)
+  rm -rf "$dir.new" && mkdir -p "$dir.new"
+  for deb in "$work"/*.deb; do dpkg-deb -x "$deb" "$dir.new"; done
+  rm -rf "$work"
+  printf '%s\n' "$want" >"$dir.new/.versions"
+  rm -rf "$dir" && mv "$dir.new" "$dir"
+}
+
+build_sysroot arm64
+build_sysroot armhf
+
+log "ready: host, aarch64 and armhf toolchains and libraries are installed"
