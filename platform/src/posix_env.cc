@@ -1,0 +1,553 @@
+// The POSIX Env: the one place where cairn calls the operating system for
+// clocks, files, ttys, randomness and threads.
+#include <algorithm>
+#include <cerrno>
+#include <ctime>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "cairn/platform/env.h"
+
+#include "posix_error.h"
+
+namespace cairn {
+namespace {
+
+using platform_internal::ErrorSource;
+using platform_internal::PosixError;
+
+// Off_t must be 64 bits even on 32-bit ARM, or files past 2 GiB break
+// silently; platform/CMakeLists.txt sets _FILE_OFFSET_BITS=64 for that.
+static_assert(sizeof(off_t) == 8, "cairn needs a 64-bit off_t (_FILE_OFFSET_BITS=64)");
+
+// Closes `fd`, retrying nothing: on Linux the descriptor is released even when
+// close reports EINTR, so a retry could close a descriptor another thread just
+// opened.
+void CloseDescriptor(int fd) {
+  if (fd >= 0) ::close(fd);
+}
+
+int64_t ClockNanos(clockid_t clock) {
+  struct timespec now = {};
+  ::clock_gettime(clock, &now);
+  return static_cast<int64_t>(now.tv_sec) * 1000000000 + static_cast<int64_t>(now.tv_nsec);
+}
+
+class PosixFile final : public File {
+ public:
+  PosixFile(int fd, std::string path, bool writable, uint64_t append_offset)
+      : fd_(fd), path_(std::move(path)), writable_(writable), append_offset_(append_offset) {}
+  ~PosixFile() override { CloseDescriptor(fd_); }
+
+  PosixFile(const PosixFile&) = delete;
+  PosixFile& operator=(const PosixFile&) = delete;
+
+  Result<size_t> ReadAt(uint64_t offset, size_t n, char* dst) override {
+    size_t done = 0;
+    while (done < n) {
+      ssize_t got = ::pread(fd_, dst + done, n - done, static_cast<off_t>(offset + done));
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        return PosixError("read", path_, errno);
+      }
+      if (got == 0) break;
+      done += static_cast<size_t>(got);
+    }
+    return done;
+  }
+
+  Status WriteAt(uint64_t offset, std::string_view data) override {
+    CAIRN_RETURN_IF_ERROR(CheckWritable());
+    CAIRN_RETURN_IF_ERROR(WriteFully(offset, data));
+    append_offset_ = std::max(append_offset_, offset + data.size());
+    return Status::Ok();
+  }
+
+  Status Append(std::string_view data) override {
+    CAIRN_RETURN_IF_ERROR(CheckWritable());
+    CAIRN_RETURN_IF_ERROR(WriteFully(append_offset_, data));
+    append_offset_ += data.size();
+    return Status::Ok();
+  }
+
+  Status Truncate(uint64_t size) override {
+    CAIRN_RETURN_IF_ERROR(CheckWritable());
+    if (size > static_cast<uint64_t>(std::numeric_limits<off_t>::max())) {
+      return Status::InvalidArgument("truncate " + path_ + ": size " + std::to_string(size) + " too large");
+    }
+    for (;;) {
+      if (::ftruncate(fd_, static_cast<off_t>(size)) == 0) break;
+      if (errno != EINTR) return PosixError("truncate", path_, errno);
+    }
+    append_offset_ = size;
+    return Status::Ok();
+  }
+
+  Status Sync() override {
+    for (;;) {
+      if (::fdatasync(fd_) == 0) return Status::Ok();
+      if (errno != EINTR) return PosixError("fdatasync", path_, errno);
+    }
+  }
+
+  Result<uint64_t> Size() override {
+    struct stat info = {};
+    if (::fstat(fd_, &info) != 0) return PosixError("fstat", path_, errno);
+    return static_cast<uint64_t>(info.st_size);
+  }
+
+  const std::string& path() const override { return path_; }
+
+ private:
+  Status CheckWritable() const {
+    if (!writable_) return Status::FailedPrecondition("write " + path_ + ": file was opened read-only");
+    return Status::Ok();
+  }
+
+  Status WriteFully(uint64_t offset, std::string_view data) {
+    while (!data.empty()) {
+      ssize_t written = ::pwrite(fd_, data.data(), data.size(), static_cast<off_t>(offset));
+      if (written < 0) {
+        if (errno == EINTR) continue;
+        return PosixError("write", path_, errno);
+      }
+      offset += static_cast<uint64_t>(written);
+      data.remove_prefix(static_cast<size_t>(written));
+    }
+    return Status::Ok();
+  }
+
+  const int fd_;
+  const std::string path_;
+  const bool writable_;
+  // Append writes with pwrite at this offset instead of using O_APPEND, so the
+  // same descriptor serves WriteAt too (O_APPEND would redirect every pwrite
+  // to the end on Linux).
+  uint64_t append_offset_;
+};
+
+// Locks held by this process, keyed by file identity (device, inode) so that
+// two spellings of one path collide. The value is the pid of the process that
+// took the lock: a child created by fork() inherits this table but not the
+// locks (or, with open-file-description locks, shares them without owning
+// them), so entries of another pid do not count as "held by this process".
+struct FileIdentity {
+  dev_t device;
+  ino_t inode;
+  bool operator<(const FileIdentity& other) const {
+    return device != other.device ? device < other.device : inode < other.inode;
+  }
+};
+
+std::mutex& LockTableMutex() {
+  static std::mutex* const mutex = new std::mutex();
+  return *mutex;
+}
+std::map<FileIdentity, pid_t>& LockTable() {
+  static auto* const table = new std::map<FileIdentity, pid_t>();
+  return *table;
+}
+
+// Tries an exclusive lock on the whole of `fd`. Open-file-description locks
+// are preferred: classic POSIX locks are dropped when the process closes *any*
+// descriptor of the file, which other code (SQLite, a backup tool) may do.
+// Where the kernel or an emulator lacks them (EINVAL), classic locks serve.
+int SetLock(int fd, short type, bool* used_ofd) {
+  struct flock request = {};
+  request.l_type = type;
+  request.l_whence = SEEK_SET;
+  request.l_start = 0;
+  request.l_len = 0;
+#ifdef F_OFD_SETLK
+  if (*used_ofd) {
+    request.l_pid = 0;
+    if (::fcntl(fd, F_OFD_SETLK, &request) == 0) return 0;
+    if (errno != EINVAL) return -1;
+    *used_ofd = false;
+  }
+#else
+  *used_ofd = false;
+#endif
+  return ::fcntl(fd, F_SETLK, &request);
+}
+
+class PosixFileLock final : public FileLock {
+ public:
+  PosixFileLock(int fd, std::string path, FileIdentity identity, bool used_ofd)
+      : fd_(fd), path_(std::move(path)), identity_(identity), owner_(::getpid()), used_ofd_(used_ofd) {}
+
+  ~PosixFileLock() override {
+    if (::getpid() == owner_) {
+      // Only the owner unlocks: a forked child sharing an open file
+      // description would otherwise release the parent's lock.
+      bool used_ofd = used_ofd_;
+      SetLock(fd_, F_UNLCK, &used_ofd);
+      std::lock_guard<std::mutex> guard(LockTableMutex());
+      auto it = LockTable().find(identity_);
+      if (it != LockTable().end() && it->second == owner_) LockTable().erase(it);
+    }
+    CloseDescriptor(fd_);
+  }
+
+  PosixFileLock(const PosixFileLock&) = delete;
+  PosixFileLock& operator=(const PosixFileLock&) = delete;
+
+  const std::string& path() const override { return path_; }
+
+ private:
+  const int fd_;
+  const std::string path_;
+  const FileIdentity identity_;
+  const pid_t owner_;
+  const bool used_ofd_;
+};
+
+// termios speed constants for the rates cairn accepts.
+struct BaudRate {
+  int rate;
+  speed_t constant;
+};
+constexpr BaudRate kBaudRates[] = {
+    {1200, B1200},       {1800, B1800},       {2400, B2400},       {4800, B4800},       {9600, B9600},
+    {19200, B19200},     {38400, B38400},     {57600, B57600},     {115200, B115200},   {230400, B230400},
+    {460800, B460800},   {500000, B500000},   {576000, B576000},   {921600, B921600},   {1000000, B1000000},
+    {1152000, B1152000}, {1500000, B1500000}, {2000000, B2000000}, {2500000, B2500000}, {3000000, B3000000},
+#ifdef B3500000
+    {3500000, B3500000},
+#endif
+#ifdef B4000000
+    {4000000, B4000000},
+#endif
+};
+
+class PosixSerialPort final : public SerialPort {
+ public:
+  PosixSerialPort(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  ~PosixSerialPort() override { CloseDescriptor(fd_); }
+
+  PosixSerialPort(const PosixSerialPort&) = delete;
+  PosixSerialPort& operator=(const PosixSerialPort&) = delete;
+
+  Result<size_t> Read(char* dst, size_t n, int timeout_ms) override {
+    if (n == 0) return size_t{0};
+    const int64_t deadline = ClockNanos(CLOCK_MONOTONIC) + int64_t{std::max(timeout_ms, 0)} * 1000000;
+    struct pollfd request = {};
+    request.fd = fd_;
+    request.events = POLLIN;
+    for (;;) {
+      int64_t remaining_ms = (deadline - ClockNanos(CLOCK_MONOTONIC) + 999999) / 1000000;
+      request.revents = 0;
+      int ready = ::poll(&request, 1, static_cast<int>(std::max<int64_t>(remaining_ms, 0)));
+      if (ready < 0) {
+        if (errno == EINTR) continue;
+        return PosixError("poll", path_, errno, ErrorSource::kSerialPort);
+      }
+      if (ready == 0) return size_t{0};
+      if ((request.revents & POLLNVAL) != 0)
+        return PosixError("poll", path_, EBADF, ErrorSource::kSerialPort);
+      ssize_t got = ::read(fd_, dst, n);
+      if (got > 0) return static_cast<size_t>(got);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0 && errno != EAGAIN) return PosixError("read", path_, errno, ErrorSource::kSerialPort);
+      // Nothing read although poll woke up: either the line hung up or the
+      // input was consumed elsewhere; only the former is an error.
+      if ((request.revents & (POLLHUP | POLLERR)) != 0) {
+        return Status::Unavailable("read " + path_ + ": the other side hung up");
+      }
+      if (ClockNanos(CLOCK_MONOTONIC) >= deadline) return size_t{0};
+    }
+  }
+
+  Status Write(std::string_view data) override {
+    while (!data.empty()) {
+      ssize_t written = ::write(fd_, data.data(), data.size());
+      if (written < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN) {
+          struct pollfd request = {};
+          request.fd = fd_;
+          request.events = POLLOUT;
+          if (::poll(&request, 1, -1) < 0 && errno != EINTR) {
+            return PosixError("poll", path_, errno, ErrorSource::kSerialPort);
+          }
+          continue;
+        }
+        return PosixError("write", path_, errno, ErrorSource::kSerialPort);
+      }
+      data.remove_prefix(static_cast<size_t>(written));
+    }
+    return Status::Ok();
+  }
+
+  const std::string& path() const override { return path_; }
+
+ private:
+  const int fd_;
+  const std::string path_;
+};
+
+class PosixEnv final : public Env {
+ public:
+  int64_t NowUnixNanos() override { return ClockNanos(CLOCK_REALTIME); }
+  int64_t MonotonicNanos() override { return ClockNanos(CLOCK_MONOTONIC); }
+
+  void SleepForMicros(int64_t micros) override {
+    if (micros <= 0) return;
+    struct timespec remaining = {};
+    remaining.tv_sec = static_cast<time_t>(micros / 1000000);
+    remaining.tv_nsec = static_cast<long>((micros % 1000000) * 1000);
+    while (::nanosleep(&remaining, &remaining) != 0 && errno == EINTR) {
+    }
+  }
+
+  Result<std::unique_ptr<File>> OpenFile(const std::string& path, OpenMode mode) override {
+    int flags = O_CLOEXEC;
+    switch (mode) {
+      case OpenMode::kReadOnly:
+        flags |= O_RDONLY;
+        break;
+      case OpenMode::kReadWrite:
+        flags |= O_RDWR | O_CREAT;
+        break;
+      case OpenMode::kCreateTruncate:
+        flags |= O_RDWR | O_CREAT | O_TRUNC;
+        break;
+      case OpenMode::kCreateExclusive:
+        flags |= O_RDWR | O_CREAT | O_EXCL;
+        break;
+    }
+    int fd = OpenRetrying(path.c_str(), flags, 0644);
+    if (fd < 0) return PosixError("open", path, errno);
+    struct stat info = {};
+    if (::fstat(fd, &info) != 0) {
+      Status error = PosixError("fstat", path, errno);
+      CloseDescriptor(fd);
+      return error;
+    }
+    if (S_ISDIR(info.st_mode)) {
+      CloseDescriptor(fd);
+      return PosixError("open", path, EISDIR);
+    }
+    return std::unique_ptr<File>(std::make_unique<PosixFile>(fd, path, mode != OpenMode::kReadOnly,
+                                                             static_cast<uint64_t>(info.st_size)));
+  }
+
+  bool FileExists(const std::string& path) override {
+    struct stat info = {};
+    return ::stat(path.c_str(), &info) == 0;
+  }
+
+  Result<uint64_t> FileSize(const std::string& path) override {
+    struct stat info = {};
+    if (::stat(path.c_str(), &info) != 0) return PosixError("stat", path, errno);
+    return static_cast<uint64_t>(info.st_size);
+  }
+
+  Status RenameFile(const std::string& from, const std::string& to) override {
+    if (::rename(from.c_str(), to.c_str()) != 0) return PosixError("rename", from + " to " + to, errno);
+    return Status::Ok();
+  }
+
+  Status RemoveFile(const std::string& path) override {
+    if (::unlink(path.c_str()) != 0) return PosixError("unlink", path, errno);
+    return Status::Ok();
+  }
+
+  Status CreateDirs(const std::string& path) override {
+    if (path.empty()) return Status::InvalidArgument("mkdir: empty path");
+    // Creates each prefix in turn; EEXIST is fine as long as it is a
+    // directory (another thread or process may be creating the same tree).
+    size_t position = 0;
+    while (position != std::string::npos) {
+      position = path.find('/', position + 1);
+      std::string prefix = path.substr(0, position);
+      if (prefix.empty() || prefix.back() == '/') continue;
+      if (::mkdir(prefix.c_str(), 0755) == 0) continue;
+      int error_number = errno;
+      if (error_number != EEXIST) return PosixError("mkdir", prefix, error_number);
+      struct stat info = {};
+      if (::stat(prefix.c_str(), &info) != 0) return PosixError("stat", prefix, errno);
+      if (!S_ISDIR(info.st_mode)) return PosixError("mkdir", prefix, ENOTDIR);
+    }
+    return Status::Ok();
+  }
+
+  Status RemoveDir(const std::string& path) override {
+    if (::rmdir(path.c_str()) != 0) return PosixError("rmdir", path, errno);
+    return Status::Ok();
+  }
+
+  Status SyncDir(const std::string& path) override {
+    int fd = OpenRetrying(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    if (fd < 0) return PosixError("open directory", path, errno);
+    Status status;
+    for (;;) {
+      if (::fsync(fd) == 0) break;
+      if (errno != EINTR) {
+        status = PosixError("fsync directory", path, errno);
+        break;
+      }
+    }
+    CloseDescriptor(fd);
+    return status;
+  }
+
+  Result<std::vector<std::string>> ListDir(const std::string& dir) override {
+    int fd = OpenRetrying(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    if (fd < 0) return PosixError("open directory", dir, errno);
+    DIR* stream = ::fdopendir(fd);
+    if (stream == nullptr) {
+      Status error = PosixError("fdopendir", dir, errno);
+      CloseDescriptor(fd);
+      return error;
+    }
+    std::vector<std::string> names;
+    for (;;) {
+      errno = 0;
+      struct dirent* entry = ::readdir(stream);
+      if (entry == nullptr) {
+        if (errno != 0) {
+          Status error = PosixError("readdir", dir, errno);
+          ::closedir(stream);
+          return error;
+        }
+        break;
+      }
+      std::string_view name(entry->d_name);
+      if (name == "." || name == "..") continue;
+      names.emplace_back(name);
+    }
+    ::closedir(stream);
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  Result<uint64_t> FreeSpace(const std::string& path) override {
+    struct statvfs info = {};
+    if (::statvfs(path.c_str(), &info) != 0) return PosixError("statvfs", path, errno);
+    return static_cast<uint64_t>(info.f_bavail) * static_cast<uint64_t>(info.f_frsize);
+  }
+
+  Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) override {
+    int fd = OpenRetrying(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return PosixError("open", path, errno);
+    struct stat info = {};
+    if (::fstat(fd, &info) != 0) {
+      Status error = PosixError("fstat", path, errno);
+      CloseDescriptor(fd);
+      return error;
+    }
+    const FileIdentity identity{info.st_dev, info.st_ino};
+    const pid_t self = ::getpid();
+    std::lock_guard<std::mutex> guard(LockTableMutex());
+    auto held = LockTable().find(identity);
+    if (held != LockTable().end() && held->second == self) {
+      CloseDescriptor(fd);
+      // Checked before the kernel: classic POSIX locks never conflict within
+      // one process, so the kernel alone would grant this second lock.
+      return Status::Busy(path + " is locked by this process (another FileLock holds it)");
+    }
+    bool used_ofd = true;
+    if (SetLock(fd, F_WRLCK, &used_ofd) != 0) {
+      int error_number = errno;
+      CloseDescriptor(fd);
+      if (error_number == EAGAIN || error_number == EACCES) {
+        return Status::Busy(path + " is locked by another process");
+      }
+      return PosixError("lock", path, error_number);
+    }
+    LockTable()[identity] = self;
+    return std::unique_ptr<FileLock>(std::make_unique<PosixFileLock>(fd, path, identity, used_ofd));
+  }
+
+  Result<std::unique_ptr<SerialPort>> OpenSerialPort(const std::string& path, int baud) override {
+    const BaudRate* rate = std::find_if(std::begin(kBaudRates), std::end(kBaudRates),
+                                        [baud](const BaudRate& candidate) { return candidate.rate == baud; });
+    if (rate == std::end(kBaudRates)) {
+      return Status::InvalidArgument("serial port " + path + ": unsupported baud rate " +
+                                     std::to_string(baud));
+    }
+    // O_NONBLOCK so the open does not wait for carrier detect on a modem
+    // line; it is cleared once CLOCAL is set.
+    int fd = OpenRetrying(path.c_str(), O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC, 0);
+    if (fd < 0) return PosixError("open", path, errno, ErrorSource::kSerialPort);
+    Status status = ConfigureSerial(fd, path, rate->constant);
+    if (!status.ok()) {
+      CloseDescriptor(fd);
+      return status;
+    }
+    return std::unique_ptr<SerialPort>(std::make_unique<PosixSerialPort>(fd, path));
+  }
+
+  Status RandomBytes(std::span<uint8_t> out) override {
+    size_t done = 0;
+    while (done < out.size()) {
+      ssize_t got = ::getrandom(out.data() + done, out.size() - done, 0);
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        return PosixError("getrandom", "(kernel random source)", errno);
+      }
+      done += static_cast<size_t>(got);
+    }
+    return Status::Ok();
+  }
+
+  std::thread StartThread(std::function<void()> fn) override { return std::thread(std::move(fn)); }
+
+ private:
+  static int OpenRetrying(const char* path, int flags, mode_t mode) {
+    for (;;) {
+      int fd = ::open(path, flags, mode);
+      if (fd >= 0 || errno != EINTR) return fd;
+    }
+  }
+
+  static Status ConfigureSerial(int fd, const std::string& path, speed_t speed) {
+    struct termios settings = {};
+    if (::tcgetattr(fd, &settings) != 0)
+      return PosixError("tcgetattr", path, errno, ErrorSource::kSerialPort);
+    ::cfmakeraw(&settings);
+    settings.c_cflag |= CLOCAL | CREAD;
+    settings.c_cflag &= ~static_cast<tcflag_t>(CSIZE | PARENB | CSTOPB | CRTSCTS);
+    settings.c_cflag |= CS8;
+    // VMIN=0, VTIME=0: read never blocks; waiting is poll()'s job, so the
+    // timeout is exact and a hang-up is noticed.
+    settings.c_cc[VMIN] = 0;
+    settings.c_cc[VTIME] = 0;
+    if (::cfsetispeed(&settings, speed) != 0 || ::cfsetospeed(&settings, speed) != 0) {
+      return PosixError("cfsetspeed", path, errno, ErrorSource::kSerialPort);
+    }
+    if (::tcsetattr(fd, TCSANOW, &settings) != 0) {
+      return PosixError("tcsetattr", path, errno, ErrorSource::kSerialPort);
+    }
+    // Input that arrived before the line was configured was read with the
+    // wrong settings.
+    ::tcflush(fd, TCIFLUSH);
+    int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+      return PosixError("fcntl", path, errno, ErrorSource::kSerialPort);
+    }
+    return Status::Ok();
+  }
+};
+
+}  // namespace
+
+Env* Env::Default() {
+  static PosixEnv* const env = new PosixEnv();
+  return env;
+}
+
+}  // namespace cairn

@@ -1,0 +1,53 @@
+// An Env whose clocks move only when a test moves them.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "cairn/platform/env.h"
+
+namespace cairn {
+
+// Wraps another Env (for files, threads, randomness) and replaces its clocks
+// with two counters. SleepForMicros advances both counters instead of
+// sleeping, so code that waits for time to pass completes at once and a test
+// decides what "now" is.
+//
+// Thread-safe: every member may be called from any thread.
+class ManualClockEnv : public EnvWrapper {
+ public:
+  // 2023-11-14T22:13:20Z: a fixed, recent instant, so results do not depend
+  // on the machine's clock.
+  static constexpr int64_t kDefaultStartUnixNanos = int64_t{1'700'000'000} * 1'000'000'000;
+  // The monotonic clock starts well away from 0 so that code treating 0 as
+  // "never" is caught.
+  static constexpr int64_t kDefaultStartMonotonicNanos = int64_t{1'000} * 1'000'000'000;
+
+  // `target` must outlive this object.
+  explicit ManualClockEnv(Env* target, int64_t start_unix_nanos = kDefaultStartUnixNanos);
+
+  int64_t NowUnixNanos() override;
+  int64_t MonotonicNanos() override;
+
+  // Advances both clocks by `micros` (when positive) and yields the thread,
+  // so a loop that sleeps lets other threads run.
+  void SleepForMicros(int64_t micros) override;
+
+  // Moves both clocks forward. Precondition: nanos >= 0.
+  void AdvanceNanos(int64_t nanos);
+  void AdvanceSeconds(int64_t seconds) { AdvanceNanos(seconds * 1'000'000'000); }
+
+  // Sets the wall clock only, forward or backward, as NTP or an operator
+  // setting the date would; the monotonic clock does not move.
+  void SetUnixNanos(int64_t unix_nanos);
+
+  // Total microseconds requested through SleepForMicros so far.
+  int64_t SleptMicros() const { return slept_micros_.load(); }
+
+ private:
+  std::atomic<int64_t> unix_nanos_;
+  std::atomic<int64_t> monotonic_nanos_;
+  std::atomic<int64_t> slept_micros_{0};
+};
+
+}  // namespace cairn
