@@ -1,0 +1,126 @@
+#include "log/log_format.h"
+
+#include <cstring>
+
+#include "chunk/crc32c.h"
+
+namespace cairn::log_format {
+
+namespace {
+
+constexpr uint32_t kCrcMaskDelta = 0xa282ead8u;
+
+uint32_t RecordCrc(std::string_view record) {
+  std::string_view checksummed_header =
+      record.substr(kRecordChecksummedOffset, kRecordHeaderSize - kRecordChecksummedOffset);
+  uint32_t crc = Crc32c(checksummed_header);
+  return Crc32cExtend(crc, record.substr(kRecordHeaderSize));
+}
+
+}  // namespace
+
+std::string SegmentFileName(uint64_t first_lsn) {
+  std::string digits = std::to_string(first_lsn);
+  std::string name(kSegmentNameDigits - digits.size(), '0');
+  name += digits;
+  name += kSegmentSuffix;
+  return name;
+}
+
+std::optional<uint64_t> ParseSegmentFileName(std::string_view name) {
+  if (name.size() != kSegmentNameDigits + kSegmentSuffix.size()) return std::nullopt;
+  if (name.substr(kSegmentNameDigits) != kSegmentSuffix) return std::nullopt;
+  uint64_t value = 0;
+  for (size_t i = 0; i < kSegmentNameDigits; ++i) {
+    char c = name[i];
+    if (c < '0' || c > '9') return std::nullopt;
+    uint64_t digit = static_cast<uint64_t>(c - '0');
+    if (value > (UINT64_MAX - digit) / 10) return std::nullopt;
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
+uint32_t MaskCrc(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + kCrcMaskDelta; }
+
+void PutFixed32(std::string* dst, uint32_t value) {
+  char buffer[4];
+  for (int i = 0; i < 4; ++i) buffer[i] = static_cast<char>((value >> (8 * i)) & 0xff);
+  dst->append(buffer, sizeof(buffer));
+}
+
+void PutFixed64(std::string* dst, uint64_t value) {
+  char buffer[8];
+  for (int i = 0; i < 8; ++i) buffer[i] = static_cast<char>((value >> (8 * i)) & 0xff);
+  dst->append(buffer, sizeof(buffer));
+}
+
+uint32_t DecodeFixed32(const char* src) {
+  uint32_t value = 0;
+  for (int i = 0; i < 4; ++i) value |= static_cast<uint32_t>(static_cast<uint8_t>(src[i])) << (8 * i);
+  return value;
+}
+
+uint64_t DecodeFixed64(const char* src) {
+  uint64_t value = 0;
+  for (int i = 0; i < 8; ++i) value |= static_cast<uint64_t>(static_cast<uint8_t>(src[i])) << (8 * i);
+  return value;
+}
+
+std::string EncodeSegmentHeader(uint64_t first_lsn) {
+  std::string header;
+  header.reserve(kSegmentHeaderSize);
+  header.append(kSegmentMagic);
+  PutFixed32(&header, kFormatVersion);
+  PutFixed64(&header, first_lsn);
+  PutFixed32(&header, MaskCrc(Crc32c(header)));
+  return header;
+}
+
+SegmentHeader DecodeSegmentHeader(std::string_view header) {
+  SegmentHeader decoded;
+  if (header.size() != kSegmentHeaderSize || header.substr(0, kSegmentMagic.size()) != kSegmentMagic) {
+    return decoded;
+  }
+  const size_t crc_offset = kSegmentHeaderSize - 4;
+  if (DecodeFixed32(header.data() + crc_offset) != MaskCrc(Crc32c(header.substr(0, crc_offset)))) {
+    return decoded;
+  }
+  decoded.version = DecodeFixed32(header.data() + 8);
+  decoded.first_lsn = DecodeFixed64(header.data() + 12);
+  decoded.state = decoded.version == kFormatVersion ? SegmentHeader::State::kValid
+                                                    : SegmentHeader::State::kUnsupportedVersion;
+  return decoded;
+}
+
+void EncodeRecord(std::string* dst, uint64_t first_lsn, uint32_t count, std::string_view payload) {
+  const size_t start = dst->size();
+  PutFixed32(dst, static_cast<uint32_t>(payload.size()));
+  PutFixed32(dst, 0);  // the CRC, filled in once the checksummed bytes are in place
+  dst->push_back(static_cast<char>(RecordType::kBatch));
+  PutFixed64(dst, first_lsn);
+  PutFixed32(dst, count);
+  dst->append(payload);
+  std::string_view record(dst->data() + start, dst->size() - start);
+  const uint32_t masked = MaskCrc(RecordCrc(record));
+  std::string crc_bytes;
+  PutFixed32(&crc_bytes, masked);
+  dst->replace(start + 4, 4, crc_bytes);
+}
+
+RecordHeader DecodeRecordHeader(std::string_view header) {
+  RecordHeader decoded;
+  decoded.payload_length = DecodeFixed32(header.data());
+  decoded.stored_crc = DecodeFixed32(header.data() + 4);
+  decoded.type = static_cast<uint8_t>(header[8]);
+  decoded.first_lsn = DecodeFixed64(header.data() + 9);
+  decoded.count = DecodeFixed32(header.data() + 17);
+  return decoded;
+}
+
+bool RecordChecksumMatches(std::string_view record) {
+  if (record.size() < kRecordHeaderSize) return false;
+  return DecodeFixed32(record.data() + 4) == MaskCrc(RecordCrc(record));
+}
+
+}  // namespace cairn::log_format

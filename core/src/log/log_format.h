@@ -1,0 +1,90 @@
+// Constants and codecs of the write-ahead log's on-disk format, shared by the
+// writer and the reader. The format itself is specified in log_format.md.
+//
+// Thread-safety: everything here is a pure function or a constant.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace cairn::log_format {
+
+inline constexpr std::string_view kSegmentMagic = "CAIRNLOG";
+inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr std::string_view kSegmentSuffix = ".log";
+// Digits of the first LSN in a segment's file name: enough for any uint64.
+inline constexpr size_t kSegmentNameDigits = 20;
+
+// magic (8) + version (4) + first LSN (8) + header CRC (4).
+inline constexpr size_t kSegmentHeaderSize = 24;
+// length (4) + CRC (4) + type (1) + first LSN (8) + count (4).
+inline constexpr size_t kRecordHeaderSize = 21;
+// Where the checksummed part of a record header starts (the type byte).
+inline constexpr size_t kRecordChecksummedOffset = 8;
+
+// The largest payload one record may carry; bounds the memory a reader needs.
+inline constexpr uint32_t kMaxPayloadBytes = 64u << 20;
+
+// Type 0 is reserved so that zero-filled bytes never parse as a record.
+enum class RecordType : uint8_t {
+  kBatch = 1,  // one group commit
+};
+
+// "<first_lsn as 20 digits>.log".
+std::string SegmentFileName(uint64_t first_lsn);
+
+// The first LSN named by a segment file name, or nullopt when `name` is not a
+// segment's name (exactly 20 digits then ".log").
+std::optional<uint64_t> ParseSegmentFileName(std::string_view name);
+
+// CRC-32C as stored on disk (see log_format.md for why it is masked).
+uint32_t MaskCrc(uint32_t crc);
+
+void PutFixed32(std::string* dst, uint32_t value);
+void PutFixed64(std::string* dst, uint64_t value);
+// `src` must point at 4 (8) readable bytes.
+uint32_t DecodeFixed32(const char* src);
+uint64_t DecodeFixed64(const char* src);
+
+// The 24-byte header of a segment whose first LSN is `first_lsn`.
+std::string EncodeSegmentHeader(uint64_t first_lsn);
+
+// What a segment header says, or why it cannot be used.
+struct SegmentHeader {
+  enum class State : uint8_t {
+    kValid,               // magic, CRC and version check out; first_lsn is set
+    kDamaged,             // wrong magic or CRC
+    kUnsupportedVersion,  // valid CRC, version other than kFormatVersion
+  };
+  State state = State::kDamaged;
+  uint32_t version = 0;
+  uint64_t first_lsn = 0;
+};
+
+// Decodes exactly kSegmentHeaderSize bytes.
+SegmentHeader DecodeSegmentHeader(std::string_view header);
+
+// Appends the framed record (header and payload) to `dst`. The caller has
+// checked payload.size() <= kMaxPayloadBytes.
+void EncodeRecord(std::string* dst, uint64_t first_lsn, uint32_t count, std::string_view payload);
+
+// The fields of a record header; the CRC is checked by RecordChecksumMatches.
+struct RecordHeader {
+  uint32_t payload_length = 0;
+  uint32_t stored_crc = 0;
+  uint8_t type = 0;
+  uint64_t first_lsn = 0;
+  uint32_t count = 0;
+};
+
+// Decodes exactly kRecordHeaderSize bytes.
+RecordHeader DecodeRecordHeader(std::string_view header);
+
+// Whether the stored CRC of a whole record (`record` = header and payload, as
+// framed) matches its contents.
+bool RecordChecksumMatches(std::string_view record);
+
+}  // namespace cairn::log_format
