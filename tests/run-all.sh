@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# cairn's whole test suite, from a fresh Debian bookworm machine (run as root):
+#
+#   bash tests/run-all.sh
+#
+# Installs what is missing (toolchains/install-deps.sh), then for each preset
+# configures, builds and runs ctest, printing ctest's summary:
+#   host       every test: unit, crash, integration (real pty, processes)
+#   host-asan  unit tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   aarch64    unit and crash tests cross-compiled, run under qemu-aarch64
+#   armhf      unit and crash tests cross-compiled, run under qemu-arm
+#   fuzz       every libFuzzer target for a short run over its seed corpus
+# Exits non-zero if anything fails. CAIRN_PRESETS="host armhf" runs a subset.
+set -uo pipefail
+
+cd "$(dirname "$0")/.."
+root=$(pwd)
+presets=${CAIRN_PRESETS:-"host host-asan aarch64 armhf fuzz"}
+jobs=$(nproc)
+log_dir="$root/build/test-logs"
+
+step() { printf '\n==== %s ====\n' "$*"; }
+
+if [ "$(id -u)" -eq 0 ]; then
+  step "dependencies"
+  bash toolchains/install-deps.sh || { echo "run-all: dependency installation failed" >&2; exit 1; }
+else
+  echo "run-all: not root, assuming toolchains/install-deps.sh has been run" >&2
+fi
+
+mkdir -p "$log_dir"
+failed=()
+total_passed=0
+total_failed=0
+started=$(date +%s)
+for preset in $presets; do
+  step "$preset: configure and build"
+  preset_started=$(date +%s)
+  if ! cmake --preset "$preset" >"$log_dir/$preset-configure.log" 2>&1; then
+    tail -30 "$log_dir/$preset-configure.log"
+    failed+=("$preset (configure)")
+    continue
+  fi
+  if ! cmake --build --preset "$preset" -j "$jobs" >"$log_dir/$preset-build.log" 2>&1; then
+    grep -E 'error|FAILED' "$log_dir/$preset-build.log" | head -40
+    failed+=("$preset (build)")
+    continue
+  fi
+  step "$preset: test"
+  ctest --preset "$preset" 2>&1 | tee "$log_dir/$preset-test.log"
+  rc=${PIPESTATUS[0]}
+  summary=$(grep -E '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log_dir/$preset-test.log" | tail -1)
+  if [ -n "$summary" ]; then
+    n_total=$(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$summary")
+    n_failed=$(sed -E 's/.*, ([0-9]+) tests? failed.*/\1/' <<<"$summary")
+    total_passed=$((total_passed + n_total - n_failed))
+    total_failed=$((total_failed + n_failed))
+  fi
+  [ "$rc" -eq 0 ] || failed+=("$preset (tests)")
+  echo "$preset took $(( $(date +%s) - preset_started )) s"
+done
+
+step "summary ($(( $(date +%s) - started )) s)"
+for preset in $presets; do
+  line=$(grep -hE '[0-9]+% tests passed' "$log_dir/$preset-test.log" 2>/dev/null | tail -1)
+  printf '%-10s %s\n' "$preset" "${line:-no tests ran}"
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  printf 'failed: %s\n' "${failed[*]}"
+  # A failure before ctest counted anything still fails the run.
+  [ "$total_failed" -gt 0 ] || total_failed=${#failed[@]}
+fi
+echo "cairn: $total_passed passed, $total_failed failed"
+[ ${#failed[@]} -eq 0 ]
