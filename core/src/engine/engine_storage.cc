@@ -21,7 +21,9 @@ bool Expired(const ChunkRecord& r, int64_t now_ns) {
 // rows of at most `max_records` records.
 Status EncodeChunks(int64_t series_id, const std::vector<ChunkField>& schema, std::vector<ChunkRecord>& records,
                     const std::vector<uint64_t>& lsns, size_t max_records, std::vector<ChunkRow>* out) {
-  max_records = std::clamp<size_t>(max_records, 1, kMaxRecordsPerChunk);
+  // Wide series get shorter chunks: the codec bounds records x fields.
+  const size_t cell_bound = kMaxChunkCells / std::max<size_t>(schema.size(), 1);
+  max_records = std::clamp<size_t>(std::min(max_records, cell_bound), 1, kMaxRecordsPerChunk);
   for (size_t begin = 0; begin < records.size(); begin += max_records) {
     const size_t end = std::min(records.size(), begin + max_records);
     std::span<const ChunkRecord> part(records.data() + begin, end - begin);
