@@ -57,39 +57,50 @@ Result<Period> ParsePeriod(std::string_view name) {
 int64_t PeriodStart(Period period, int64_t unix_nanos) {
   const int64_t seconds = FloorDiv(unix_nanos, kNanosPerSecond);
   const int64_t days = FloorDiv(seconds, kSecondsPerDay);
+  int64_t start_seconds = 0;
   switch (period) {
-    case Period::kHour: return FloorDiv(seconds, 3600) * 3600 * kNanosPerSecond;
-    case Period::kDay: return days * kSecondsPerDay * kNanosPerSecond;
-    case Period::kWeek: {
-      // 1970-01-01 was a Thursday; ISO weeks start on Monday (day 4 of epoch = Monday 1970-01-05).
-      const int64_t monday = days - (((days + 3) % 7) + 7) % 7;
-      return monday * kSecondsPerDay * kNanosPerSecond;
-    }
+    case Period::kHour: start_seconds = FloorDiv(seconds, 3600) * 3600; break;
+    case Period::kDay: start_seconds = days * kSecondsPerDay; break;
+    case Period::kWeek:
+      // 1970-01-01 was a Thursday; ISO weeks start on Monday.
+      start_seconds = (days - (((days + 3) % 7) + 7) % 7) * kSecondsPerDay;
+      break;
     case Period::kMonth: {
       int64_t y;
       unsigned m, d;
       CivilFromDays(days, &y, &m, &d);
-      return DaysFromCivil(y, m, 1) * kSecondsPerDay * kNanosPerSecond;
+      start_seconds = DaysFromCivil(y, m, 1) * kSecondsPerDay;
+      break;
     }
   }
-  return 0;
+  int64_t start;
+  // The first period before 1677-09-21 starts before int64 nanoseconds begin.
+  if (__builtin_mul_overflow(start_seconds, kNanosPerSecond, &start)) return INT64_MIN;
+  return start;
 }
 
 int64_t NextPeriodStart(Period period, int64_t unix_nanos) {
   const int64_t start = PeriodStart(period, unix_nanos);
+  int64_t length = 0;
   switch (period) {
-    case Period::kHour: return start + 3600 * kNanosPerSecond;
-    case Period::kDay: return start + kSecondsPerDay * kNanosPerSecond;
-    case Period::kWeek: return start + 7 * kSecondsPerDay * kNanosPerSecond;
+    case Period::kHour: length = 3600 * kNanosPerSecond; break;
+    case Period::kDay: length = kSecondsPerDay * kNanosPerSecond; break;
+    case Period::kWeek: length = 7 * kSecondsPerDay * kNanosPerSecond; break;
     case Period::kMonth: {
       int64_t y;
       unsigned m, d;
       CivilFromDays(FloorDiv(start, kSecondsPerDay * kNanosPerSecond), &y, &m, &d);
       if (++m > 12) m = 1, ++y;
-      return DaysFromCivil(y, m, 1) * kSecondsPerDay * kNanosPerSecond;
+      // In days first: the next month's start in nanoseconds may not exist.
+      length = (DaysFromCivil(y, m, 1) - FloorDiv(start, kSecondsPerDay * kNanosPerSecond)) * kSecondsPerDay *
+               kNanosPerSecond;
+      break;
     }
   }
-  return start;
+  int64_t next;
+  // The last period before 2262-04-11 ends past what int64 nanoseconds hold.
+  if (__builtin_add_overflow(start, length, &next)) return INT64_MAX;
+  return next;
 }
 
 std::string PeriodFileStem(Period period, int64_t start) {

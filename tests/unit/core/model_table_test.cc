@@ -31,6 +31,14 @@ TEST(PeriodTest, StartsAndStems) {
             "2020-W53");
 }
 
+TEST(PeriodTest, LastRepresentablePeriodEndsAtInt64Max) {
+  for (Period p : {Period::kHour, Period::kDay, Period::kWeek, Period::kMonth}) {
+    EXPECT_EQ(NextPeriodStart(p, INT64_MAX), INT64_MAX);
+    EXPECT_LE(PeriodStart(p, INT64_MAX), INT64_MAX);
+    EXPECT_EQ(NextPeriodStart(p, INT64_MIN + 1) > PeriodStart(p, INT64_MIN + 1), true);
+  }
+}
+
 TEST(PeriodTest, StemsParseBack) {
   for (Period p : {Period::kHour, Period::kDay, Period::kWeek, Period::kMonth}) {
     int64_t start = PeriodStart(p, int64_t{1'500'000'000} * kSecond);

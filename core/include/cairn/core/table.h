@@ -20,7 +20,9 @@ enum class Period : uint8_t { kHour = 1, kDay = 2, kWeek = 3, kMonth = 4 };
 std::string_view PeriodName(Period period);
 Result<Period> ParsePeriod(std::string_view name);
 
-// Start of the period holding `unix_nanos`, and of the next one.
+// Start of the period holding `unix_nanos`, and of the next one. Both
+// saturate: INT64_MIN for the first period int64 nanoseconds can express
+// (1677), INT64_MAX as the end of the last one (2262).
 int64_t PeriodStart(Period period, int64_t unix_nanos);
 int64_t NextPeriodStart(Period period, int64_t unix_nanos);
 // File stem of the period starting at `start`, e.g. "2026-11-21".

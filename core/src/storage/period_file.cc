@@ -1,0 +1,671 @@
+#include "storage/period_file.h"
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <utility>
+
+#include "storage/flat_json.h"
+
+namespace cairn {
+namespace {
+
+// 'cair' in the header's application_id: tells a period file from any other
+// SQLite file without reading a table.
+constexpr int64_t kApplicationId = 0x63616972;
+
+constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+
+// Chunks keep their bytes in an ordinary rowid table rather than a WITHOUT
+// ROWID one: a WITHOUT ROWID row is stored in an index b-tree, whose rows
+// spill to overflow pages past about a quarter of a page, so kilobyte-sized
+// chunks would waste most of an overflow page each. A rowid row stays on its
+// leaf page up to nearly a whole page. The unique index gives each chunk its
+// identity (series_id, start_ns, seq) and serves the time-range lookups.
+constexpr const char* kCreateSchema = R"sql(
+CREATE TABLE meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+CREATE TABLE series(
+  series_id INTEGER PRIMARY KEY,
+  device_id TEXT NOT NULL,
+  measure_name TEXT NOT NULL,
+  shard INTEGER NOT NULL,
+  fields TEXT NOT NULL,
+  dimensions TEXT NOT NULL,
+  max_span_ns INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE schemas(
+  schema_id INTEGER PRIMARY KEY,
+  fields TEXT NOT NULL UNIQUE);
+CREATE TABLE chunks(
+  chunk_id INTEGER PRIMARY KEY,
+  series_id INTEGER NOT NULL,
+  start_ns INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  end_ns INTEGER NOT NULL,
+  count INTEGER NOT NULL,
+  min_lsn INTEGER NOT NULL,
+  max_lsn INTEGER NOT NULL,
+  max_version INTEGER NOT NULL,
+  min_ttl INTEGER NOT NULL,
+  schema_id INTEGER NOT NULL,
+  stats BLOB NOT NULL,
+  data BLOB NOT NULL);
+CREATE UNIQUE INDEX chunks_by_series_start ON chunks(series_id, start_ns, seq);
+)sql";
+
+constexpr const char* kInsertMeta = "INSERT INTO meta(key, value) VALUES(?1, ?2)";
+constexpr const char* kSelectMeta = "SELECT key, value FROM meta";
+constexpr const char* kCountTables =
+    "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('meta', 'series', 'schemas', "
+    "'chunks')";
+constexpr const char* kCountAllTables = "SELECT count(*) FROM sqlite_schema WHERE type = 'table'";
+constexpr const char* kSelectCompacted = "SELECT value FROM meta WHERE key = 'compacted'";
+constexpr const char* kMarkCompacted = "UPDATE meta SET value = 1 WHERE key = 'compacted'";
+
+constexpr const char* kSelectSeriesIdentity =
+    "SELECT device_id, measure_name, shard FROM series WHERE series_id = ?1";
+constexpr const char* kUpsertSeries =
+    "INSERT INTO series(series_id, device_id, measure_name, shard, fields, dimensions) "
+    "VALUES(?1, ?2, ?3, ?4, ?5, ?6) "
+    "ON CONFLICT(series_id) DO UPDATE SET fields = excluded.fields, dimensions = excluded.dimensions";
+constexpr const char* kSelectSeriesFields = "SELECT fields FROM series WHERE series_id = ?1";
+constexpr const char* kSelectSeriesSpan = "SELECT max_span_ns FROM series WHERE series_id = ?1";
+constexpr const char* kWidenSeriesSpan =
+    "UPDATE series SET max_span_ns = max(max_span_ns, ?2) WHERE series_id = ?1";
+constexpr const char* kSetSeriesSpan = "UPDATE series SET max_span_ns = ?2 WHERE series_id = ?1";
+constexpr const char* kListSeries =
+    "SELECT series_id, device_id, measure_name, shard, fields, dimensions FROM series ORDER BY series_id";
+
+constexpr const char* kSelectSchemaByFields = "SELECT schema_id FROM schemas WHERE fields = ?1";
+constexpr const char* kSelectSchemaById = "SELECT fields FROM schemas WHERE schema_id = ?1";
+constexpr const char* kInsertSchema = "INSERT INTO schemas(fields) VALUES(?1)";
+constexpr const char* kDeleteUnusedSchemas =
+    "DELETE FROM schemas WHERE schema_id NOT IN (SELECT schema_id FROM chunks)";
+
+constexpr const char* kNextSeq =
+    "SELECT coalesce(max(seq) + 1, 0) FROM chunks WHERE series_id = ?1 AND start_ns = ?2";
+constexpr const char* kInsertChunk =
+    "INSERT INTO chunks(series_id, start_ns, seq, end_ns, count, min_lsn, max_lsn, max_version, min_ttl, "
+    "schema_id, stats, data) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
+constexpr const char* kDeleteSeriesChunks = "DELETE FROM chunks WHERE series_id = ?1";
+
+// Overlap of [start_ns, end_ns] with [from, to): start_ns < to and
+// end_ns >= from. No chunk of the series is longer than its max_span_ns, so
+// start_ns >= from - max_span_ns bounds the index scan from below too.
+// Columns in the order ReadChunkRows expects; `data` last, when wanted.
+constexpr const char* kSelectOverlappingWithData =
+    "SELECT series_id, start_ns, seq, end_ns, count, min_lsn, max_lsn, max_version, min_ttl, "
+    "schema_id, stats, data FROM chunks "
+    "WHERE series_id = ?1 AND start_ns >= ?2 AND start_ns < ?3 AND end_ns >= ?4 ORDER BY start_ns, seq";
+constexpr const char* kSelectOverlappingWithoutData =
+    "SELECT series_id, start_ns, seq, end_ns, count, min_lsn, max_lsn, max_version, min_ttl, "
+    "schema_id, stats FROM chunks "
+    "WHERE series_id = ?1 AND start_ns >= ?2 AND start_ns < ?3 AND end_ns >= ?4 ORDER BY start_ns, seq";
+constexpr const char* kSelectAllOfSeries =
+    "SELECT series_id, start_ns, seq, end_ns, count, min_lsn, max_lsn, max_version, min_ttl, "
+    "schema_id, stats, data FROM chunks WHERE series_id = ?1 ORDER BY start_ns, seq";
+
+// SQLite integers are signed; unsigned values are stored as their two's
+// complement bit pattern (values above 2^63 show as negative in the shell).
+int64_t ToStored(uint64_t value) { return static_cast<int64_t>(value); }
+uint64_t FromStored(int64_t value) { return static_cast<uint64_t>(value); }
+
+std::string EncodeFields(const std::vector<ChunkField>& fields) {
+  std::string text = "{";
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (i > 0) text.push_back(',');
+    AppendJsonString(fields[i].name, &text);
+    text.push_back(':');
+    text += std::to_string(static_cast<int>(fields[i].type));
+  }
+  text.push_back('}');
+  return text;
+}
+
+Result<std::vector<ChunkField>> DecodeFields(std::string_view text) {
+  CAIRN_ASSIGN_OR_RETURN(std::vector<FlatJsonMember> members, ParseFlatJsonObject(text));
+  std::vector<ChunkField> fields;
+  fields.reserve(members.size());
+  for (FlatJsonMember& member : members) {
+    const int64_t* code = std::get_if<int64_t>(&member.value);
+    if (code == nullptr || *code < static_cast<int64_t>(FieldType::kDouble) ||
+        *code > static_cast<int64_t>(FieldType::kTimestamp)) {
+      return Status::Corruption("field '" + member.key + "' has no valid type code");
+    }
+    fields.push_back(ChunkField{std::move(member.key), static_cast<FieldType>(*code)});
+  }
+  return fields;
+}
+
+std::string EncodeDimensions(const std::map<std::string, std::string>& dimensions) {
+  std::string text = "{";
+  bool first = true;
+  for (const auto& [name, value] : dimensions) {
+    if (!first) text.push_back(',');
+    first = false;
+    AppendJsonString(name, &text);
+    text.push_back(':');
+    AppendJsonString(value, &text);
+  }
+  text.push_back('}');
+  return text;
+}
+
+Result<std::map<std::string, std::string>> DecodeDimensions(std::string_view text) {
+  CAIRN_ASSIGN_OR_RETURN(std::vector<FlatJsonMember> members, ParseFlatJsonObject(text));
+  std::map<std::string, std::string> dimensions;
+  for (FlatJsonMember& member : members) {
+    std::string* value = std::get_if<std::string>(&member.value);
+    if (value == nullptr) return Status::Corruption("dimension '" + member.key + "' is not a string");
+    dimensions[std::move(member.key)] = std::move(*value);
+  }
+  return dimensions;
+}
+
+Result<int64_t> ParseStoredInteger(const std::map<std::string, std::string>& meta, const std::string& key) {
+  auto it = meta.find(key);
+  if (it == meta.end()) return Status::Corruption("meta has no '" + key + "'");
+  int64_t value = 0;
+  const char* begin = it->second.data();
+  const char* end = begin + it->second.size();
+  auto [stop, error] = std::from_chars(begin, end, value);
+  if (error != std::errc() || stop != end) {
+    return Status::Corruption("meta '" + key + "' is not an integer: '" + it->second + "'");
+  }
+  return value;
+}
+
+// The exclusive end of the period starting at `start`, saturated at INT64_MAX
+// for the last period before the int64 nanosecond range ends (2262).
+int64_t PeriodEnd(Period period, int64_t start) {
+  constexpr int64_t kLongestPeriodNs = int64_t{31} * 86400 * 1'000'000'000;
+  if (start > kInt64Max - kLongestPeriodNs) return kInt64Max;
+  return NextPeriodStart(period, start);
+}
+
+Status BindChunk(Statement* insert, const ChunkRow& chunk, int64_t schema_id) {
+  CAIRN_RETURN_IF_ERROR(insert->BindInt64(1, chunk.series_id));
+  CAIRN_RETURN_IF_ERROR(insert->BindInt64(2, chunk.start_ns));
+  CAIRN_RETURN_IF_ERROR(insert->BindInt64(3, chunk.seq));
+  CAIRN_RETURN_IF_ERROR(insert->BindInt64(4, chunk.end_ns));
+  CAIRN_RETURN_IF_ERROR(insert->BindInt64(5, chunk.count));
+  CAIRN_RETURN_IF_ERROR(insert->BindInt64(6, ToStored(chunk.min_lsn)));
+  CAIRN_RETURN_IF_ERROR(insert->BindInt64(7, ToStored(chunk.max_lsn)));
+  CAIRN_RETURN_IF_ERROR(insert->BindInt64(8, ToStored(chunk.max_version)));
+  CAIRN_RETURN_IF_ERROR(insert->BindInt64(9, chunk.min_ttl));
+  CAIRN_RETURN_IF_ERROR(insert->BindInt64(10, schema_id));
+  CAIRN_RETURN_IF_ERROR(insert->BindBlob(11, chunk.stats));
+  return insert->BindBlob(12, chunk.data);
+}
+
+// Runs `body` inside BEGIN IMMEDIATE ... COMMIT, rolling back on any error.
+template <typename Body>
+Status InTransaction(SqliteDb& db, Body&& body) {
+  CAIRN_RETURN_IF_ERROR(db.Begin());
+  Status status = body();
+  if (status.ok()) status = db.Commit();
+  if (!status.ok() && db.InTransaction()) {
+    Status rolled_back = db.Rollback();
+    if (!rolled_back.ok()) {
+      return status.WithContext("(rollback also failed: " + rolled_back.ToString() + ")");
+    }
+  }
+  return status;
+}
+
+}  // namespace
+
+// ---- opening ----------------------------------------------------------------
+
+Result<std::unique_ptr<PeriodFile>> PeriodFile::OpenWritable(Env* env, const std::string& vfs_name,
+                                                             const std::string& path,
+                                                             const std::string& table, Period period,
+                                                             int64_t period_start_ns, int cache_kib) {
+  if (table.empty()) return Status::InvalidArgument(path + ": empty table name");
+  if (PeriodStart(period, period_start_ns) != period_start_ns) {
+    return Status::InvalidArgument(path + ": " + std::to_string(period_start_ns) + " is not the start of a " +
+                                   std::string(PeriodName(period)));
+  }
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path, vfs_name, /*read_only=*/false,
+                                                                      cache_kib, SqliteSynchronous::kFull));
+  std::unique_ptr<PeriodFile> file(new PeriodFile(std::move(db), path, /*read_only=*/false));
+  CAIRN_RETURN_IF_ERROR(file->CreateSchemaIfMissing(env, table, period, period_start_ns));
+  CAIRN_RETURN_IF_ERROR(file->LoadMeta());
+  if (file->table_ != table || file->period_ != period || file->period_start_ns_ != period_start_ns) {
+    return Status::Corruption(path + ": file holds table '" + file->table_ + "' " +
+                              std::string(PeriodName(file->period_)) + " from " +
+                              std::to_string(file->period_start_ns_) + ", expected table '" + table + "' " +
+                              std::string(PeriodName(period)) + " from " + std::to_string(period_start_ns));
+  }
+  return file;
+}
+
+Result<std::unique_ptr<PeriodFile>> PeriodFile::OpenReadOnly(Env* env, const std::string& vfs_name,
+                                                             const std::string& path, int cache_kib) {
+  // Checked here so a missing file is NotFound whatever the VFS reports.
+  if (!env->FileExists(path)) return Status::NotFound(path + ": no such period file");
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db,
+                         SqliteDb::Open(path, vfs_name, /*read_only=*/true, cache_kib));
+  std::unique_ptr<PeriodFile> file(new PeriodFile(std::move(db), path, /*read_only=*/true));
+  CAIRN_RETURN_IF_ERROR(file->LoadMeta());
+  return file;
+}
+
+Status PeriodFile::CreateSchemaIfMissing(Env* env, const std::string& table, Period period,
+                                         int64_t period_start_ns) {
+  // Any table at all means the file exists; LoadMeta then checks that it is
+  // a period file (and not some other database to add tables to).
+  CAIRN_ASSIGN_OR_RETURN(Statement * count_tables, db_->Prepare(kCountAllTables));
+  {
+    StatementResetter reset(count_tables);
+    CAIRN_ASSIGN_OR_RETURN(bool row, count_tables->Step());
+    if (row && count_tables->ColumnInt64(0) > 0) return Status::Ok();
+  }
+  // The whole schema and meta in one transaction: a crash leaves either no
+  // period file content at all (created again on the next open) or all of it.
+  return InTransaction(*db_, [&]() -> Status {
+    CAIRN_RETURN_IF_ERROR(db_->Exec("PRAGMA application_id=" + std::to_string(kApplicationId)));
+    CAIRN_RETURN_IF_ERROR(db_->Exec(kCreateSchema));
+    CAIRN_ASSIGN_OR_RETURN(Statement * insert, db_->Prepare(kInsertMeta));
+    auto put_text = [&](const char* key, std::string_view value) -> Status {
+      CAIRN_RETURN_IF_ERROR(insert->BindText(1, key));
+      CAIRN_RETURN_IF_ERROR(insert->BindText(2, value));
+      return insert->Run();
+    };
+    auto put_integer = [&](const char* key, int64_t value) -> Status {
+      CAIRN_RETURN_IF_ERROR(insert->BindText(1, key));
+      CAIRN_RETURN_IF_ERROR(insert->BindInt64(2, value));
+      return insert->Run();
+    };
+    CAIRN_RETURN_IF_ERROR(put_integer("format_version", kFormatVersion));
+    CAIRN_RETURN_IF_ERROR(put_text("table", table));
+    CAIRN_RETURN_IF_ERROR(put_text("period", PeriodName(period)));
+    CAIRN_RETURN_IF_ERROR(put_integer("period_start_ns", period_start_ns));
+    CAIRN_RETURN_IF_ERROR(put_integer("period_end_ns", PeriodEnd(period, period_start_ns)));
+    CAIRN_RETURN_IF_ERROR(put_integer("created_ns", env->NowUnixNanos()));
+    return put_integer("compacted", 0);
+  });
+}
+
+Status PeriodFile::LoadMeta() {
+  CAIRN_ASSIGN_OR_RETURN(Statement * count_tables, db_->Prepare(kCountTables));
+  {
+    StatementResetter reset(count_tables);
+    CAIRN_ASSIGN_OR_RETURN(bool row, count_tables->Step());
+    if (!row || count_tables->ColumnInt64(0) != 4) {
+      return Status::Corruption(path_ +
+                                ": not a cairn period file (tables meta, series, schemas, chunks missing)");
+    }
+  }
+  std::map<std::string, std::string> meta;
+  CAIRN_ASSIGN_OR_RETURN(Statement * select, db_->Prepare(kSelectMeta));
+  for (;;) {
+    CAIRN_ASSIGN_OR_RETURN(bool row, select->Step());
+    if (!row) break;
+    meta[select->ColumnText(0)] = select->ColumnText(1);
+  }
+  auto with_path = [&](const Status& status) { return status.WithContext(path_); };
+  Result<int64_t> version = ParseStoredInteger(meta, "format_version");
+  if (!version.ok()) return with_path(version.status());
+  if (*version != kFormatVersion) {
+    return Status::FailedPrecondition(path_ + ": period file format version " + std::to_string(*version) +
+                                      " is not supported (this cairn reads version " +
+                                      std::to_string(kFormatVersion) + ")");
+  }
+  auto table = meta.find("table");
+  if (table == meta.end() || table->second.empty()) return Status::Corruption(path_ + ": meta has no table");
+  table_ = table->second;
+  auto period_name = meta.find("period");
+  if (period_name == meta.end()) return Status::Corruption(path_ + ": meta has no period");
+  Result<Period> period = ParsePeriod(period_name->second);
+  if (!period.ok()) return Status::Corruption(path_ + ": meta: " + period.status().message());
+  period_ = *period;
+  Result<int64_t> start = ParseStoredInteger(meta, "period_start_ns");
+  if (!start.ok()) return with_path(start.status());
+  Result<int64_t> end = ParseStoredInteger(meta, "period_end_ns");
+  if (!end.ok()) return with_path(end.status());
+  if (PeriodStart(period_, *start) != *start || PeriodEnd(period_, *start) != *end) {
+    return Status::Corruption(path_ + ": meta period bounds [" + std::to_string(*start) + ", " +
+                              std::to_string(*end) + ") are not a " + std::string(PeriodName(period_)));
+  }
+  period_start_ns_ = *start;
+  period_end_ns_ = *end;
+  return Status::Ok();
+}
+
+PeriodFile::~PeriodFile() { (void)Close(); }
+
+Status PeriodFile::Close() {
+  if (db_ == nullptr) return Status::Ok();
+  Status status = db_->Close();
+  db_.reset();
+  return status;
+}
+
+Status PeriodFile::CheckOpen() const {
+  if (db_ == nullptr) return Status::FailedPrecondition(path_ + ": period file is closed");
+  return Status::Ok();
+}
+
+Status PeriodFile::CheckWritable() const {
+  CAIRN_RETURN_IF_ERROR(CheckOpen());
+  if (read_only_) return Status::FailedPrecondition(path_ + ": period file is open read-only");
+  return Status::Ok();
+}
+
+// ---- schemas ----------------------------------------------------------------
+
+void PeriodFile::ForgetCachedSchemas() {
+  fields_by_schema_id_.clear();
+  schema_id_by_text_.clear();
+}
+
+Result<int64_t> PeriodFile::SchemaIdFor(const std::vector<ChunkField>& fields) {
+  std::string text = EncodeFields(fields);
+  auto cached = schema_id_by_text_.find(text);
+  if (cached != schema_id_by_text_.end()) return cached->second;
+  CAIRN_ASSIGN_OR_RETURN(Statement * select, db_->Prepare(kSelectSchemaByFields));
+  CAIRN_RETURN_IF_ERROR(select->BindText(1, text));
+  int64_t schema_id = 0;
+  {
+    StatementResetter reset(select);
+    CAIRN_ASSIGN_OR_RETURN(bool row, select->Step());
+    schema_id = row ? select->ColumnInt64(0) : -1;
+  }
+  if (schema_id < 0) {
+    CAIRN_ASSIGN_OR_RETURN(Statement * insert, db_->Prepare(kInsertSchema));
+    CAIRN_RETURN_IF_ERROR(insert->BindText(1, text));
+    CAIRN_RETURN_IF_ERROR(insert->Run());
+    schema_id = sqlite3_last_insert_rowid(db_->handle());
+  }
+  schema_id_by_text_[text] = schema_id;
+  fields_by_schema_id_[schema_id] = fields;
+  return schema_id;
+}
+
+Result<std::vector<ChunkField>> PeriodFile::FieldsForSchemaId(int64_t schema_id) {
+  auto cached = fields_by_schema_id_.find(schema_id);
+  if (cached != fields_by_schema_id_.end()) return cached->second;
+  CAIRN_ASSIGN_OR_RETURN(Statement * select, db_->Prepare(kSelectSchemaById));
+  CAIRN_RETURN_IF_ERROR(select->BindInt64(1, schema_id));
+  StatementResetter reset(select);
+  CAIRN_ASSIGN_OR_RETURN(bool row, select->Step());
+  if (!row)
+    return Status::Corruption(path_ + ": chunk refers to missing schema " + std::to_string(schema_id));
+  std::string text = select->ColumnText(0);
+  Result<std::vector<ChunkField>> fields = DecodeFields(text);
+  if (!fields.ok()) return fields.status().WithContext(path_ + ": schema " + std::to_string(schema_id));
+  fields_by_schema_id_[schema_id] = *fields;
+  schema_id_by_text_[text] = schema_id;
+  return fields;
+}
+
+Result<std::vector<ChunkField>> PeriodFile::SeriesFields(int64_t series_id) {
+  CAIRN_ASSIGN_OR_RETURN(Statement * select, db_->Prepare(kSelectSeriesFields));
+  CAIRN_RETURN_IF_ERROR(select->BindInt64(1, series_id));
+  StatementResetter reset(select);
+  CAIRN_ASSIGN_OR_RETURN(bool row, select->Step());
+  if (!row) {
+    return Status::InvalidArgument(path_ + ": chunk of series " + std::to_string(series_id) +
+                                   ", which is neither in the write nor in the file");
+  }
+  Result<std::vector<ChunkField>> fields = DecodeFields(select->ColumnText(0));
+  if (!fields.ok()) return fields.status().WithContext(path_ + ": series " + std::to_string(series_id));
+  return fields;
+}
+
+// ---- writing ----------------------------------------------------------------
+
+Status PeriodFile::ValidateChunk(const ChunkRow& chunk) const {
+  std::string which = path_ + ": chunk of series " + std::to_string(chunk.series_id) + " starting at " +
+                      std::to_string(chunk.start_ns);
+  if (chunk.start_ns > chunk.end_ns) return Status::InvalidArgument(which + " ends before it starts");
+  bool ends_inside = chunk.end_ns < period_end_ns_ || period_end_ns_ == kInt64Max;
+  if (chunk.start_ns < period_start_ns_ || !ends_inside) {
+    return Status::InvalidArgument(which + " is not within the period [" + std::to_string(period_start_ns_) +
+                                   ", " + std::to_string(period_end_ns_) + ")");
+  }
+  if (chunk.count == 0) return Status::InvalidArgument(which + " has no records");
+  if (chunk.min_lsn > chunk.max_lsn) return Status::InvalidArgument(which + " has min_lsn > max_lsn");
+  return Status::Ok();
+}
+
+Status PeriodFile::UpsertSeries(const PeriodSeries& series) {
+  std::string which = path_ + ": series " + std::to_string(series.series_id);
+  if (series.device_id.empty() || series.measure_name.empty()) {
+    return Status::InvalidArgument(which + " has an empty device_id or measure_name");
+  }
+  CAIRN_ASSIGN_OR_RETURN(Statement * identity, db_->Prepare(kSelectSeriesIdentity));
+  CAIRN_RETURN_IF_ERROR(identity->BindInt64(1, series.series_id));
+  {
+    StatementResetter reset(identity);
+    CAIRN_ASSIGN_OR_RETURN(bool row, identity->Step());
+    if (row && (identity->ColumnText(0) != series.device_id ||
+                identity->ColumnText(1) != series.measure_name || identity->ColumnInt64(2) != series.shard)) {
+      return Status::InvalidArgument(
+          which + " is " + identity->ColumnText(0) + "/" + identity->ColumnText(1) + " shard " +
+          std::to_string(identity->ColumnInt64(2)) + " in this file, not " + series.device_id + "/" +
+          series.measure_name + " shard " + std::to_string(series.shard));
+    }
+  }
+  CAIRN_ASSIGN_OR_RETURN(Statement * upsert, db_->Prepare(kUpsertSeries));
+  CAIRN_RETURN_IF_ERROR(upsert->BindInt64(1, series.series_id));
+  CAIRN_RETURN_IF_ERROR(upsert->BindText(2, series.device_id));
+  CAIRN_RETURN_IF_ERROR(upsert->BindText(3, series.measure_name));
+  CAIRN_RETURN_IF_ERROR(upsert->BindInt64(4, series.shard));
+  CAIRN_RETURN_IF_ERROR(upsert->BindText(5, EncodeFields(series.fields)));
+  CAIRN_RETURN_IF_ERROR(upsert->BindText(6, EncodeDimensions(series.dimensions)));
+  return upsert->Run();
+}
+
+Status PeriodFile::InsertChunk(ChunkRow& chunk, const std::vector<ChunkField>& fields) {
+  CAIRN_ASSIGN_OR_RETURN(int64_t schema_id, SchemaIdFor(fields));
+  CAIRN_ASSIGN_OR_RETURN(Statement * next_seq, db_->Prepare(kNextSeq));
+  CAIRN_RETURN_IF_ERROR(next_seq->BindInt64(1, chunk.series_id));
+  CAIRN_RETURN_IF_ERROR(next_seq->BindInt64(2, chunk.start_ns));
+  {
+    StatementResetter reset(next_seq);
+    CAIRN_ASSIGN_OR_RETURN(bool row, next_seq->Step());
+    chunk.seq = row ? next_seq->ColumnInt64(0) : 0;
+  }
+  CAIRN_ASSIGN_OR_RETURN(Statement * insert, db_->Prepare(kInsertChunk));
+  CAIRN_RETURN_IF_ERROR(BindChunk(insert, chunk, schema_id));
+  CAIRN_RETURN_IF_ERROR(insert->Run());
+  // Widening the span is also the existence check of the chunk's series.
+  CAIRN_ASSIGN_OR_RETURN(Statement * widen, db_->Prepare(kWidenSeriesSpan));
+  CAIRN_RETURN_IF_ERROR(widen->BindInt64(1, chunk.series_id));
+  CAIRN_RETURN_IF_ERROR(widen->BindInt64(2, chunk.end_ns - chunk.start_ns));
+  CAIRN_RETURN_IF_ERROR(widen->Run());
+  if (db_->ChangedRows() != 1) {
+    return Status::InvalidArgument(path_ + ": chunk of series " + std::to_string(chunk.series_id) +
+                                   ", which is neither in the write nor in the file");
+  }
+  return Status::Ok();
+}
+
+Status PeriodFile::WriteChunks(const std::vector<PeriodSeries>& series, std::vector<ChunkRow>& chunks) {
+  CAIRN_RETURN_IF_ERROR(CheckWritable());
+  if (series.empty() && chunks.empty()) return Status::Ok();
+  for (const ChunkRow& chunk : chunks) CAIRN_RETURN_IF_ERROR(ValidateChunk(chunk));
+  std::map<int64_t, const PeriodSeries*> series_by_id;
+  for (const PeriodSeries& one : series) series_by_id[one.series_id] = &one;
+
+  // Work on a copy so that the caller's rows change only once committed.
+  std::vector<ChunkRow> written = chunks;
+  Status status = InTransaction(*db_, [&]() -> Status {
+    for (const PeriodSeries& one : series) CAIRN_RETURN_IF_ERROR(UpsertSeries(one));
+    for (ChunkRow& chunk : written) {
+      std::vector<ChunkField> fields = chunk.fields;
+      if (fields.empty()) {
+        auto listed = series_by_id.find(chunk.series_id);
+        if (listed != series_by_id.end()) {
+          fields = listed->second->fields;
+        } else {
+          CAIRN_ASSIGN_OR_RETURN(fields, SeriesFields(chunk.series_id));
+        }
+      }
+      CAIRN_RETURN_IF_ERROR(InsertChunk(chunk, fields));
+    }
+    return Status::Ok();
+  });
+  if (!status.ok()) {
+    // Schema rows inserted by the failed transaction are gone.
+    ForgetCachedSchemas();
+    return status;
+  }
+  for (size_t i = 0; i < chunks.size(); ++i) chunks[i].seq = written[i].seq;
+  return Status::Ok();
+}
+
+// ---- reading ----------------------------------------------------------------
+
+Result<std::vector<ChunkRow>> PeriodFile::ReadChunkRows(Statement* statement, bool with_data) {
+  std::vector<ChunkRow> rows;
+  StatementResetter reset(statement);
+  for (;;) {
+    CAIRN_ASSIGN_OR_RETURN(bool row, statement->Step());
+    if (!row) break;
+    ChunkRow chunk;
+    chunk.series_id = statement->ColumnInt64(0);
+    chunk.start_ns = statement->ColumnInt64(1);
+    chunk.seq = statement->ColumnInt64(2);
+    chunk.end_ns = statement->ColumnInt64(3);
+    int64_t count = statement->ColumnInt64(4);
+    if (count <= 0 || count > int64_t{std::numeric_limits<uint32_t>::max()}) {
+      return Status::Corruption(path_ + ": chunk of series " + std::to_string(chunk.series_id) + " at " +
+                                std::to_string(chunk.start_ns) + " has count " + std::to_string(count));
+    }
+    chunk.count = static_cast<uint32_t>(count);
+    chunk.min_lsn = FromStored(statement->ColumnInt64(5));
+    chunk.max_lsn = FromStored(statement->ColumnInt64(6));
+    chunk.max_version = FromStored(statement->ColumnInt64(7));
+    chunk.min_ttl = statement->ColumnInt64(8);
+    CAIRN_ASSIGN_OR_RETURN(chunk.fields, FieldsForSchemaId(statement->ColumnInt64(9)));
+    chunk.stats = statement->ColumnBlob(10);
+    if (with_data) chunk.data = statement->ColumnBlob(11);
+    rows.push_back(std::move(chunk));
+  }
+  return rows;
+}
+
+Result<std::vector<ChunkRow>> PeriodFile::ReadChunks(int64_t series_id, int64_t from, int64_t to,
+                                                     bool with_data) {
+  CAIRN_RETURN_IF_ERROR(CheckOpen());
+  if (from >= to) return std::vector<ChunkRow>();
+  CAIRN_ASSIGN_OR_RETURN(Statement * span_query, db_->Prepare(kSelectSeriesSpan));
+  CAIRN_RETURN_IF_ERROR(span_query->BindInt64(1, series_id));
+  int64_t max_span = 0;
+  {
+    StatementResetter reset(span_query);
+    CAIRN_ASSIGN_OR_RETURN(bool row, span_query->Step());
+    if (!row) return std::vector<ChunkRow>();
+    max_span = span_query->ColumnInt64(0);
+  }
+  if (max_span < 0)
+    return Status::Corruption(path_ + ": series " + std::to_string(series_id) + " has a negative span");
+  int64_t lowest_start = from < kInt64Min + max_span ? kInt64Min : from - max_span;
+  CAIRN_ASSIGN_OR_RETURN(Statement * select, db_->Prepare(with_data ? kSelectOverlappingWithData
+                                                                    : kSelectOverlappingWithoutData));
+  CAIRN_RETURN_IF_ERROR(select->BindInt64(1, series_id));
+  CAIRN_RETURN_IF_ERROR(select->BindInt64(2, lowest_start));
+  CAIRN_RETURN_IF_ERROR(select->BindInt64(3, to));
+  CAIRN_RETURN_IF_ERROR(select->BindInt64(4, from));
+  return ReadChunkRows(select, with_data);
+}
+
+Result<std::vector<ChunkRow>> PeriodFile::ReadAllChunks(int64_t series_id) {
+  CAIRN_ASSIGN_OR_RETURN(Statement * select, db_->Prepare(kSelectAllOfSeries));
+  CAIRN_RETURN_IF_ERROR(select->BindInt64(1, series_id));
+  return ReadChunkRows(select, /*with_data=*/true);
+}
+
+Result<std::vector<PeriodSeries>> PeriodFile::ListSeries() {
+  CAIRN_RETURN_IF_ERROR(CheckOpen());
+  CAIRN_ASSIGN_OR_RETURN(Statement * select, db_->Prepare(kListSeries));
+  std::vector<PeriodSeries> list;
+  StatementResetter reset(select);
+  for (;;) {
+    CAIRN_ASSIGN_OR_RETURN(bool row, select->Step());
+    if (!row) break;
+    PeriodSeries series;
+    series.series_id = select->ColumnInt64(0);
+    series.device_id = select->ColumnText(1);
+    series.measure_name = select->ColumnText(2);
+    int64_t shard = select->ColumnInt64(3);
+    if (shard < 0 || shard > std::numeric_limits<int>::max()) {
+      return Status::Corruption(path_ + ": series " + std::to_string(series.series_id) + " has shard " +
+                                std::to_string(shard));
+    }
+    series.shard = static_cast<int>(shard);
+    std::string which = path_ + ": series " + std::to_string(series.series_id);
+    Result<std::vector<ChunkField>> fields = DecodeFields(select->ColumnText(4));
+    if (!fields.ok()) return fields.status().WithContext(which + " fields");
+    series.fields = std::move(fields).value();
+    Result<std::map<std::string, std::string>> dimensions = DecodeDimensions(select->ColumnText(5));
+    if (!dimensions.ok()) return dimensions.status().WithContext(which + " dimensions");
+    series.dimensions = std::move(dimensions).value();
+    list.push_back(std::move(series));
+  }
+  return list;
+}
+
+Result<bool> PeriodFile::IsCompacted() {
+  CAIRN_RETURN_IF_ERROR(CheckOpen());
+  CAIRN_ASSIGN_OR_RETURN(Statement * select, db_->Prepare(kSelectCompacted));
+  StatementResetter reset(select);
+  CAIRN_ASSIGN_OR_RETURN(bool row, select->Step());
+  if (!row) return Status::Corruption(path_ + ": meta has no 'compacted'");
+  return select->ColumnInt64(0) != 0;
+}
+
+// ---- compaction ---------------------------------------------------------------
+
+Status PeriodFile::CompactInTransaction(const MergeFunction& merge) {
+  CAIRN_ASSIGN_OR_RETURN(std::vector<PeriodSeries> all_series, ListSeries());
+  for (const PeriodSeries& series : all_series) {
+    CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRow> chunks, ReadAllChunks(series.series_id));
+    if (chunks.empty()) continue;
+    std::string which = path_ + ": compacting series " + std::to_string(series.series_id);
+    Result<std::vector<ChunkRow>> merged = merge(series, std::move(chunks));
+    if (!merged.ok()) return merged.status().WithContext(which);
+    int64_t max_span = 0;
+    for (const ChunkRow& chunk : *merged) {
+      if (chunk.series_id != series.series_id) {
+        return Status::InvalidArgument(which + ": merge returned a chunk of series " +
+                                       std::to_string(chunk.series_id));
+      }
+      CAIRN_RETURN_IF_ERROR(ValidateChunk(chunk));
+      max_span = std::max(max_span, chunk.end_ns - chunk.start_ns);
+    }
+    CAIRN_ASSIGN_OR_RETURN(Statement * remove, db_->Prepare(kDeleteSeriesChunks));
+    CAIRN_RETURN_IF_ERROR(remove->BindInt64(1, series.series_id));
+    CAIRN_RETURN_IF_ERROR(remove->Run());
+    // The span shrinks to what the merged chunks need.
+    CAIRN_ASSIGN_OR_RETURN(Statement * set_span, db_->Prepare(kSetSeriesSpan));
+    CAIRN_RETURN_IF_ERROR(set_span->BindInt64(1, series.series_id));
+    CAIRN_RETURN_IF_ERROR(set_span->BindInt64(2, 0));
+    CAIRN_RETURN_IF_ERROR(set_span->Run());
+    for (ChunkRow& chunk : *merged) {
+      CAIRN_RETURN_IF_ERROR(InsertChunk(chunk, chunk.fields.empty() ? series.fields : chunk.fields));
+    }
+  }
+  CAIRN_ASSIGN_OR_RETURN(Statement * unused_schemas, db_->Prepare(kDeleteUnusedSchemas));
+  CAIRN_RETURN_IF_ERROR(unused_schemas->Run());
+  CAIRN_ASSIGN_OR_RETURN(Statement * mark, db_->Prepare(kMarkCompacted));
+  return mark->Run();
+}
+
+Status PeriodFile::Compact(const MergeFunction& merge) {
+  CAIRN_RETURN_IF_ERROR(CheckWritable());
+  Status status = InTransaction(*db_, [&]() { return CompactInTransaction(merge); });
+  // Schema rows may have been deleted (committed) or inserted and rolled back.
+  ForgetCachedSchemas();
+  CAIRN_RETURN_IF_ERROR(status);
+  // VACUUM rewrites the file through the WAL; checkpointing before keeps
+  // the WAL from holding two copies, and after lets the file shrink.
+  CAIRN_RETURN_IF_ERROR(db_->Checkpoint());
+  CAIRN_RETURN_IF_ERROR(db_->Exec("VACUUM"));
+  return db_->Checkpoint();
+}
+
+}  // namespace cairn
