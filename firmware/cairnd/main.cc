@@ -1,0 +1,70 @@
+// cairnd: the cairn daemon. See options.h for the command line and daemon.h
+// for what runs.
+//
+// Exit status: 0 after a clean stop (SIGTERM/SIGINT) or for --help and
+// --version; 1 when start-up or the main loop fails (the log says why);
+// 2 for a malformed command line.
+#include <cstdio>
+#include <span>
+#include <string>
+#include <utility>
+
+#include "cairn/platform/env.h"
+#include "cairn/platform/process_id.h"
+#include "cairn/platform/process_signals.h"
+#include "cairn/transport/builtin_commands.h"
+
+#include "cairnd/daemon.h"
+#include "cairnd/log.h"
+#include "cairnd/options.h"
+
+int main(int argc, char** argv) {
+  using cairn::cairnd::ParsedCommandLine;
+
+  const std::span<const char* const> words(argv + 1, argc > 0 ? static_cast<size_t>(argc - 1) : 0);
+  cairn::Result<ParsedCommandLine> parsed = cairn::cairnd::ParseCommandLine(words);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "cairnd: %s\nTry 'cairnd --help' for usage.\n", parsed.status().message().c_str());
+    return 2;
+  }
+  switch (parsed->action) {
+    case ParsedCommandLine::Action::kShowHelp:
+      std::fputs(cairn::cairnd::UsageText().c_str(), stdout);
+      return 0;
+    case ParsedCommandLine::Action::kShowVersion: {
+      const cairn::BuildInfo build = cairn::GetBuildInfo();
+      std::printf("cairnd %s (%s, %s)\n", build.version.c_str(), build.target_arch.c_str(),
+                  build.compiler.c_str());
+      return 0;
+    }
+    case ParsedCommandLine::Action::kRun:
+      break;
+  }
+
+  cairn::Env* env = cairn::Env::Default();
+  cairn::cairnd::Logger log(env, "cairnd", cairn::CurrentProcessId(), stderr);
+
+  // Before any thread exists, so that only the main thread's Wait receives
+  // the termination signals.
+  cairn::Status blocked = cairn::TerminationSignals::Block();
+  if (!blocked.ok()) {
+    log.Error("cannot block termination signals: " + blocked.ToString());
+    return 1;
+  }
+
+  cairn::cairnd::Daemon daemon(env, &log, std::move(parsed->options));
+  cairn::Status started = daemon.Start();
+  if (!started.ok()) {
+    log.Error(started.message());
+    daemon.Stop();
+    return 1;
+  }
+  cairn::Status ran = daemon.Run();
+  daemon.Stop();
+  if (!ran.ok()) {
+    log.Error("main loop failed: " + ran.ToString());
+    return 1;
+  }
+  log.Info("stopped");
+  return 0;
+}

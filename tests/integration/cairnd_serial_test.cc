@@ -1,0 +1,382 @@
+// cairnd as an operator meets it: started as a separate process on a
+// pseudo-terminal and a fresh data directory, typed at, signalled, and
+// raced by a second cairnd on the same directory.
+//
+// Every wait is bounded and every child is killed and reaped by its guard,
+// whatever assertion fails first.
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cairn/platform/env.h"
+#include "cairn/transport/builtin_commands.h"
+
+#include "cairnd_location.h"
+#include "pty_pair.h"
+#include "test_dirs.h"
+
+extern char** environ;
+
+namespace cairn {
+namespace {
+
+// Generous: the daemon may run under sanitizers on a busy machine. No test
+// asserts on how long anything took, only that it happened before this.
+constexpr int kTimeoutMs = 60000;
+constexpr std::string_view kPrompt = "cairn> ";
+
+// A cairnd child process. Its stdin is /dev/null, its stdout and stderr
+// files the test reads afterwards. The destructor kills (SIGKILL) and reaps it
+// if it is still running.
+class CairndProcess {
+ public:
+  CairndProcess(const std::vector<std::string>& flags, std::string stderr_path,
+                const std::string& stdout_path = "/dev/null")
+      : stderr_path_(std::move(stderr_path)) {
+    std::vector<std::string> words;
+    for (const char* const* word = kCairndLauncher; *word != nullptr; ++word) words.push_back(*word);
+    words.push_back(kCairndPath);
+    words.insert(words.end(), flags.begin(), flags.end());
+    std::vector<char*> argv;
+    for (std::string& word : words) argv.push_back(word.data());
+    argv.push_back(nullptr);
+
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attributes, &none);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
+    spawn_error_ = posix_spawnp(&pid_, argv[0], &actions, &attributes, argv.data(), environ);
+    posix_spawnattr_destroy(&attributes);
+    posix_spawn_file_actions_destroy(&actions);
+    if (spawn_error_ != 0) pid_ = -1;
+  }
+
+  ~CairndProcess() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      int status;
+      while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+      }
+    }
+  }
+
+  CairndProcess(const CairndProcess&) = delete;
+  CairndProcess& operator=(const CairndProcess&) = delete;
+
+  bool started() const { return pid_ > 0 || exit_status_.has_value(); }
+  // The wait status once WaitForExit has seen the child exit.
+  const std::optional<int>& exit_status() const { return exit_status_; }
+  int spawn_error() const { return spawn_error_; }
+  pid_t pid() const { return pid_; }
+
+  bool Signal(int signal_number) { return pid_ > 0 && kill(pid_, signal_number) == 0; }
+
+  // Waits up to `timeout_ms` for the child to exit; returns its wait status
+  // (and forgets the pid), or nullopt if it is still running.
+  std::optional<int> WaitForExit(int timeout_ms) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (pid_ > 0) {
+      int status = 0;
+      const pid_t done = waitpid(pid_, &status, WNOHANG);
+      if (done == pid_) {
+        pid_ = -1;
+        exit_status_ = status;
+        return status;
+      }
+      if (done < 0 && errno != EINTR) return std::nullopt;
+      if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return std::nullopt;
+  }
+
+  std::string Stderr() const {
+    std::ifstream in(stderr_path_);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+
+ private:
+  std::string stderr_path_;
+  pid_t pid_ = -1;
+  int spawn_error_ = 0;
+  std::optional<int> exit_status_;
+};
+
+std::string DescribeWaitStatus(const std::optional<int>& status) {
+  if (!status) return "still running";
+  if (WIFEXITED(*status)) return "exit " + std::to_string(WEXITSTATUS(*status));
+  if (WIFSIGNALED(*status)) return "killed by signal " + std::to_string(WTERMSIG(*status));
+  return "wait status " + std::to_string(*status);
+}
+
+bool Contains(const std::string& text, std::string_view needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+class CairndSerialTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Result<std::unique_ptr<PtyPair>> pty = PtyPair::Open();
+    ASSERT_TRUE(pty.ok()) << pty.status().ToString();
+    pty_ = std::move(pty).value();
+    data_dir_ = temp_.PathOf("data");
+  }
+
+  std::unique_ptr<CairndProcess> StartDaemon(const std::string& serial_path, const std::string& log_name) {
+    return std::make_unique<CairndProcess>(
+        std::vector<std::string>{"--data-dir", data_dir_, "--serial", serial_path, "--baud", "115200"},
+        temp_.PathOf(log_name));
+  }
+
+  // Reads the terminal until the next prompt, giving up early if the daemon
+  // exits instead (a start-up failure then shows at once, with its log).
+  std::string AwaitPrompt(CairndProcess* daemon) {
+    std::string text;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTimeoutMs);
+    while (!Contains(text, kPrompt) && std::chrono::steady_clock::now() < deadline) {
+      text += pty_->ReadUntil(kPrompt, 200);
+      if (Contains(text, kPrompt)) break;
+      daemon->WaitForExit(0);
+      if (daemon->exit_status().has_value()) break;
+    }
+    if (!Contains(text, kPrompt)) {
+      ADD_FAILURE() << "no prompt; cairnd " << DescribeWaitStatus(daemon->exit_status()) << "; terminal:\n"
+                    << text << "\nlog:\n"
+                    << daemon->Stderr();
+    }
+    return text;
+  }
+
+  // Types `line` and Enter, and returns everything up to the next prompt.
+  std::string Type(std::string_view line) {
+    Status written = pty_->Write(std::string(line) + "\r");
+    EXPECT_TRUE(written.ok()) << written.ToString();
+    return pty_->ReadUntil(kPrompt, kTimeoutMs);
+  }
+
+  ScopedTempDir temp_{"cairnd-serial"};
+  std::unique_ptr<PtyPair> pty_;
+  std::string data_dir_;
+};
+
+TEST_F(CairndSerialTest, AnswersVersionAndHelpOnTheSerialLine) {
+  auto daemon = StartDaemon(pty_->slave_path(), "cairnd.log");
+  ASSERT_TRUE(daemon->started()) << "posix_spawn: " << daemon->spawn_error();
+
+  const std::string greeting = AwaitPrompt(daemon.get());
+  ASSERT_TRUE(Contains(greeting, kPrompt));
+  EXPECT_TRUE(Contains(greeting, "type help")) << greeting;
+
+  const BuildInfo build = GetBuildInfo();
+  const std::string version = Type("version");
+  EXPECT_TRUE(Contains(version, "version\r\n")) << version;  // the echo
+  EXPECT_TRUE(Contains(version, "version      " + build.version + "\r\n")) << version;
+  EXPECT_TRUE(Contains(version, "target_arch  " + build.target_arch + "\r\n")) << version;
+
+  const std::string help = Type("help");
+  // Column widths grow with the commands cairnd registers; the words do not.
+  EXPECT_TRUE(Contains(help, "help\r\ncommand ")) << help;
+  EXPECT_TRUE(Contains(help, "\r\nhelp [command] ")) << help;
+  EXPECT_TRUE(Contains(help, " list the commands, or show one command's usage and options\r\n")) << help;
+  EXPECT_TRUE(Contains(help, "\r\nversion ")) << help;
+  EXPECT_TRUE(Contains(help, " show the cairn version, target architecture and compiler\r\n")) << help;
+
+  const std::string json = Type("version --json");
+  EXPECT_TRUE(Contains(json, "{\"version\":\"" + build.version + "\",")) << json;
+
+  const std::string unknown = Type("frobnicate");
+  EXPECT_TRUE(Contains(unknown, "error: unknown command 'frobnicate'; type help\r\n")) << unknown;
+
+  ASSERT_TRUE(daemon->Signal(SIGTERM));
+  const std::optional<int> status = daemon->WaitForExit(kTimeoutMs);
+  EXPECT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
+      << DescribeWaitStatus(status) << "\nlog:\n"
+      << daemon->Stderr();
+}
+
+TEST_F(CairndSerialTest, SecondDaemonOnTheSameDataDirectoryExitsWithTheLockHolderNamed) {
+  auto first = StartDaemon(pty_->slave_path(), "first.log");
+  ASSERT_TRUE(first->started()) << "posix_spawn: " << first->spawn_error();
+  // The prompt proves the first daemon holds the lock: it locks before it
+  // opens the serial port.
+  const std::string greeting = AwaitPrompt(first.get());
+  ASSERT_TRUE(Contains(greeting, kPrompt));
+
+  Result<std::unique_ptr<PtyPair>> other_pty = PtyPair::Open();
+  ASSERT_TRUE(other_pty.ok()) << other_pty.status().ToString();
+  auto second = StartDaemon((*other_pty)->slave_path(), "second.log");
+  ASSERT_TRUE(second->started()) << "posix_spawn: " << second->spawn_error();
+  const pid_t second_pid = second->pid();
+  const std::optional<int> second_status = second->WaitForExit(kTimeoutMs);
+  ASSERT_TRUE(second_status && WIFEXITED(*second_status)) << DescribeWaitStatus(second_status);
+  EXPECT_EQ(WEXITSTATUS(*second_status), 1);
+  const std::string lock_path = data_dir_ + "/LOCK";
+  EXPECT_TRUE(Contains(second->Stderr(), "cairnd[" + std::to_string(second_pid) + "]: ERROR data directory " +
+                                             data_dir_ + " is in use by another cairnd (lock " + lock_path +
+                                             " held)\n"))
+      << second->Stderr();
+
+  // The first daemon is unaffected and still answers.
+  const std::string version = Type("version");
+  EXPECT_TRUE(Contains(version, "version      " + GetBuildInfo().version)) << version;
+
+  ASSERT_TRUE(first->Signal(SIGTERM));
+  const std::optional<int> first_status = first->WaitForExit(kTimeoutMs);
+  EXPECT_TRUE(first_status && WIFEXITED(*first_status) && WEXITSTATUS(*first_status) == 0)
+      << DescribeWaitStatus(first_status) << "\nlog:\n"
+      << first->Stderr();
+}
+
+TEST_F(CairndSerialTest, SigtermStopsCleanlyAndReleasesTheDataDirectory) {
+  auto daemon = StartDaemon(pty_->slave_path(), "cairnd.log");
+  ASSERT_TRUE(daemon->started()) << "posix_spawn: " << daemon->spawn_error();
+  const std::string greeting = AwaitPrompt(daemon.get());
+  ASSERT_TRUE(Contains(greeting, kPrompt));
+
+  // While it runs, the lock is held against this process too.
+  Result<std::unique_ptr<FileLock>> while_running = Env::Default()->LockFile(data_dir_ + "/LOCK");
+  EXPECT_TRUE(while_running.status().Is(StatusCode::kBusy)) << while_running.status().ToString();
+
+  ASSERT_TRUE(daemon->Signal(SIGTERM));
+  const std::optional<int> status = daemon->WaitForExit(kTimeoutMs);
+  ASSERT_TRUE(status && WIFEXITED(*status)) << DescribeWaitStatus(status) << "\nlog:\n" << daemon->Stderr();
+  EXPECT_EQ(WEXITSTATUS(*status), 0) << daemon->Stderr();
+  const std::string log = daemon->Stderr();
+  EXPECT_TRUE(Contains(log, "INFO termination requested; stopping")) << log;
+  EXPECT_TRUE(Contains(log, "INFO stopped")) << log;
+
+  Result<std::unique_ptr<FileLock>> after_exit = Env::Default()->LockFile(data_dir_ + "/LOCK");
+  EXPECT_TRUE(after_exit.ok()) << after_exit.status().ToString();
+}
+
+TEST_F(CairndSerialTest, SigintAlsoStopsCleanly) {
+  auto daemon = StartDaemon(pty_->slave_path(), "cairnd.log");
+  ASSERT_TRUE(daemon->started()) << "posix_spawn: " << daemon->spawn_error();
+  const std::string greeting = AwaitPrompt(daemon.get());
+  ASSERT_TRUE(Contains(greeting, kPrompt));
+
+  ASSERT_TRUE(daemon->Signal(SIGINT));
+  const std::optional<int> status = daemon->WaitForExit(kTimeoutMs);
+  EXPECT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
+      << DescribeWaitStatus(status) << "\nlog:\n"
+      << daemon->Stderr();
+}
+
+TEST_F(CairndSerialTest, SighupReopensTheSerialPort) {
+  auto daemon = StartDaemon(pty_->slave_path(), "cairnd.log");
+  ASSERT_TRUE(daemon->started()) << "posix_spawn: " << daemon->spawn_error();
+  const std::string greeting = AwaitPrompt(daemon.get());
+  ASSERT_TRUE(Contains(greeting, kPrompt));
+
+  ASSERT_TRUE(daemon->Signal(SIGHUP));
+  // A reopened port greets again with the banner and a fresh prompt.
+  const std::string second_greeting = AwaitPrompt(daemon.get());
+  ASSERT_TRUE(Contains(second_greeting, kPrompt));
+  EXPECT_TRUE(Contains(second_greeting, "type help")) << second_greeting;
+
+  const std::string version = Type("version");
+  EXPECT_TRUE(Contains(version, "version      " + GetBuildInfo().version)) << version;
+
+  ASSERT_TRUE(daemon->Signal(SIGTERM));
+  const std::optional<int> status = daemon->WaitForExit(kTimeoutMs);
+  EXPECT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
+      << DescribeWaitStatus(status) << "\nlog:\n"
+      << daemon->Stderr();
+  EXPECT_TRUE(Contains(daemon->Stderr(), "INFO SIGHUP: reopening serial port " + pty_->slave_path()))
+      << daemon->Stderr();
+}
+
+TEST_F(CairndSerialTest, SurvivesTheTerminalHangingUp) {
+  auto daemon = StartDaemon(pty_->slave_path(), "cairnd.log");
+  ASSERT_TRUE(daemon->started()) << "posix_spawn: " << daemon->spawn_error();
+  const std::string greeting = AwaitPrompt(daemon.get());
+  ASSERT_TRUE(Contains(greeting, kPrompt));
+
+  const std::string slave_path = pty_->slave_path();
+  pty_->CloseMaster();
+  const std::string expected = "ERROR serial session on " + slave_path + " ended: ";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTimeoutMs);
+  while (!Contains(daemon->Stderr(), expected) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(Contains(daemon->Stderr(), expected)) << daemon->Stderr();
+
+  ASSERT_TRUE(daemon->Signal(SIGTERM));
+  const std::optional<int> status = daemon->WaitForExit(kTimeoutMs);
+  EXPECT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
+      << DescribeWaitStatus(status) << "\nlog:\n"
+      << daemon->Stderr();
+}
+
+// A command line cairnd cannot act on: exit status 2 and a message naming
+// the word at fault, before any data directory is touched.
+struct BadCommandLine {
+  std::vector<std::string> flags;
+  std::string message;
+};
+
+class CairndCommandLineTest : public ::testing::TestWithParam<BadCommandLine> {};
+
+TEST_P(CairndCommandLineTest, ExitsWithStatus2AndSaysWhy) {
+  ScopedTempDir temp("cairnd-flags");
+  CairndProcess daemon(GetParam().flags, temp.PathOf("stderr"));
+  ASSERT_TRUE(daemon.started()) << "posix_spawn: " << daemon.spawn_error();
+  const std::optional<int> status = daemon.WaitForExit(kTimeoutMs);
+  ASSERT_TRUE(status && WIFEXITED(*status)) << DescribeWaitStatus(status);
+  EXPECT_EQ(WEXITSTATUS(*status), 2);
+  EXPECT_TRUE(Contains(daemon.Stderr(), "cairnd: " + GetParam().message + "\n")) << daemon.Stderr();
+  EXPECT_TRUE(Contains(daemon.Stderr(), "cairnd --help")) << daemon.Stderr();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Flags, CairndCommandLineTest,
+    ::testing::Values(
+        BadCommandLine{{"--serial", "/dev/null", "--colour"}, "unknown flag '--colour'"},
+        BadCommandLine{{"--serial"}, "flag --serial needs a value: --serial PATH"},
+        BadCommandLine{{"--serial", "/dev/null", "--baud", "fast"}, "flag --baud: 'fast' is not a number"},
+        BadCommandLine{{"--serial", "/dev/null", "--baud=-9600"},
+                       "flag --baud: -9600 is not a positive number"},
+        BadCommandLine{{"--serial", "/dev/null", "--baud", "99999999999"},
+                       "flag --baud: 99999999999 is out of range"},
+        BadCommandLine{{"--data-dir", "/tmp/x"}, "missing --serial PATH (the tty of the command shell)"},
+        BadCommandLine{{"--serial", "a", "--serial", "b"}, "flag --serial is given more than once"},
+        BadCommandLine{{"--serial", "/dev/null", "extra"},
+                       "unexpected argument 'extra' (cairnd takes flags only)"}));
+
+TEST(CairndVersionTest, PrintsVersionAndExitsZero) {
+  ScopedTempDir temp("cairnd-version");
+  CairndProcess daemon({"--version"}, temp.PathOf("stderr"), temp.PathOf("stdout"));
+  ASSERT_TRUE(daemon.started()) << "posix_spawn: " << daemon.spawn_error();
+  const std::optional<int> status = daemon.WaitForExit(kTimeoutMs);
+  ASSERT_TRUE(status && WIFEXITED(*status)) << DescribeWaitStatus(status);
+  EXPECT_EQ(WEXITSTATUS(*status), 0);
+  std::ifstream out(temp.PathOf("stdout"));
+  std::string line;
+  std::getline(out, line);
+  const BuildInfo build = GetBuildInfo();
+  EXPECT_EQ(line, "cairnd " + build.version + " (" + build.target_arch + ", " + build.compiler + ")");
+}
+
+}  // namespace
+}  // namespace cairn

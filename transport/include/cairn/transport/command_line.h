@@ -1,0 +1,40 @@
+// Splitting a shell command line into words.
+//
+// The rules are a small, predictable subset of a POSIX shell's:
+//   - words are separated by runs of spaces, tabs, CR, LF, VT or FF;
+//   - a backslash outside quotes makes the next byte literal (`a\ b` is one
+//     word "a b", `\"` is a quote character);
+//   - double quotes group text, spaces included (`"living room"`); inside
+//     them only `\"` and `\\` are escapes, any other backslash is kept, so
+//     `"C:\data"` stays as typed;
+//   - quoted and unquoted parts next to each other join into one word
+//     (`id="a b"` is "id=a b"); `""` is an empty word;
+//   - single quotes, `$`, globs and the like have no special meaning.
+// An unterminated quote or a line ending in a lone backslash is an error, not
+// a guess.
+//
+// Thread-safety: pure function.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cairn/platform/status.h"
+
+namespace cairn {
+
+struct CommandToken {
+  std::string text;
+  // True when any part of the word was quoted or escaped. Such a word is
+  // always an argument, never an option, so `put "--json"` passes the text
+  // "--json" through.
+  bool literal = false;
+};
+
+// Splits `line` into words. InvalidArgument ("unterminated quote ...",
+// "line ends with a backslash ...") on malformed input. Bytes are not
+// interpreted beyond the rules above; UTF-8 passes through untouched.
+Result<std::vector<CommandToken>> TokenizeCommandLine(std::string_view line);
+
+}  // namespace cairn

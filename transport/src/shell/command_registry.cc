@@ -1,0 +1,209 @@
+#include "cairn/transport/command_registry.h"
+
+#include <utility>
+
+namespace cairn {
+
+namespace {
+
+bool IsLowerOrDigit(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+bool IsValidCommandName(std::string_view name) {
+  if (name.empty() || !(name[0] >= 'a' && name[0] <= 'z')) return false;
+  for (char c : name) {
+    if (!IsLowerOrDigit(c) && c != '-' && c != '_') return false;
+  }
+  return true;
+}
+
+bool IsValidOptionName(std::string_view name) {
+  if (name.empty() || !(name[0] >= 'a' && name[0] <= 'z')) return false;
+  for (char c : name) {
+    if (!IsLowerOrDigit(c) && c != '-') return false;
+  }
+  return true;
+}
+
+const CommandOption kJsonOptionSpec{std::string(kJsonOption), "", std::string(kJsonOptionSummary)};
+
+// The declaration of `--name` for `spec`, global options included; null when
+// the command has no such option.
+const CommandOption* FindOption(const CommandSpec& spec, std::string_view name) {
+  if (name == kJsonOption) return &kJsonOptionSpec;
+  for (const CommandOption& option : spec.options) {
+    if (option.name == name) return &option;
+  }
+  return nullptr;
+}
+
+std::string Plural(size_t count, const char* noun) {
+  return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
+}
+
+// Whether an unquoted "--json" appears among the option words of `tokens`.
+bool WantsJson(const std::vector<CommandToken>& tokens) {
+  for (size_t i = 1; i < tokens.size(); ++i) {
+    if (tokens[i].literal) continue;
+    if (tokens[i].text == "--") return false;
+    if (tokens[i].text == "--json") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string CommandUsage(const CommandSpec& spec) {
+  std::string usage = spec.name;
+  for (const CommandOption& option : spec.options) {
+    usage += " [--" + option.name;
+    if (!option.value_name.empty()) usage += " " + option.value_name;
+    usage += "]";
+  }
+  usage += " [--json]";
+  if (!spec.arguments.empty()) usage += " " + spec.arguments;
+  return usage;
+}
+
+std::optional<std::string_view> CommandInvocation::Value(std::string_view option) const {
+  auto it = options_.find(option);
+  if (it == options_.end()) return std::nullopt;
+  return std::string_view(it->second);
+}
+
+Status CommandRegistry::Register(CommandSpec spec, CommandHandler handler) {
+  if (!IsValidCommandName(spec.name)) {
+    return Status::InvalidArgument("command name '" + spec.name +
+                                   "' must start with a-z and hold only a-z, 0-9, '-' and '_'");
+  }
+  if (spec.min_arguments > spec.max_arguments) {
+    return Status::InvalidArgument("command " + spec.name + ": min_arguments exceeds max_arguments");
+  }
+  if (!handler) return Status::InvalidArgument("command " + spec.name + " has no handler");
+  for (size_t i = 0; i < spec.options.size(); ++i) {
+    const std::string& option = spec.options[i].name;
+    if (!IsValidOptionName(option)) {
+      return Status::InvalidArgument("command " + spec.name + ": option name '" + option +
+                                     "' must start with a-z and hold only a-z, 0-9 and '-'");
+    }
+    if (option == kJsonOption) {
+      return Status::InvalidArgument("command " + spec.name + ": --" + option + " is a global option");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (spec.options[j].name == option) {
+        return Status::InvalidArgument("command " + spec.name + " declares --" + option + " twice");
+      }
+    }
+  }
+  if (commands_.find(spec.name) != commands_.end()) {
+    return Status::AlreadyExists("command " + spec.name + " is already registered");
+  }
+  std::string name = spec.name;
+  commands_.emplace(std::move(name), Command{std::move(spec), std::move(handler)});
+  return Status::Ok();
+}
+
+const CommandSpec* CommandRegistry::Find(std::string_view name) const {
+  auto it = commands_.find(name);
+  return it == commands_.end() ? nullptr : &it->second.spec;
+}
+
+std::vector<const CommandSpec*> CommandRegistry::Commands() const {
+  std::vector<const CommandSpec*> specs;
+  specs.reserve(commands_.size());
+  for (const auto& [name, command] : commands_) specs.push_back(&command.spec);
+  return specs;
+}
+
+Result<CommandInvocation> CommandRegistry::Parse(std::string_view line) const {
+  CAIRN_ASSIGN_OR_RETURN(std::vector<CommandToken> tokens, TokenizeCommandLine(line));
+  return Bind(tokens);
+}
+
+Result<CommandInvocation> CommandRegistry::Bind(const std::vector<CommandToken>& tokens) const {
+  if (tokens.empty()) return Status::InvalidArgument("empty command line; type help");
+  const std::string& name = tokens[0].text;
+  const CommandSpec* spec = Find(name);
+  if (spec == nullptr) return Status::InvalidArgument("unknown command '" + name + "'; type help");
+
+  CommandInvocation invocation(spec);
+  bool options_ended = false;
+  for (size_t i = 1; i < tokens.size(); ++i) {
+    const CommandToken& token = tokens[i];
+    const std::string_view text = token.text;
+    if (options_ended || token.literal || text.size() < 2 || text.substr(0, 2) != "--") {
+      invocation.arguments_.push_back(token.text);
+      continue;
+    }
+    if (text == "--") {
+      options_ended = true;
+      continue;
+    }
+    std::string_view option_name = text.substr(2);
+    std::optional<std::string> inline_value;
+    if (const size_t equals = option_name.find('='); equals != std::string_view::npos) {
+      inline_value = std::string(option_name.substr(equals + 1));
+      option_name = option_name.substr(0, equals);
+    }
+    const CommandOption* option = FindOption(*spec, option_name);
+    if (option == nullptr) {
+      return Status::InvalidArgument("unknown option --" + std::string(option_name) + " for " + spec->name +
+                                     "; type help " + spec->name);
+    }
+    if (invocation.Has(option->name)) {
+      return Status::InvalidArgument("option --" + option->name + " is given more than once");
+    }
+    std::string value;
+    if (option->value_name.empty()) {
+      if (inline_value) return Status::InvalidArgument("option --" + option->name + " takes no value");
+    } else if (inline_value) {
+      value = std::move(*inline_value);
+    } else if (i + 1 < tokens.size()) {
+      value = tokens[++i].text;
+    } else {
+      return Status::InvalidArgument("option --" + option->name + " needs a value: --" + option->name + " " +
+                                     option->value_name);
+    }
+    invocation.options_.emplace(option->name, std::move(value));
+  }
+
+  const size_t count = invocation.arguments_.size();
+  if (count > spec->max_arguments) {
+    if (spec->max_arguments == 0) {
+      return Status::InvalidArgument(spec->name + " takes no arguments (got '" + invocation.arguments_[0] +
+                                     "'); usage: " + CommandUsage(*spec));
+    }
+    return Status::InvalidArgument("too many arguments for " + spec->name + " (at most " +
+                                   std::to_string(spec->max_arguments) + ", got " + std::to_string(count) +
+                                   "); usage: " + CommandUsage(*spec));
+  }
+  if (count < spec->min_arguments) {
+    return Status::InvalidArgument(spec->name + " needs " +
+                                   (spec->min_arguments < spec->max_arguments ? "at least " : "") +
+                                   Plural(spec->min_arguments, "argument") + ", got " +
+                                   std::to_string(count) + "; usage: " + CommandUsage(*spec));
+  }
+  return invocation;
+}
+
+CommandResult CommandRegistry::Run(const CommandInvocation& invocation) const {
+  auto it = commands_.find(invocation.name());
+  // An invocation comes from this registry's Parse, which only binds
+  // registered commands; a foreign invocation is reported, not trusted.
+  if (it == commands_.end() || &it->second.spec != &invocation.spec()) {
+    return CommandResult::Error(
+        Status::FailedPrecondition("command " + invocation.name() + " is not registered in this shell"));
+  }
+  return it->second.handler(invocation);
+}
+
+std::string CommandRegistry::Execute(std::string_view line, const RenderOptions& options) const {
+  Result<std::vector<CommandToken>> tokens = TokenizeCommandLine(line);
+  if (!tokens.ok()) return RenderText(CommandResult::Error(tokens.status()), options);
+  if (tokens->empty()) return "";
+  const bool json = WantsJson(*tokens);
+  Result<CommandInvocation> invocation = Bind(*tokens);
+  const CommandResult result = invocation.ok() ? Run(*invocation) : CommandResult::Error(invocation.status());
+  return json ? RenderJson(result, options) : RenderText(result, options);
+}
+
+}  // namespace cairn

@@ -1,0 +1,32 @@
+#include "cairn/transport/command_result.h"
+
+#include <cassert>
+
+namespace cairn {
+
+CommandResult CommandResult::Table(std::vector<std::string> columns, std::vector<Row> rows) {
+  CommandResult result;
+  result.kind_ = Kind::kTable;
+  for ([[maybe_unused]] const Row& row : rows) assert(row.size() == columns.size());
+  result.columns_ = std::move(columns);
+  result.rows_ = std::move(rows);
+  return result;
+}
+
+CommandResult CommandResult::KeyValues(std::vector<Entry> entries) {
+  CommandResult result;
+  result.kind_ = Kind::kKeyValues;
+  result.entries_ = std::move(entries);
+  return result;
+}
+
+CommandResult CommandResult::Error(Status status) {
+  assert(!status.ok());
+  if (status.ok()) status = Status::Internal("a command failed without saying why");
+  CommandResult result;
+  result.kind_ = Kind::kError;
+  result.error_ = std::move(status);
+  return result;
+}
+
+}  // namespace cairn
