@@ -1,6 +1,10 @@
 #include "engine/write_batch.h"
 
+#include <cmath>
 #include <cstring>
+#include <array>
+#include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include "chunk/coding.h"
@@ -16,79 +20,140 @@ namespace {
 
 constexpr uint8_t kWriteBatchVersion = 1;
 
+// Record flags.
+constexpr uint8_t kHasVersion = 1, kHasTtl = 2, kHasDimensions = 4, kKnownFlags = 7;
+
+// Field value tags: the FieldType codes, plus decimal doubles.
+constexpr uint8_t kTagDecimalBase = 16;
+constexpr int kMaxDecimalExponent = 15;
+constexpr double kPowersOfTen[kMaxDecimalExponent + 1] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                                          1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+constexpr int kMaxTimeExponent = 18;
+
+// The smallest exponent e with v == k / 10^e exactly, or -1.
+int DecimalExponent(double v, int64_t* mantissa) {
+  if (v == 0 && std::signbit(v)) return -1;  // -0.0 would come back as +0.0
+  for (int e = 0; e <= kMaxDecimalExponent; ++e) {
+    const double scaled = v * kPowersOfTen[e];
+    if (!(std::fabs(scaled) < 9007199254740992.0)) return -1;  // 2^53: beyond it k is inexact
+    const int64_t k = static_cast<int64_t>(std::nearbyint(scaled));
+    if (static_cast<double>(k) / kPowersOfTen[e] == v) {
+      *mantissa = k;
+      return e;
+    }
+  }
+  return -1;
+}
+
+int64_t PowerOfTen(int exponent) {
+  int64_t p = 1;
+  for (int i = 0; i < exponent; ++i) p *= 10;
+  return p;
+}
+
 // Assigns dictionary indexes in first-use order.
+template <typename Key>
 class Dictionary {
  public:
-  uint64_t Index(std::string_view s) {
-    auto [it, inserted] = index_.try_emplace(s, strings_.size());
-    if (inserted) strings_.push_back(s);
+  uint64_t Index(const Key& key) {
+    auto [it, inserted] = index_.try_emplace(key, keys_.size());
+    if (inserted) keys_.push_back(key);
     return it->second;
   }
-  const std::vector<std::string_view>& strings() const { return strings_; }
+  const std::vector<Key>& keys() const { return keys_; }
 
  private:
-  std::unordered_map<std::string_view, uint64_t> index_;
-  std::vector<std::string_view> strings_;
+  std::map<Key, uint64_t> index_;
+  std::vector<Key> keys_;
 };
 
 }  // namespace
 
 std::string EncodeWriteBatch(const std::vector<LoggedRecord>& records) {
-  Dictionary dictionary;
+  Dictionary<std::string_view> strings;
+  Dictionary<std::tuple<uint64_t, uint64_t, uint64_t>> series;
+  // Sensors report in ms or s: dividing every timestamp by the largest
+  // common power of ten makes the deltas a byte or two.
+  int time_exponent = kMaxTimeExponent;
+  for (const LoggedRecord& logged : records) {
+    while (time_exponent > 0 && logged.record->timestamp % PowerOfTen(time_exponent) != 0) --time_exponent;
+  }
+  const int64_t time_unit = PowerOfTen(time_exponent);
+
   std::string body;
-  body.reserve(records.size() * 48);
+  body.reserve(records.size() * 24);
   PutVarint(&body, records.size());
-  int64_t previous_timestamp = 0;
+  int64_t previous_units = 0;
   for (const LoggedRecord& logged : records) {
     const Record& r = *logged.record;
-    PutVarint(&body, dictionary.Index(*logged.table));
-    PutVarint(&body, dictionary.Index(r.device_id));
-    PutVarint(&body, dictionary.Index(r.measure_name));
+    PutVarint(&body, series.Index({strings.Index(*logged.table), strings.Index(r.device_id),
+                                   strings.Index(r.measure_name)}));
+    const int64_t units = r.timestamp / time_unit;
     // Unsigned subtraction: timestamps span the whole int64 range.
-    PutSignedVarint(&body, static_cast<int64_t>(static_cast<uint64_t>(r.timestamp) -
-                                                static_cast<uint64_t>(previous_timestamp)));
-    previous_timestamp = r.timestamp;
-    PutVarint(&body, r.version);
-    PutSignedVarint(&body, logged.ttl);
+    PutSignedVarint(&body, static_cast<int64_t>(static_cast<uint64_t>(units) - static_cast<uint64_t>(previous_units)));
+    previous_units = units;
+    const uint8_t flags = (r.version != 0 ? kHasVersion : 0) | (logged.ttl != 0 ? kHasTtl : 0) |
+                          (!r.dimensions.empty() ? kHasDimensions : 0);
+    body.push_back(static_cast<char>(flags));
+    if (flags & kHasVersion) PutVarint(&body, r.version);
+    if (flags & kHasTtl) PutSignedVarint(&body, logged.ttl);
     PutVarint(&body, r.fields.size());
     for (const Field& field : r.fields) {
-      PutVarint(&body, dictionary.Index(field.name));
-      body.push_back(static_cast<char>(TypeOf(field.value)));
+      PutVarint(&body, strings.Index(field.name));
       std::visit(
           [&](const auto& v) {
             using T = std::decay_t<decltype(v)>;
             if constexpr (std::is_same_v<T, double>) {
-              uint64_t bits;
-              std::memcpy(&bits, &v, sizeof bits);
-              PutFixed64(&body, bits);
+              int64_t mantissa = 0;
+              const int exponent = DecimalExponent(v, &mantissa);
+              if (exponent >= 0) {
+                body.push_back(static_cast<char>(kTagDecimalBase + exponent));
+                PutSignedVarint(&body, mantissa);
+              } else {
+                body.push_back(static_cast<char>(FieldType::kDouble));
+                uint64_t bits;
+                std::memcpy(&bits, &v, sizeof bits);
+                PutFixed64(&body, bits);
+              }
             } else if constexpr (std::is_same_v<T, int64_t>) {
+              body.push_back(static_cast<char>(FieldType::kInt64));
               PutSignedVarint(&body, v);
             } else if constexpr (std::is_same_v<T, bool>) {
+              body.push_back(static_cast<char>(FieldType::kBool));
               body.push_back(v ? 1 : 0);
             } else if constexpr (std::is_same_v<T, std::string>) {
-              PutVarint(&body, dictionary.Index(v));
+              body.push_back(static_cast<char>(FieldType::kString));
+              PutVarint(&body, strings.Index(v));
             } else if constexpr (std::is_same_v<T, Timestamp>) {
+              body.push_back(static_cast<char>(FieldType::kTimestamp));
               PutSignedVarint(&body, v.unix_nanos);
             }
           },
           field.value);
     }
-    PutVarint(&body, r.dimensions.size());
-    for (const auto& [key, value] : r.dimensions) {
-      PutVarint(&body, dictionary.Index(key));
-      PutVarint(&body, dictionary.Index(value));
+    if (flags & kHasDimensions) {
+      PutVarint(&body, r.dimensions.size());
+      for (const auto& [key, value] : r.dimensions) {
+        PutVarint(&body, strings.Index(key));
+        PutVarint(&body, strings.Index(value));
+      }
     }
   }
+
   std::string out;
-  size_t dictionary_bytes = 0;
-  for (std::string_view s : dictionary.strings()) dictionary_bytes += s.size() + 2;
-  out.reserve(1 + 5 + dictionary_bytes + body.size());
   out.push_back(static_cast<char>(kWriteBatchVersion));
-  PutVarint(&out, dictionary.strings().size());
-  for (std::string_view s : dictionary.strings()) {
+  PutVarint(&out, strings.keys().size());
+  for (std::string_view s : strings.keys()) {
     PutVarint(&out, s.size());
     out.append(s);
   }
+  PutVarint(&out, series.keys().size());
+  for (const auto& [table, device, measure] : series.keys()) {
+    PutVarint(&out, table);
+    PutVarint(&out, device);
+    PutVarint(&out, measure);
+  }
+  out.push_back(static_cast<char>(time_exponent));
   out.append(body);
   return out;
 }
@@ -102,8 +167,8 @@ Result<std::vector<DecodedWriteRecord>> DecodeWriteBatch(std::string_view payloa
   uint8_t version;
   if (!reader.ReadByte(&version)) return corrupt("empty payload");
   if (version != kWriteBatchVersion) return corrupt("unknown version " + std::to_string(version));
+  // Every entry takes at least one byte, which bounds a forged count.
   uint64_t string_count;
-  // Each string takes at least one byte, which bounds a forged count.
   if (!reader.ReadVarint(&string_count) || string_count > reader.remaining()) return corrupt("bad dictionary size");
   std::vector<std::string_view> strings;
   strings.reserve(static_cast<size_t>(string_count));
@@ -116,34 +181,59 @@ Result<std::vector<DecodedWriteRecord>> DecodeWriteBatch(std::string_view payloa
     }
     strings.push_back(s);
   }
+  const auto read_index = [&](uint64_t size, uint64_t* index) { return reader.ReadVarint(index) && *index < size; };
+  uint64_t series_count;
+  if (!reader.ReadVarint(&series_count) || series_count > reader.remaining()) return corrupt("bad series count");
+  std::vector<std::array<uint64_t, 3>> series(static_cast<size_t>(series_count));
+  for (auto& s : series) {
+    for (uint64_t& index : s) {
+      if (!read_index(strings.size(), &index)) return corrupt("bad series name index");
+    }
+  }
+  uint8_t time_exponent;
+  if (!reader.ReadByte(&time_exponent) || time_exponent > kMaxTimeExponent) return corrupt("bad time exponent");
+  const int64_t time_unit = PowerOfTen(time_exponent);
   const auto read_string = [&](std::string* out) {
     uint64_t index;
-    if (!reader.ReadVarint(&index) || index >= strings.size()) return false;
+    if (!read_index(strings.size(), &index)) return false;
     out->assign(strings[static_cast<size_t>(index)]);
     return true;
   };
+
   uint64_t record_count;
   if (!reader.ReadVarint(&record_count) || record_count > reader.remaining()) return corrupt("bad record count");
   std::vector<DecodedWriteRecord> records(static_cast<size_t>(record_count));
-  int64_t previous_timestamp = 0;
+  int64_t previous_units = 0;
   for (DecodedWriteRecord& decoded : records) {
     Record& r = decoded.record;
+    uint64_t series_index, field_count;
     int64_t delta;
-    uint64_t field_count, dimension_count;
-    if (!read_string(&decoded.table) || !read_string(&r.device_id) || !read_string(&r.measure_name)) {
-      return corrupt("bad series name index");
+    uint8_t flags;
+    if (!read_index(series.size(), &series_index)) return corrupt("bad series index");
+    const auto& names = series[static_cast<size_t>(series_index)];
+    decoded.table.assign(strings[static_cast<size_t>(names[0])]);
+    r.device_id.assign(strings[static_cast<size_t>(names[1])]);
+    r.measure_name.assign(strings[static_cast<size_t>(names[2])]);
+    if (!reader.ReadSignedVarint(&delta) || !reader.ReadByte(&flags) || (flags & ~kKnownFlags) != 0) {
+      return corrupt("bad record header");
     }
-    if (!reader.ReadSignedVarint(&delta) || !reader.ReadVarint(&r.version) || !reader.ReadSignedVarint(&r.ttl)) {
-      return corrupt("truncated record header");
-    }
-    r.timestamp = static_cast<int64_t>(static_cast<uint64_t>(previous_timestamp) + static_cast<uint64_t>(delta));
-    previous_timestamp = r.timestamp;
+    const int64_t units = static_cast<int64_t>(static_cast<uint64_t>(previous_units) + static_cast<uint64_t>(delta));
+    previous_units = units;
+    if (__builtin_mul_overflow(units, time_unit, &r.timestamp)) return corrupt("timestamp out of range");
+    if ((flags & kHasVersion) && !reader.ReadVarint(&r.version)) return corrupt("truncated version");
+    if ((flags & kHasTtl) && !reader.ReadSignedVarint(&r.ttl)) return corrupt("truncated ttl");
     if (!reader.ReadVarint(&field_count) || field_count > kMaxFieldsPerRecord) return corrupt("bad field count");
     r.fields.resize(static_cast<size_t>(field_count));
     for (Field& field : r.fields) {
-      uint8_t type;
-      if (!read_string(&field.name) || !reader.ReadByte(&type)) return corrupt("truncated field");
-      switch (static_cast<FieldType>(type)) {
+      uint8_t tag;
+      if (!read_string(&field.name) || !reader.ReadByte(&tag)) return corrupt("truncated field");
+      if (tag >= kTagDecimalBase && tag <= kTagDecimalBase + kMaxDecimalExponent) {
+        int64_t mantissa;
+        if (!reader.ReadSignedVarint(&mantissa)) return corrupt("truncated decimal double");
+        field.value = static_cast<double>(mantissa) / kPowersOfTen[tag - kTagDecimalBase];
+        continue;
+      }
+      switch (static_cast<FieldType>(tag)) {
         case FieldType::kDouble: {
           uint64_t bits;
           if (!reader.ReadFixed64(&bits)) return corrupt("truncated double");
@@ -177,16 +267,19 @@ Result<std::vector<DecodedWriteRecord>> DecodeWriteBatch(std::string_view payloa
           break;
         }
         default:
-          return corrupt("unknown field type " + std::to_string(type));
+          return corrupt("unknown field tag " + std::to_string(tag));
       }
     }
-    if (!reader.ReadVarint(&dimension_count) || dimension_count > kMaxDimensionsPerSeries) {
-      return corrupt("bad dimension count");
-    }
-    for (uint64_t i = 0; i < dimension_count; ++i) {
-      std::string key, value;
-      if (!read_string(&key) || !read_string(&value)) return corrupt("bad dimension index");
-      r.dimensions.emplace(std::move(key), std::move(value));
+    if (flags & kHasDimensions) {
+      uint64_t dimension_count;
+      if (!reader.ReadVarint(&dimension_count) || dimension_count > kMaxDimensionsPerSeries) {
+        return corrupt("bad dimension count");
+      }
+      for (uint64_t i = 0; i < dimension_count; ++i) {
+        std::string key, value;
+        if (!read_string(&key) || !read_string(&value)) return corrupt("bad dimension index");
+        r.dimensions.emplace(std::move(key), std::move(value));
+      }
     }
   }
   if (!reader.empty()) return corrupt("trailing bytes");
