@@ -18,6 +18,15 @@ bool Expired(const ChunkRecord& r, int64_t now_ns) { return r.ttl != 0 && r.ttl 
 
 // Sorts by timestamp, keeps the highest version of each, drops expired.
 void MergeVisible(std::vector<ChunkRecord>* records, int64_t now_ns) {
+  const bool strictly_ascending =
+      std::adjacent_find(records->begin(), records->end(), [](const ChunkRecord& a, const ChunkRecord& b) {
+        return a.timestamp >= b.timestamp;
+      }) == records->end();
+  if (strictly_ascending) {
+    // The common case (one chunk per time range, no rewrites): nothing to merge.
+    std::erase_if(*records, [&](const ChunkRecord& r) { return Expired(r, now_ns); });
+    return;
+  }
   std::sort(records->begin(), records->end(), [](const ChunkRecord& a, const ChunkRecord& b) {
     return a.timestamp != b.timestamp ? a.timestamp < b.timestamp : a.version > b.version;
   });
@@ -60,6 +69,7 @@ struct EngineImpl::SeriesSnapshot {
   int shard = 0;
   std::vector<ChunkField> fields;
   std::map<std::string, std::string> dimensions;
+  std::vector<size_t> fields_by_name;  // indexes into fields, sorted by field name
   Period period = Period::kDay;
   std::set<int64_t> period_starts;
   std::vector<ChunkRecord> head;  // head records inside the query range
@@ -79,6 +89,10 @@ Snapshot TakeSnapshot(const TableState& table, const Series& s, int64_t from, in
   snap.shard = s.shard;
   snap.fields = s.fields;
   snap.dimensions = s.dimensions;
+  snap.fields_by_name.resize(s.fields.size());
+  for (size_t i = 0; i < s.fields.size(); ++i) snap.fields_by_name[i] = i;
+  std::sort(snap.fields_by_name.begin(), snap.fields_by_name.end(),
+            [&](size_t a, size_t b) { return s.fields[a].name < s.fields[b].name; });
   snap.period = table.info.options.period;
   snap.period_starts = table.period_starts;
   snap.generation = s.generation;
@@ -119,17 +133,17 @@ Result<std::vector<ChunkRecord>> EngineImpl::ReadSealed(const std::string& table
     out.reserve(out.size() + static_cast<size_t>(end - begin));
     for (size_t i = static_cast<size_t>(begin - decoded.timestamps.begin());
          i < static_cast<size_t>(end - decoded.timestamps.begin()); ++i) {
-      ChunkRecord r;
+      ChunkRecord& r = out.emplace_back();
       r.timestamp = decoded.timestamps[i];
       r.version = decoded.versions[i];
       r.ttl = decoded.ttls[i];
       r.values.resize(series.fields.size());
       for (size_t c = 0; c < decoded.columns.size(); ++c) {
         if (column_to_field[c] >= 0 && decoded.columns[c].present[i]) {
-          r.values[static_cast<size_t>(column_to_field[c])] = decoded.columns[c].values[i];
+          // Decoded values are consumed exactly once: move, do not copy.
+          r.values[static_cast<size_t>(column_to_field[c])] = std::move(decoded.columns[c].values[i]);
         }
       }
-      out.push_back(std::move(r));
     }
   }
   return out;
@@ -171,12 +185,12 @@ RecordRow EngineImpl::MakeRow(const SeriesSnapshot& series, const ChunkRecord& r
   row.timestamp = record.timestamp;
   row.version = record.version;
   row.ttl = record.ttl;
-  for (size_t i = 0; i < record.values.size() && i < series.fields.size(); ++i) {
-    if (!std::holds_alternative<std::monostate>(record.values[i])) {
+  row.fields.reserve(series.fields.size());
+  for (size_t i : series.fields_by_name) {
+    if (i < record.values.size() && !std::holds_alternative<std::monostate>(record.values[i])) {
       row.fields.push_back(Field{series.fields[i].name, record.values[i]});
     }
   }
-  std::sort(row.fields.begin(), row.fields.end(), [](const Field& a, const Field& b) { return a.name < b.name; });
   return row;
 }
 
@@ -230,12 +244,16 @@ Result<RangeResult> EngineImpl::Range(const RangeQuery& query) {
   const auto key_less = [&](int64_t ts_a, const std::string& m_a, int64_t ts_b, const std::string& m_b) {
     return ts_a != ts_b ? ts_a < ts_b : m_a < m_b;
   };
-  std::sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
-    const std::string& ma = snapshots[a.series].measure_name;
-    const std::string& mb = snapshots[b.series].measure_name;
-    return ascending ? key_less(a.record.timestamp, ma, b.record.timestamp, mb)
-                     : key_less(b.record.timestamp, mb, a.record.timestamp, ma);
-  });
+  // One series comes out of CollectSeries in order already.
+  if (snapshots.size() > 1) {
+    std::sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
+      const std::string& ma = snapshots[a.series].measure_name;
+      const std::string& mb = snapshots[b.series].measure_name;
+      return ascending ? key_less(a.record.timestamp, ma, b.record.timestamp, mb)
+                       : key_less(b.record.timestamp, mb, a.record.timestamp, ma);
+    });
+  }
+  result.rows.reserve(query.limit == 0 ? candidates.size() : std::min(candidates.size(), query.limit));
   for (const Candidate& c : candidates) {
     const std::string& measure = snapshots[c.series].measure_name;
     if (paged) {

@@ -139,6 +139,14 @@ Status LogWriter::PoisonLocked(const Status& status) {
   return poison_;
 }
 
+Status LogWriter::StartNewSegment() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!poison_.ok()) return poison_;
+  if (closed_) return Status::FailedPrecondition("log: new segment after Close");
+  if (!active_has_records_) return Status::Ok();
+  return RollLocked();
+}
+
 Status LogWriter::Sync() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!poison_.ok()) return poison_;

@@ -76,6 +76,12 @@ class LogWriter {
   // The first LSN the next Append must carry.
   uint64_t NextLsn() const;
 
+  // Closes the active segment (after syncing it) and starts a new one at
+  // NextLsn(), so that RemoveSegmentsBelow can release the old one once
+  // everything in it is checkpointed. Does nothing when the active segment
+  // holds no record. Thread-safe.
+  Status StartNewSegment();
+
   // Removes every segment whose LSNs are all below `lsn`, oldest first, each
   // removal followed by a directory sync. Never removes the active segment.
   // Works on a poisoned writer (it does not touch the active segment).

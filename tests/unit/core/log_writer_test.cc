@@ -377,3 +377,39 @@ TEST_F(LogWriterTest, SyncFromAnotherThreadWhileAppending) {
 
 }  // namespace
 }  // namespace cairn
+
+namespace cairn {
+namespace {
+
+TEST(LogWriterStartNewSegmentTest, LetsTheOldSegmentGoOnceCheckpointed) {
+  ScopedTempDir dir;
+  const std::string log_dir = dir.PathOf("log");
+  auto writer = LogWriter::Open(Env::Default(), log_dir, 1, LogWriterOptions{});
+  ASSERT_TRUE(writer.ok());
+  ASSERT_TRUE((*writer)->StartNewSegment().ok());  // empty: nothing to do
+  ASSERT_EQ(Env::Default()->ListDir(log_dir)->size(), 1u);
+  ASSERT_TRUE((*writer)->Append(1, 3, "abc").ok());
+  ASSERT_TRUE((*writer)->StartNewSegment().ok());
+  EXPECT_EQ((*writer)->SyncedThroughLsn(), 4u);
+  ASSERT_EQ(Env::Default()->ListDir(log_dir)->size(), 2u);
+  ASSERT_TRUE((*writer)->RemoveSegmentsBelow(4).ok());
+  auto left = Env::Default()->ListDir(log_dir);
+  ASSERT_EQ(left->size(), 1u);
+  EXPECT_EQ((*left)[0], "00000000000000000004.log");
+  ASSERT_TRUE((*writer)->Append(4, 1, "d").ok());
+  ASSERT_TRUE((*writer)->Close().ok());
+  LogReplayStats stats;
+  std::vector<uint64_t> seen;
+  ASSERT_TRUE(ReplayLog(Env::Default(), log_dir, 1,
+                        [&](uint64_t lsn, uint32_t, std::string_view) {
+                          seen.push_back(lsn);
+                          return Status::Ok();
+                        },
+                        &stats)
+                  .ok());
+  EXPECT_EQ(seen, std::vector<uint64_t>{4});
+  EXPECT_EQ(stats.next_lsn, 5u);
+}
+
+}  // namespace
+}  // namespace cairn
