@@ -16,17 +16,14 @@ constexpr int64_t kMaxAggregateBuckets = 1'000'000;
 
 bool Expired(const ChunkRecord& r, int64_t now_ns) { return r.ttl != 0 && r.ttl <= now_ns / kNanosPerSecond; }
 
-// Sorts by timestamp, keeps the highest version of each, drops expired.
-void MergeVisible(std::vector<ChunkRecord>* records, int64_t now_ns) {
+// Sorts by timestamp and keeps the highest version of each. Expired records
+// stay: an expired newest version must still hide the older ones.
+void MergeVersions(std::vector<ChunkRecord>* records) {
   const bool strictly_ascending =
       std::adjacent_find(records->begin(), records->end(), [](const ChunkRecord& a, const ChunkRecord& b) {
         return a.timestamp >= b.timestamp;
       }) == records->end();
-  if (strictly_ascending) {
-    // The common case (one chunk per time range, no rewrites): nothing to merge.
-    std::erase_if(*records, [&](const ChunkRecord& r) { return Expired(r, now_ns); });
-    return;
-  }
+  if (strictly_ascending) return;  // the common case: nothing to merge
   std::sort(records->begin(), records->end(), [](const ChunkRecord& a, const ChunkRecord& b) {
     return a.timestamp != b.timestamp ? a.timestamp < b.timestamp : a.version > b.version;
   });
@@ -37,6 +34,12 @@ void MergeVisible(std::vector<ChunkRecord>* records, int64_t now_ns) {
     ++out;
   }
   records->resize(out);
+}
+
+// MergeVersions, then hides what has expired. Only valid once every version
+// of every timestamp in range has been collected.
+void MergeVisible(std::vector<ChunkRecord>* records, int64_t now_ns) {
+  MergeVersions(records);
   std::erase_if(*records, [&](const ChunkRecord& r) { return Expired(r, now_ns); });
 }
 
@@ -164,11 +167,12 @@ Result<std::vector<ChunkRecord>> EngineImpl::CollectSeries(const std::string& ta
     if (limit == 0) continue;
     // Periods not read yet lie entirely after (before, descending) this one:
     // once enough visible records precede that bound, they cannot matter.
-    MergeVisible(&records, now_ns);
+    MergeVersions(&records);
     const int64_t bound = order == Order::kAscending ? NextPeriodStart(series.period, start) : start;
     size_t settled = 0;
     for (const ChunkRecord& r : records) {
-      if (order == Order::kAscending ? r.timestamp < bound : r.timestamp >= bound) ++settled;
+      const bool before_bound = order == Order::kAscending ? r.timestamp < bound : r.timestamp >= bound;
+      if (before_bound && !Expired(r, now_ns)) ++settled;
     }
     if (settled >= limit) break;
   }
