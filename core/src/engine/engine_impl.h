@@ -31,9 +31,18 @@
 namespace cairn {
 
 // One open period file; its mutex serialises use of the single connection.
+// A handle opened read-only is reopened writable in place (same object) the
+// first time a late seal or the compaction needs to write.
 struct PeriodHandle {
   std::mutex mutex;
   std::unique_ptr<PeriodFile> file;
+};
+
+// What a caller of GetPeriodFile will do with the file.
+enum class PeriodAccess : uint8_t {
+  kRead,    // must exist; old periods open read-only with the small cache
+  kWrite,   // must exist; opened (or reopened) writable
+  kCreate,  // created if missing; writable
 };
 
 class EngineImpl final : public Engine {
@@ -95,7 +104,7 @@ class EngineImpl final : public Engine {
   std::string TableDir(const std::string& table) const;
   std::string PeriodPath(const std::string& table, Period period, int64_t start) const;
   Result<std::shared_ptr<PeriodHandle>> GetPeriodFile(const std::string& table, Period period, int64_t start,
-                                                      bool create);
+                                                      PeriodAccess access);
   void ForgetPeriodFiles(const std::string& table, int64_t start_or_all);
   Status SealWhere(const std::function<bool(const Series&)>& due);
   Status AdvanceCheckpoint();

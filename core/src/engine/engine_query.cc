@@ -113,7 +113,7 @@ Snapshot TakeSnapshot(const TableState& table, const Series& s, int64_t from, in
 Result<std::vector<ChunkRecord>> EngineImpl::ReadSealed(const std::string& table, int64_t period_start,
                                                         const SeriesSnapshot& series, int64_t from, int64_t to) {
   std::vector<ChunkRecord> out;
-  auto handle = GetPeriodFile(table, series.period, period_start, /*create=*/false);
+  auto handle = GetPeriodFile(table, series.period, period_start, PeriodAccess::kRead);
   if (!handle.ok()) {
     if (handle.status().Is(StatusCode::kNotFound)) return out;  // dropped by retention meanwhile
     return handle.status();
@@ -437,7 +437,7 @@ Result<AggregateResult> EngineImpl::Aggregate(const AggregateQuery& query) {
   for (const ChunkRecord& r : snap.head) head_times.push_back(r.timestamp);
   for (int64_t start : snap.period_starts) {
     if (start >= query.to || NextPeriodStart(snap.period, start) <= query.from) continue;
-    auto handle = GetPeriodFile(query.table, snap.period, start, /*create=*/false);
+    auto handle = GetPeriodFile(query.table, snap.period, start, PeriodAccess::kRead);
     if (!handle.ok()) {
       if (handle.status().Is(StatusCode::kNotFound)) continue;
       return handle.status();

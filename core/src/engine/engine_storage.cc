@@ -55,33 +55,66 @@ std::string EngineImpl::PeriodPath(const std::string& table, Period period, int6
 }
 
 Result<std::shared_ptr<PeriodHandle>> EngineImpl::GetPeriodFile(const std::string& table, Period period,
-                                                                 int64_t start, bool create) {
+                                                                 int64_t start, PeriodAccess access) {
   const std::string path = PeriodPath(table, period, start);
-  std::lock_guard lock(period_cache_mutex_);
-  for (auto it = period_cache_.begin(); it != period_cache_.end(); ++it) {
-    if (it->first == path) {
-      period_cache_.splice(period_cache_.begin(), period_cache_, it);
-      return period_cache_.front().second;
+  // The current and the next period take the writes and get the writer's
+  // large cache; older ones are read-mostly and get the small one.
+  const int64_t now = env_->NowUnixNanos();
+  const int64_t current = PeriodStart(period, now);
+  const bool hot = start == current || start == NextPeriodStart(period, current);
+  const bool writable = access != PeriodAccess::kRead || hot;
+  const int cache_kib = hot ? options_.writer_cache_kib : options_.reader_cache_kib;
+  std::shared_ptr<PeriodHandle> handle;
+  {
+    std::lock_guard lock(period_cache_mutex_);
+    for (auto it = period_cache_.begin(); it != period_cache_.end(); ++it) {
+      if (it->first == path) {
+        period_cache_.splice(period_cache_.begin(), period_cache_, it);
+        handle = period_cache_.front().second;
+        break;
+      }
+    }
+    if (!handle) {
+      const bool exists = env_->FileExists(path);
+      if (!exists && access != PeriodAccess::kCreate) return Status::NotFound(path + " does not exist");
+      handle = std::make_shared<PeriodHandle>();
+      if (writable) {
+        CAIRN_ASSIGN_OR_RETURN(handle->file,
+                               PeriodFile::OpenWritable(env_, vfs_name_, path, table, period, start, cache_kib));
+        if (!exists) CAIRN_RETURN_IF_ERROR(env_->SyncDir(TableDir(table)));
+      } else {
+        auto read_only = PeriodFile::OpenReadOnly(env_, vfs_name_, path, cache_kib);
+        if (read_only.ok()) {
+          handle->file = std::move(read_only).value();
+        } else {
+          // A crash between creating a period file and committing its schema
+          // leaves a file only the writer knows how to finish.
+          CAIRN_ASSIGN_OR_RETURN(handle->file,
+                                 PeriodFile::OpenWritable(env_, vfs_name_, path, table, period, start, cache_kib));
+        }
+      }
+      period_cache_.emplace_front(path, handle);
+      // Close the least recently used handles that nobody is using.
+      for (auto it = period_cache_.end();
+           period_cache_.size() > options_.max_open_period_files && it != period_cache_.begin();) {
+        --it;
+        if (it->second.use_count() == 1) {
+          std::lock_guard file_lock(it->second->mutex);
+          (void)it->second->file->Close();
+          it = period_cache_.erase(it);
+        }
+      }
+      return handle;
     }
   }
-  const bool exists = env_->FileExists(path);
-  if (!exists && !create) return Status::NotFound(path + " does not exist");
-  // The period holding "now" gets the large cache: it takes the writes.
-  const bool current = PeriodStart(period, env_->NowUnixNanos()) == start;
-  auto handle = std::make_shared<PeriodHandle>();
-  CAIRN_ASSIGN_OR_RETURN(handle->file,
-                         PeriodFile::OpenWritable(env_, vfs_name_, path, table, period, start,
-                                                  current ? options_.writer_cache_kib : options_.reader_cache_kib));
-  if (!exists) CAIRN_RETURN_IF_ERROR(env_->SyncDir(TableDir(table)));
-  period_cache_.emplace_front(path, handle);
-  // Close the least recently used handles that nobody is using.
-  for (auto it = period_cache_.end(); period_cache_.size() > options_.max_open_period_files &&
-                                      it != period_cache_.begin();) {
-    --it;
-    if (it->second.use_count() == 1) {
-      std::lock_guard file_lock(it->second->mutex);
-      (void)it->second->file->Close();
-      it = period_cache_.erase(it);
+  if (writable) {
+    // Exactly one connection per file: the read-only one closes before the
+    // writer opens.
+    std::lock_guard file_lock(handle->mutex);
+    if (handle->file->read_only()) {
+      CAIRN_RETURN_IF_ERROR(handle->file->Close());
+      CAIRN_ASSIGN_OR_RETURN(handle->file,
+                             PeriodFile::OpenWritable(env_, vfs_name_, path, table, period, start, cache_kib));
     }
   }
   return handle;
@@ -121,7 +154,7 @@ Status EngineImpl::RecomputeSealedMaxima(TableState& table) {
   std::map<int64_t, Series*> unresolved;
   for (auto& [key, series] : table.series) unresolved.emplace(series->id, series.get());
   for (auto it = table.period_starts.rbegin(); it != table.period_starts.rend() && !unresolved.empty(); ++it) {
-    CAIRN_ASSIGN_OR_RETURN(auto handle, GetPeriodFile(table.info.name, table.info.options.period, *it, false));
+    CAIRN_ASSIGN_OR_RETURN(auto handle, GetPeriodFile(table.info.name, table.info.options.period, *it, PeriodAccess::kRead));
     std::lock_guard file_lock(handle->mutex);
     CAIRN_ASSIGN_OR_RETURN(std::vector<PeriodSeries> present, handle->file->ListSeries());
     for (const PeriodSeries& p : present) {
@@ -220,7 +253,7 @@ Status EngineImpl::SealWhere(const std::function<bool(const Series&)>& due) {
   std::vector<std::pair<TableState*, int64_t>> new_periods;
   uint64_t chunks_written = 0;
   for (auto& [key, batch] : batches) {
-    auto handle = GetPeriodFile(key.first, batch.table->info.options.period, batch.start, /*create=*/true);
+    auto handle = GetPeriodFile(key.first, batch.table->info.options.period, batch.start, PeriodAccess::kCreate);
     Status status = handle.status();
     if (status.ok()) {
       std::lock_guard file_lock((*handle)->mutex);
@@ -307,7 +340,7 @@ Status EngineImpl::AdvanceCheckpoint() {
 }
 
 Status EngineImpl::CompactPeriod(const std::string& table, Period period, int64_t start) {
-  CAIRN_ASSIGN_OR_RETURN(auto handle, GetPeriodFile(table, period, start, false));
+  CAIRN_ASSIGN_OR_RETURN(auto handle, GetPeriodFile(table, period, start, PeriodAccess::kWrite));
   const int64_t now = env_->NowUnixNanos();
   std::lock_guard file_lock(handle->mutex);
   CAIRN_ASSIGN_OR_RETURN(bool compacted, handle->file->IsCompacted());
@@ -420,7 +453,7 @@ Status EngineImpl::Maintain() {
     const int64_t current = PeriodStart(t.period, now);
     for (int64_t start : {current, NextPeriodStart(t.period, current)}) {
       if (t.starts.count(start)) continue;
-      auto created = GetPeriodFile(t.name, t.period, start, /*create=*/true);
+      auto created = GetPeriodFile(t.name, t.period, start, PeriodAccess::kCreate);
       if (!created.ok()) {
         if (status.ok()) status = created.status();
         continue;

@@ -354,7 +354,7 @@ Result<uint64_t> EngineImpl::ExistingVersion(
   // A late write into sealed time: look in the chunks that cover it.
   const int64_t start = PeriodStart(table.info.options.period, timestamp);
   if (!table.period_starts.count(start)) return uint64_t{0};
-  CAIRN_ASSIGN_OR_RETURN(auto handle, GetPeriodFile(table.info.name, table.info.options.period, start, false));
+  CAIRN_ASSIGN_OR_RETURN(auto handle, GetPeriodFile(table.info.name, table.info.options.period, start, PeriodAccess::kRead));
   std::lock_guard file_lock(handle->mutex);
   CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRow> chunks,
                          handle->file->ReadChunks(series.id, timestamp, timestamp + 1, /*with_data=*/true));
