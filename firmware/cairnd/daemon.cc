@@ -1,9 +1,11 @@
 #include "cairnd/daemon.h"
 
 #include <utility>
+#include <vector>
 
 #include "cairn/platform/process_signals.h"
 #include "cairn/transport/builtin_commands.h"
+#include "cairn/transport/engine_commands.h"
 
 namespace cairn::cairnd {
 
@@ -25,27 +27,63 @@ std::string SerialBanner() {
 Daemon::Daemon(Env* env, Logger* log, DaemonOptions options)
     : env_(env), log_(log), options_(std::move(options)) {}
 
-Daemon::~Daemon() { Stop(); }
+Daemon::~Daemon() { (void)Stop(); }
 
 Status Daemon::Start() {
   const std::string& dir = options_.data_dir;
   CAIRN_RETURN_IF_ERROR(env_->CreateDirs(dir).WithContext("cannot create data directory " + dir));
-
-  const std::string lock_path = JoinPath(dir, "LOCK");
-  Result<std::unique_ptr<FileLock>> lock = env_->LockFile(lock_path);
-  if (!lock.ok()) {
-    if (lock.status().Is(StatusCode::kBusy)) {
-      return Status::Busy("data directory " + dir + " is in use by another cairnd (lock " + lock_path +
-                          " held)");
-    }
-    return lock.status().WithContext("cannot lock data directory " + dir);
-  }
-  data_dir_lock_ = std::move(lock).value();
+  CAIRN_RETURN_IF_ERROR(OpenEngine());
+  CAIRN_RETURN_IF_ERROR(CreateDefaultTable());
 
   CAIRN_RETURN_IF_ERROR(RegisterBuiltinCommands(&commands_));
+  EngineCommandOptions command_options;
+  command_options.data_dir = dir;
+  CAIRN_RETURN_IF_ERROR(RegisterEngineCommands(&commands_, engine_.get(), env_, command_options));
   CAIRN_RETURN_IF_ERROR(StartSerialShell());
   log_->Info("cairnd " + GetBuildInfo().version + " started: data directory " + dir + ", serial shell on " +
              options_.serial_path + " at " + std::to_string(options_.baud) + " baud");
+  return Status::Ok();
+}
+
+Status Daemon::OpenEngine() {
+  const std::string& dir = options_.data_dir;
+  RecoveryReport recovery;
+  Result<std::unique_ptr<Engine>> engine = Engine::Open(env_, dir, options_.engine, &recovery);
+  if (!engine.ok()) {
+    const Status& status = engine.status();
+    if (status.Is(StatusCode::kBusy)) {
+      return Status::Busy("data directory " + dir + " is in use by another cairnd (lock " +
+                          JoinPath(dir, "LOCK") + " held)");
+    }
+    if (status.Is(StatusCode::kCorruption)) {
+      return Status::Corruption("cannot open data directory " + dir + ": " + status.message() +
+                                "; to cut the log after its last intact record (the records after the damage "
+                                "are lost), stop cairnd and run: cairnd --repair-log --data-dir " +
+                                dir);
+    }
+    return status.WithContext("cannot open data directory " + dir);
+  }
+  engine_ = std::move(engine).value();
+  if (recovery.torn_tail_bytes_truncated > 0) {
+    log_->Warn("the write-ahead log ended in a write cut short by a crash or power cut; its " +
+               std::to_string(recovery.torn_tail_bytes_truncated) + " bytes were dropped");
+  }
+  if (recovery.records_replayed > 0) {
+    log_->Info("recovered " + std::to_string(recovery.records_replayed) +
+               " records from the write-ahead log into memory");
+  }
+  return Status::Ok();
+}
+
+Status Daemon::CreateDefaultTable() {
+  CAIRN_ASSIGN_OR_RETURN(const std::vector<TableInfo> tables, engine_->ListTables());
+  if (!tables.empty()) return Status::Ok();
+  const TableOptions defaults;
+  CAIRN_RETURN_IF_ERROR(engine_->CreateTable(kDefaultTable, defaults)
+                            .WithContext("cannot create the default table " + std::string(kDefaultTable)));
+  log_->Info("created the default table '" + std::string(kDefaultTable) + "' (period " +
+             std::string(PeriodName(defaults.period)) + ", retention " +
+             FormatDurationSeconds(defaults.retention_seconds) + "): the data directory held no table");
   return Status::Ok();
 }
 
@@ -116,9 +154,21 @@ void Daemon::StopSerialShell() {
   serial_shell_.reset();
 }
 
-void Daemon::Stop() {
+Status Daemon::Stop() {
   StopSerialShell();
-  data_dir_lock_.reset();
+  if (engine_ == nullptr) return Status::Ok();
+  Status result = engine_->SealAll();
+  if (!result.ok()) {
+    log_->Error("sealing the head on stop failed: " + result.ToString() +
+                "; the write-ahead log keeps every acknowledged record for the next start");
+  }
+  Status closed = engine_->Close();
+  if (!closed.ok()) {
+    log_->Error("closing the engine failed: " + closed.ToString());
+    if (result.ok()) result = closed;
+  }
+  engine_.reset();
+  return result;
 }
 
 }  // namespace cairn::cairnd

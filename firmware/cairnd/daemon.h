@@ -1,10 +1,13 @@
 // Daemon: cairnd's wiring, from start-up to a clean exit.
 //
-// Start() claims the data directory (creates it, takes <data_dir>/LOCK so no
-// second cairnd can use it), then brings up the command layer and the serial
+// Start() opens the storage engine on the data directory (the engine takes
+// <data_dir>/LOCK, so no second cairnd can use it, and replays its log),
+// creates the table `sensors` when the directory holds no table yet, then
+// brings up the command layer (builtin and engine commands) and the serial
 // shell. Run() is the main thread's loop: it waits for the termination
 // signals (process_signals.h) and keeps the serial shell alive. Stop() takes
-// everything down in reverse order and releases the lock.
+// everything down in reverse order: the shell, then the engine (every head
+// record sealed into its period file, the log synced, the lock released).
 //
 //   SIGTERM, SIGINT  Run() returns; the caller then Stop()s and exits 0
 //   SIGHUP           the serial port is closed and opened again (a USB
@@ -22,6 +25,7 @@
 #include <memory>
 #include <string>
 
+#include "cairn/core/engine.h"
 #include "cairn/platform/env.h"
 #include "cairn/platform/status.h"
 #include "cairn/transport/command_registry.h"
@@ -35,6 +39,8 @@ namespace cairn::cairnd {
 class Daemon {
  public:
   static constexpr int64_t kSerialRetrySeconds = 5;
+  // Created on first start so that a fresh gateway accepts writes at once.
+  static constexpr const char* kDefaultTable = "sensors";
 
   // `env` and `log` are not owned and must outlive the daemon.
   Daemon(Env* env, Logger* log, DaemonOptions options);
@@ -45,20 +51,29 @@ class Daemon {
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
 
-  // Claims the data directory and starts the serial shell; call once. Busy, with the
+  // Opens the engine and starts the serial shell; call once. Busy, with the
   // message "data directory DIR is in use by another cairnd (lock DIR/LOCK
-  // held)", when another process holds the lock; any other failure names
-  // the step and the path. After a failure, Stop() releases what was taken.
+  // held)", when another process holds the lock; Corruption naming the log
+  // segment and offset, and the `cairnd --repair-log` command line, when the
+  // log is damaged in the middle; any other failure names the step and the
+  // path. After a failure, Stop() releases what was taken.
   Status Start();
 
   // Serves until SIGTERM or SIGINT arrives (returns OK) or waiting for
   // signals fails. Precondition: Start() succeeded.
   Status Run();
 
-  // Stops the serial shell and releases the data directory. Idempotent.
-  void Stop();
+  // Stops the serial shell, seals every head record, closes the engine and
+  // so releases the data directory. Idempotent. Returns the first failure of
+  // sealing or closing (logged too); the log still holds every acknowledged
+  // record then, and the next start replays it.
+  Status Stop();
 
  private:
+  // Opens the engine and logs what recovery found.
+  Status OpenEngine();
+  // Creates kDefaultTable when the engine holds no table at all.
+  Status CreateDefaultTable();
   // Opens the serial port and starts a shell on it.
   Status StartSerialShell();
   void StopSerialShell();
@@ -69,7 +84,8 @@ class Daemon {
   Logger* const log_;
   const DaemonOptions options_;
 
-  std::unique_ptr<FileLock> data_dir_lock_;
+  // Declared before the registry and the shell, whose commands use it.
+  std::unique_ptr<Engine> engine_;
   CommandRegistry commands_;
   std::unique_ptr<SerialShell> serial_shell_;
   // Monotonic time of the next attempt to open the serial port while it is

@@ -1,14 +1,16 @@
 // cairnd: the cairn daemon. See options.h for the command line and daemon.h
 // for what runs.
 //
-// Exit status: 0 after a clean stop (SIGTERM/SIGINT) or for --help and
-// --version; 1 when start-up or the main loop fails (the log says why);
-// 2 for a malformed command line.
+// Exit status: 0 after a clean stop (SIGTERM/SIGINT), for --help and
+// --version, and after a log repair; 1 when start-up, the main loop, the
+// final seal or a repair fails (the log says why); 2 for a malformed command
+// line.
 #include <cstdio>
 #include <span>
 #include <string>
 #include <utility>
 
+#include "cairn/core/engine.h"
 #include "cairn/platform/env.h"
 #include "cairn/platform/process_id.h"
 #include "cairn/platform/process_signals.h"
@@ -17,6 +19,35 @@
 #include "cairnd/daemon.h"
 #include "cairnd/log.h"
 #include "cairnd/options.h"
+
+namespace {
+
+// `cairnd --repair-log`: what Engine::RepairLog did, on stdout, or why it
+// could not, on stderr.
+int RepairLog(const std::string& data_dir) {
+  cairn::Result<uint64_t> cut = cairn::Engine::RepairLog(cairn::Env::Default(), data_dir);
+  if (!cut.ok()) {
+    if (cut.status().Is(cairn::StatusCode::kBusy)) {
+      std::fprintf(stderr,
+                   "cairnd: cannot repair the log: data directory %s is in use by a running cairnd; "
+                   "stop it first\n",
+                   data_dir.c_str());
+    } else {
+      std::fprintf(stderr, "cairnd: cannot repair the log of %s: %s\n", data_dir.c_str(),
+                   cut.status().ToString().c_str());
+    }
+    return 1;
+  }
+  if (*cut == 0) {
+    std::printf("cairnd: the log of %s is intact; nothing was cut\n", data_dir.c_str());
+  } else {
+    std::printf("cairnd: repaired the log of %s: cut %llu bytes after the last intact record\n",
+                data_dir.c_str(), static_cast<unsigned long long>(*cut));
+  }
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using cairn::cairnd::ParsedCommandLine;
@@ -37,6 +68,8 @@ int main(int argc, char** argv) {
                   build.compiler.c_str());
       return 0;
     }
+    case ParsedCommandLine::Action::kRepairLog:
+      return RepairLog(parsed->options.data_dir);
     case ParsedCommandLine::Action::kRun:
       break;
   }
@@ -56,15 +89,16 @@ int main(int argc, char** argv) {
   cairn::Status started = daemon.Start();
   if (!started.ok()) {
     log.Error(started.message());
-    daemon.Stop();
+    (void)daemon.Stop();
     return 1;
   }
   cairn::Status ran = daemon.Run();
-  daemon.Stop();
+  const cairn::Status stopped = daemon.Stop();
   if (!ran.ok()) {
     log.Error("main loop failed: " + ran.ToString());
     return 1;
   }
+  if (!stopped.ok()) return 1;  // Stop() logged why
   log.Info("stopped");
   return 0;
 }

@@ -15,35 +15,29 @@ size_t ColumnOf(std::string_view line, size_t offset) {
 
 }  // namespace
 
-Result<std::vector<CommandToken>> TokenizeCommandLine(std::string_view line) {
-  std::vector<CommandToken> tokens;
-  CommandToken current;
-  bool in_word = false;
-  size_t pos = 0;
-  while (pos < line.size()) {
+Result<std::optional<CommandToken>> NextCommandToken(std::string_view line, size_t* position) {
+  size_t pos = *position;
+  while (pos < line.size() && IsSeparator(line[pos])) ++pos;
+  if (pos >= line.size()) {
+    *position = line.size();
+    return std::optional<CommandToken>();
+  }
+  CommandToken token;
+  token.offset = pos;
+  while (pos < line.size() && !IsSeparator(line[pos])) {
     const char c = line[pos];
-    if (IsSeparator(c)) {
-      if (in_word) {
-        tokens.push_back(std::move(current));
-        current = CommandToken();
-        in_word = false;
-      }
-      ++pos;
-      continue;
-    }
-    in_word = true;
     if (c == '\\') {
       if (pos + 1 == line.size()) {
         return Status::InvalidArgument("line ends with a backslash (nothing left to escape)");
       }
-      current.text.push_back(line[pos + 1]);
-      current.literal = true;
+      token.text.push_back(line[pos + 1]);
+      token.literal = true;
       pos += 2;
       continue;
     }
     if (c == '"') {
       const size_t open = pos;
-      current.literal = true;
+      token.literal = true;
       ++pos;
       bool closed = false;
       while (pos < line.size()) {
@@ -54,11 +48,11 @@ Result<std::vector<CommandToken>> TokenizeCommandLine(std::string_view line) {
           break;
         }
         if (q == '\\' && pos + 1 < line.size() && (line[pos + 1] == '"' || line[pos + 1] == '\\')) {
-          current.text.push_back(line[pos + 1]);
+          token.text.push_back(line[pos + 1]);
           pos += 2;
           continue;
         }
-        current.text.push_back(q);
+        token.text.push_back(q);
         ++pos;
       }
       if (!closed) {
@@ -67,11 +61,21 @@ Result<std::vector<CommandToken>> TokenizeCommandLine(std::string_view line) {
       }
       continue;
     }
-    current.text.push_back(c);
+    token.text.push_back(c);
     ++pos;
   }
-  if (in_word) tokens.push_back(std::move(current));
-  return tokens;
+  *position = pos;
+  return std::optional<CommandToken>(std::move(token));
+}
+
+Result<std::vector<CommandToken>> TokenizeCommandLine(std::string_view line) {
+  std::vector<CommandToken> tokens;
+  size_t position = 0;
+  for (;;) {
+    CAIRN_ASSIGN_OR_RETURN(std::optional<CommandToken> token, NextCommandToken(line, &position));
+    if (!token) return tokens;
+    tokens.push_back(std::move(*token));
+  }
 }
 
 }  // namespace cairn

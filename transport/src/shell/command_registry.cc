@@ -78,6 +78,10 @@ Status CommandRegistry::Register(CommandSpec spec, CommandHandler handler) {
   if (spec.min_arguments > spec.max_arguments) {
     return Status::InvalidArgument("command " + spec.name + ": min_arguments exceeds max_arguments");
   }
+  if (spec.verbatim_last_argument && spec.max_arguments == 0) {
+    return Status::InvalidArgument("command " + spec.name +
+                                   ": a verbatim last argument needs max_arguments >= 1");
+  }
   if (!handler) return Status::InvalidArgument("command " + spec.name + " has no handler");
   for (size_t i = 0; i < spec.options.size(); ++i) {
     const std::string& option = spec.options[i].name;
@@ -114,24 +118,30 @@ std::vector<const CommandSpec*> CommandRegistry::Commands() const {
   return specs;
 }
 
-Result<CommandInvocation> CommandRegistry::Parse(std::string_view line) const {
-  CAIRN_ASSIGN_OR_RETURN(std::vector<CommandToken> tokens, TokenizeCommandLine(line));
-  return Bind(tokens);
-}
+Result<CommandInvocation> CommandRegistry::Parse(std::string_view line) const { return Bind(line, nullptr); }
 
-Result<CommandInvocation> CommandRegistry::Bind(const std::vector<CommandToken>& tokens) const {
-  if (tokens.empty()) return Status::InvalidArgument("empty command line; type help");
-  const std::string& name = tokens[0].text;
+Result<CommandInvocation> CommandRegistry::Bind(std::string_view line, bool* wants_json) const {
+  size_t position = 0;
+  CAIRN_ASSIGN_OR_RETURN(std::optional<CommandToken> name_token, NextCommandToken(line, &position));
+  if (!name_token) return Status::InvalidArgument("empty command line; type help");
+  const std::string& name = name_token->text;
   const CommandSpec* spec = Find(name);
   if (spec == nullptr) return Status::InvalidArgument("unknown command '" + name + "'; type help");
 
   CommandInvocation invocation(spec);
   bool options_ended = false;
-  for (size_t i = 1; i < tokens.size(); ++i) {
-    const CommandToken& token = tokens[i];
-    const std::string_view text = token.text;
-    if (options_ended || token.literal || text.size() < 2 || text.substr(0, 2) != "--") {
-      invocation.arguments_.push_back(token.text);
+  for (;;) {
+    CAIRN_ASSIGN_OR_RETURN(std::optional<CommandToken> token, NextCommandToken(line, &position));
+    if (!token) break;
+    const std::string_view text = token->text;
+    if (options_ended || token->literal || text.size() < 2 || text.substr(0, 2) != "--") {
+      if (spec->verbatim_last_argument && invocation.arguments_.size() + 1 == spec->max_arguments) {
+        // The token starts with a non-separator, so the rest is not empty.
+        const std::string_view rest = line.substr(token->offset);
+        invocation.arguments_.emplace_back(rest.substr(0, rest.find_last_not_of(" \t\r\n\v\f") + 1));
+        break;
+      }
+      invocation.arguments_.push_back(std::move(token->text));
       continue;
     }
     if (text == "--") {
@@ -149,6 +159,7 @@ Result<CommandInvocation> CommandRegistry::Bind(const std::vector<CommandToken>&
       return Status::InvalidArgument("unknown option --" + std::string(option_name) + " for " + spec->name +
                                      "; type help " + spec->name);
     }
+    if (option->name == kJsonOption && wants_json != nullptr) *wants_json = true;
     if (invocation.Has(option->name)) {
       return Status::InvalidArgument("option --" + option->name + " is given more than once");
     }
@@ -157,11 +168,13 @@ Result<CommandInvocation> CommandRegistry::Bind(const std::vector<CommandToken>&
       if (inline_value) return Status::InvalidArgument("option --" + option->name + " takes no value");
     } else if (inline_value) {
       value = std::move(*inline_value);
-    } else if (i + 1 < tokens.size()) {
-      value = tokens[++i].text;
     } else {
-      return Status::InvalidArgument("option --" + option->name + " needs a value: --" + option->name + " " +
-                                     option->value_name);
+      CAIRN_ASSIGN_OR_RETURN(std::optional<CommandToken> value_token, NextCommandToken(line, &position));
+      if (!value_token) {
+        return Status::InvalidArgument("option --" + option->name + " needs a value: --" + option->name +
+                                       " " + option->value_name);
+      }
+      value = std::move(value_token->text);
     }
     invocation.options_.emplace(option->name, std::move(value));
   }
@@ -197,11 +210,21 @@ CommandResult CommandRegistry::Run(const CommandInvocation& invocation) const {
 }
 
 std::string CommandRegistry::Execute(std::string_view line, const RenderOptions& options) const {
-  Result<std::vector<CommandToken>> tokens = TokenizeCommandLine(line);
-  if (!tokens.ok()) return RenderText(CommandResult::Error(tokens.status()), options);
-  if (tokens->empty()) return "";
-  const bool json = WantsJson(*tokens);
-  Result<CommandInvocation> invocation = Bind(*tokens);
+  size_t position = 0;
+  Result<std::optional<CommandToken>> name_token = NextCommandToken(line, &position);
+  if (!name_token.ok()) return RenderText(CommandResult::Error(name_token.status()), options);
+  if (!name_token->has_value()) return "";
+  const CommandSpec* spec = Find((*name_token)->text);
+  const bool verbatim = spec != nullptr && spec->verbatim_last_argument;
+  bool json = false;
+  if (!verbatim) {
+    // The whole line is words: a quoting error anywhere is reported before
+    // anything runs, and --json counts wherever it stands.
+    Result<std::vector<CommandToken>> tokens = TokenizeCommandLine(line);
+    if (!tokens.ok()) return RenderText(CommandResult::Error(tokens.status()), options);
+    json = WantsJson(*tokens);
+  }
+  Result<CommandInvocation> invocation = Bind(line, verbatim ? &json : nullptr);
   const CommandResult result = invocation.ok() ? Run(*invocation) : CommandResult::Error(invocation.status());
   return json ? RenderJson(result, options) : RenderText(result, options);
 }

@@ -29,4 +29,9 @@ CommandResult CommandResult::Error(Status status) {
   return result;
 }
 
+void CommandResult::AddNote(std::string key, Value value, std::string text) {
+  if (kind_ == Kind::kError) return;
+  notes_.push_back(Note{std::move(key), std::move(value), std::move(text)});
+}
+
 }  // namespace cairn

@@ -175,15 +175,19 @@ std::string ValueToText(const Value& value) {
 }
 
 std::string RenderText(const CommandResult& result, const RenderOptions& options) {
+  std::string out;
   switch (result.kind()) {
     case CommandResult::Kind::kTable:
-      return RenderTableText(result, options);
-    case CommandResult::Kind::kKeyValues:
-      return RenderKeyValuesText(result, options);
-    case CommandResult::Kind::kError:
+      out = RenderTableText(result, options);
       break;
+    case CommandResult::Kind::kKeyValues:
+      out = RenderKeyValuesText(result, options);
+      break;
+    case CommandResult::Kind::kError:
+      return "error: " + shell::MakeTerminalSafe(result.error().message()) + "\n";
   }
-  return "error: " + shell::MakeTerminalSafe(result.error().message()) + "\n";
+  for (const CommandResult::Note& note : result.notes()) out += shell::MakeTerminalSafe(note.text) + "\n";
+  return out;
 }
 
 std::string RenderJson(const CommandResult& result, const RenderOptions& options) {
@@ -244,6 +248,10 @@ std::string RenderJson(const CommandResult& result, const RenderOptions& options
       json.String(result.error().message());
       json.EndObject();
       break;
+  }
+  for (const CommandResult::Note& note : result.notes()) {
+    json.Key(note.key);
+    WriteJsonValue(&json, note.value);
   }
   json.EndObject();
   return json.text() + "\n";

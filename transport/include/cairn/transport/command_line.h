@@ -16,6 +16,7 @@
 // Thread-safety: pure function.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,11 +31,20 @@ struct CommandToken {
   // always an argument, never an option, so `put "--json"` passes the text
   // "--json" through.
   bool literal = false;
+  // Byte offset in the line where the word begins.
+  size_t offset = 0;
 };
 
 // Splits `line` into words. InvalidArgument ("unterminated quote ...",
 // "line ends with a backslash ...") on malformed input. Bytes are not
 // interpreted beyond the rules above; UTF-8 passes through untouched.
 Result<std::vector<CommandToken>> TokenizeCommandLine(std::string_view line);
+
+// Reads the word that starts at or after byte `*position` of `line` and
+// moves `*position` just past it; nullopt (with `*position` at the end) when
+// only separators remain. Same rules and errors as TokenizeCommandLine, for
+// callers that stop splitting where the rest of the line is not made of words
+// (CommandSpec::verbatim_last_argument).
+Result<std::optional<CommandToken>> NextCommandToken(std::string_view line, size_t* position);
 
 }  // namespace cairn

@@ -47,6 +47,12 @@ struct CommandSpec {
   std::vector<CommandOption> options;  // besides --json, which every command has
   size_t min_arguments = 0;
   size_t max_arguments = 0;
+  // When true, the last positional argument (number max_arguments) is the
+  // rest of the line from where it starts, verbatim: not split, quotes and
+  // backslashes kept, only trailing separators dropped. For payloads with a
+  // syntax of their own, like a line-protocol point. Options, --json
+  // included, must come before it. Requires max_arguments >= 1.
+  bool verbatim_last_argument = false;
 };
 
 // The option every command accepts, and how `help <command>` describes it.
@@ -124,7 +130,9 @@ class CommandRegistry {
     CommandHandler handler;
   };
 
-  Result<CommandInvocation> Bind(const std::vector<CommandToken>& tokens) const;
+  // Splits `line` into words one at a time and binds them; sets
+  // `*wants_json` (when not null) once a --json option has been read.
+  Result<CommandInvocation> Bind(std::string_view line, bool* wants_json) const;
 
   // std::map: node-based, so CommandInvocation may point at a spec.
   std::map<std::string, Command, std::less<>> commands_;

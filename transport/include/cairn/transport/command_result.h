@@ -6,6 +6,8 @@
 //   - a table: named columns and rows of typed cells (a query's answer);
 //   - key/values: an ordered list of named typed values (a status report);
 //   - an error: a non-OK Status whose message tells the user what was wrong.
+// A table or key/values may carry notes after it: how to continue a query
+// that has more rows, and the like.
 //
 // Cells are cairn::Value (core/record.h), so query results keep their types
 // through to JSON: numbers stay numbers, absent fields become null.
@@ -30,6 +32,17 @@ class CommandResult {
   using Row = std::vector<Value>;
   using Entry = std::pair<std::string, Value>;
 
+  // A trailer of a table or key/values: shown in text as `text` on a line of
+  // its own after the result, in JSON as the member `key` of the top-level
+  // object with `value`. E.g. a query's continuation: text "more: use --page
+  // T", key "next_page", value "T". `key` must differ from the result's own
+  // members ("columns", "rows", the entry keys ...).
+  struct Note {
+    std::string key;
+    Value value;
+    std::string text;
+  };
+
   // A table. Precondition: every row has one cell per column.
   static CommandResult Table(std::vector<std::string> columns, std::vector<Row> rows);
 
@@ -53,6 +66,10 @@ class CommandResult {
   // Meaningful for kError only (OK otherwise).
   const Status& error() const { return error_; }
 
+  // Appends a note. An error result shows no notes, so this is a no-op there.
+  void AddNote(std::string key, Value value, std::string text);
+  const std::vector<Note>& notes() const { return notes_; }
+
  private:
   CommandResult() = default;
 
@@ -61,6 +78,7 @@ class CommandResult {
   std::vector<Row> rows_;
   std::vector<Entry> entries_;
   Status error_;
+  std::vector<Note> notes_;
 };
 
 }  // namespace cairn

@@ -12,6 +12,8 @@
 //   key/values  {"version":"0.1.0","target_arch":"aarch64"}
 //   error       {"error":{"code":"InvalidArgument","message":"..."}}
 // Absent values are null; timestamps are RFC 3339 strings in UTC.
+// Notes (CommandResult::Note) follow the result: in text one line each, in
+// JSON one top-level member each, after the rows or entries.
 //
 // Output capping keeps a slow serial line usable when a query matches more
 // than a person wants to see: at most `max_rows` rows (or entries), and rows

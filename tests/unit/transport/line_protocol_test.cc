@@ -1,0 +1,408 @@
+#include "cairn/transport/line_protocol.h"
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace cairn {
+namespace {
+
+constexpr int64_t kNow = int64_t{1'700'000'000'123'456'789};
+
+LineProtocolOptions Options(TimestampPrecision precision = TimestampPrecision::kNanoseconds) {
+  LineProtocolOptions options;
+  options.precision = precision;
+  options.default_timestamp = kNow;
+  return options;
+}
+
+// The record of a line that must parse.
+Record Parse(std::string_view line, const LineProtocolOptions& options = Options()) {
+  Result<std::optional<Record>> parsed = ParseLineProtocolLine(line, options);
+  EXPECT_TRUE(parsed.ok()) << line << ": " << parsed.status().ToString();
+  if (!parsed.ok()) return Record{};
+  EXPECT_TRUE(parsed->has_value()) << line;
+  return parsed->has_value() ? **parsed : Record{};
+}
+
+// The reason a line is refused.
+std::string Reason(std::string_view line, const LineProtocolOptions& options = Options()) {
+  Result<std::optional<Record>> parsed = ParseLineProtocolLine(line, options);
+  EXPECT_FALSE(parsed.ok()) << "accepted: " << line;
+  if (parsed.ok()) return "";
+  EXPECT_TRUE(parsed.status().Is(StatusCode::kInvalidArgument)) << parsed.status().ToString();
+  return parsed.status().message();
+}
+
+const Value* FieldValue(const Record& record, std::string_view name) {
+  for (const Field& field : record.fields) {
+    if (field.name == name) return &field.value;
+  }
+  return nullptr;
+}
+
+bool HasText(const std::string& text, std::string_view needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+TEST(LineProtocolTest, MapsAPointToARecord) {
+  const Record record =
+      Parse("env,device=d1,site=lab,rack=3 temperature=21.5,humidity=40i 1700000000000000000");
+  EXPECT_EQ(record.measure_name, "env");
+  EXPECT_EQ(record.device_id, "d1");
+  EXPECT_EQ(record.dimensions, (std::map<std::string, std::string>{{"rack", "3"}, {"site", "lab"}}));
+  ASSERT_EQ(record.fields.size(), 2u);
+  EXPECT_EQ(record.fields[0].name, "temperature");
+  EXPECT_EQ(record.fields[0].value, Value(21.5));
+  EXPECT_EQ(record.fields[1].name, "humidity");
+  EXPECT_EQ(record.fields[1].value, Value(int64_t{40}));
+  EXPECT_EQ(record.timestamp, int64_t{1'700'000'000'000'000'000});
+  EXPECT_EQ(record.version, 0u);
+  EXPECT_EQ(record.ttl, 0);
+}
+
+TEST(LineProtocolTest, TheDeviceTagIsConfigurable) {
+  LineProtocolOptions options = Options();
+  options.device_tag = "host";
+  const Record record = Parse("cpu,host=gw1,device=other load=1", options);
+  EXPECT_EQ(record.device_id, "gw1");
+  EXPECT_EQ(record.dimensions, (std::map<std::string, std::string>{{"device", "other"}}));
+  EXPECT_EQ(Reason("cpu,device=d1 load=1", options), "no 'host' tag");
+}
+
+TEST(LineProtocolTest, ALineWithoutTheDeviceTagIsRefused) {
+  EXPECT_EQ(Reason("env temperature=1"), "no 'device' tag");
+  EXPECT_EQ(Reason("env,site=lab temperature=1"), "no 'device' tag");
+  // Tag names are case-sensitive.
+  EXPECT_EQ(Reason("env,Device=d1 temperature=1"), "no 'device' tag");
+}
+
+TEST(LineProtocolTest, FieldTypes) {
+  const Record record = Parse(
+      "m,device=d f1=1,f2=-1.5,f3=1e3,f4=-2.5E-3,f5=.5,f6=7.,f7=12i,f8=-12i,f9=12u,s=\"text\",b1=t,b2=FALSE");
+  EXPECT_EQ(*FieldValue(record, "f1"), Value(1.0));  // no suffix: a float, as in InfluxDB
+  EXPECT_EQ(*FieldValue(record, "f2"), Value(-1.5));
+  EXPECT_EQ(*FieldValue(record, "f3"), Value(1000.0));
+  EXPECT_EQ(*FieldValue(record, "f4"), Value(-0.0025));
+  EXPECT_EQ(*FieldValue(record, "f5"), Value(0.5));
+  EXPECT_EQ(*FieldValue(record, "f6"), Value(7.0));
+  EXPECT_EQ(*FieldValue(record, "f7"), Value(int64_t{12}));
+  EXPECT_EQ(*FieldValue(record, "f8"), Value(int64_t{-12}));
+  EXPECT_EQ(*FieldValue(record, "f9"), Value(int64_t{12}));
+  EXPECT_EQ(*FieldValue(record, "s"), Value(std::string("text")));
+  EXPECT_EQ(*FieldValue(record, "b1"), Value(true));
+  EXPECT_EQ(*FieldValue(record, "b2"), Value(false));
+}
+
+TEST(LineProtocolTest, EveryBooleanSpelling) {
+  for (const char* spelling : {"t", "T", "true", "True", "TRUE"}) {
+    EXPECT_EQ(*FieldValue(Parse(std::string("m,device=d b=") + spelling), "b"), Value(true)) << spelling;
+  }
+  for (const char* spelling : {"f", "F", "false", "False", "FALSE"}) {
+    EXPECT_EQ(*FieldValue(Parse(std::string("m,device=d b=") + spelling), "b"), Value(false)) << spelling;
+  }
+  EXPECT_TRUE(HasText(Reason("m,device=d b=tRUE"), "field 'b' has an invalid value 'tRUE'"));
+  EXPECT_TRUE(HasText(Reason("m,device=d b=yes"), "invalid value 'yes'"));
+}
+
+TEST(LineProtocolTest, IntegerExtremes) {
+  EXPECT_EQ(*FieldValue(Parse("m,device=d v=9223372036854775807i"), "v"),
+            Value(std::numeric_limits<int64_t>::max()));
+  EXPECT_EQ(*FieldValue(Parse("m,device=d v=-9223372036854775808i"), "v"),
+            Value(std::numeric_limits<int64_t>::min()));
+  EXPECT_EQ(Reason("m,device=d v=9223372036854775808i"), "field 'v': '9223372036854775808i' overflows int64");
+  EXPECT_EQ(Reason("m,device=d v=-9223372036854775809i"),
+            "field 'v': '-9223372036854775809i' overflows int64");
+}
+
+TEST(LineProtocolTest, UnsignedIntegersAreKeptAsInt64WhenTheyFit) {
+  EXPECT_EQ(*FieldValue(Parse("m,device=d v=0u"), "v"), Value(int64_t{0}));
+  EXPECT_EQ(*FieldValue(Parse("m,device=d v=9223372036854775807u"), "v"),
+            Value(std::numeric_limits<int64_t>::max()));
+  EXPECT_EQ(Reason("m,device=d v=9223372036854775808u"),
+            "field 'v': unsigned '9223372036854775808u' does not fit in int64, cairn's integer type");
+  EXPECT_TRUE(HasText(Reason("m,device=d v=18446744073709551616u"), "does not fit in int64"));
+  // A negative unsigned is not a number at all.
+  EXPECT_TRUE(HasText(Reason("m,device=d v=-1u"), "invalid value '-1u'"));
+}
+
+TEST(LineProtocolTest, NonFiniteAndOverflowingFloatsAreRefused) {
+  EXPECT_EQ(Reason("m,device=d v=NaN"), "field 'v' is NaN; NaN and infinities are not accepted");
+  EXPECT_EQ(Reason("m,device=d v=nan"), "field 'v' is NaN; NaN and infinities are not accepted");
+  EXPECT_EQ(Reason("m,device=d v=-Inf"), "field 'v' is infinite; NaN and infinities are not accepted");
+  EXPECT_EQ(Reason("m,device=d v=+infinity"), "field 'v' is infinite; NaN and infinities are not accepted");
+  EXPECT_EQ(Reason("m,device=d v=1e309"), "field 'v': '1e309' is out of the range of a 64-bit float");
+  EXPECT_EQ(Reason("m,device=d v=-1e309"), "field 'v': '-1e309' is out of the range of a 64-bit float");
+  EXPECT_EQ(*FieldValue(Parse("m,device=d v=1.7976931348623157e308"), "v"),
+            Value(std::numeric_limits<double>::max()));
+}
+
+TEST(LineProtocolTest, MalformedNumbersAreRefused) {
+  for (const char* value : {"1.2.3", "1e", "1e+", "-", ".", "+1", "0x10", "1,5i", "12I", "1_000", "e5"}) {
+    const std::string line = std::string("m,device=d v=") + value;
+    Result<std::optional<Record>> parsed = ParseLineProtocolLine(line, Options());
+    EXPECT_FALSE(parsed.ok()) << line;
+  }
+  EXPECT_EQ(
+      Reason("m,device=d v=hello"),
+      "field 'v' has an invalid value 'hello' (expected a number, an integer like 12i or 12u, a boolean, "
+      "or a string in double quotes) (column 14)");
+}
+
+TEST(LineProtocolTest, StringFieldEscapes) {
+  EXPECT_EQ(*FieldValue(Parse(R"(m,device=d s="say \"hi\"")"), "s"), Value(std::string(R"(say "hi")")));
+  EXPECT_EQ(*FieldValue(Parse(R"(m,device=d s="back\\slash")"), "s"), Value(std::string(R"(back\slash)")));
+  // Any other backslash stays, so a Windows path or "\n" arrives as typed.
+  EXPECT_EQ(*FieldValue(Parse(R"(m,device=d s="C:\data\n")"), "s"), Value(std::string(R"(C:\data\n)")));
+  // Delimiters inside quotes are text.
+  EXPECT_EQ(*FieldValue(Parse(R"(m,device=d s="a, b=c d",n=1)"), "s"), Value(std::string("a, b=c d")));
+  EXPECT_EQ(*FieldValue(Parse(R"(m,device=d s="")"), "s"), Value(std::string()));
+  EXPECT_EQ(*FieldValue(Parse("m,device=d s=\"caf\xC3\xA9 \xE2\x9C\x93\""), "s"),
+            Value(std::string("caf\xC3\xA9 \xE2\x9C\x93")));
+}
+
+TEST(LineProtocolTest, BrokenStringsAreRefused) {
+  EXPECT_EQ(Reason(R"(m,device=d s="open)"), "string value of field 's' has no closing quote (column 14)");
+  EXPECT_EQ(Reason(R"(m,device=d s="ends with escaped quote\")"),
+            "string value of field 's' has no closing quote (column 14)");
+  EXPECT_EQ(Reason(R"(m,device=d s="a"b)"), "unexpected 'b' after the string value of field 's' (column 17)");
+  // The engine's limit on string values applies.
+  const std::string big(kMaxStringValueBytes + 1, 'x');
+  EXPECT_TRUE(
+      HasText(Reason("m,device=d s=\"" + big + "\""), "field 's' is 4097 bytes long; the limit is 4096"));
+}
+
+TEST(LineProtocolTest, EscapesInMeasurementTagsAndFieldKeys) {
+  const Record record = Parse(R"(living\ room\,east,device=d\ 1,site\=x=a\,b\=c\ d temp\ c\,x\=y=1)");
+  EXPECT_EQ(record.measure_name, "living room,east");
+  EXPECT_EQ(record.device_id, "d 1");
+  EXPECT_EQ(record.dimensions, (std::map<std::string, std::string>{{"site=x", "a,b=c d"}}));
+  ASSERT_EQ(record.fields.size(), 1u);
+  EXPECT_EQ(record.fields[0].name, "temp c,x=y");
+}
+
+TEST(LineProtocolTest, BackslashesBeforeOrdinaryBytesAreKept) {
+  const Record record = Parse(R"(m\x,device=C:\data,k=a\\b v\q=1)");
+  EXPECT_EQ(record.measure_name, R"(m\x)");
+  EXPECT_EQ(record.device_id, R"(C:\data)");
+  EXPECT_EQ(record.dimensions.at("k"), R"(a\\b)");
+  EXPECT_EQ(record.fields[0].name, R"(v\q)");
+  // In a measurement an equals sign needs no escape, and "\=" is kept as typed.
+  EXPECT_EQ(Parse(R"(a=b\=c,device=d v=1)").measure_name, R"(a=b\=c)");
+  // An escaped space joins the tag value, leaving no fields.
+  EXPECT_EQ(Reason(R"(m,device=d\ v=1)"),
+            "no fields (expected a space, then field=value after the measurement and tags) (column 16)");
+  // A trailing backslash escapes nothing and is kept.
+  EXPECT_TRUE(HasText(Reason(R"(m,device=d v=1\)"), R"(invalid value '1\')"));
+}
+
+TEST(LineProtocolTest, TagValuesMayHoldAnUnescapedEqualsSign) {
+  EXPECT_EQ(Parse("m,device=a=b v=1").device_id, "a=b");
+}
+
+TEST(LineProtocolTest, Timestamps) {
+  EXPECT_EQ(Parse("m,device=d v=1 0").timestamp, 0);
+  EXPECT_EQ(Parse("m,device=d v=1 -1000").timestamp, -1000);
+  EXPECT_EQ(Parse("m,device=d v=1 9223372036854775807").timestamp, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(Parse("m,device=d v=1 -9223372036854775808").timestamp, std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(Reason("m,device=d v=1 9223372036854775808"),
+            "timestamp '9223372036854775808' at precision ns is out of range (int64 nanoseconds reach from "
+            "1677-09-21 to 2262-04-11)");
+  EXPECT_EQ(Reason("m,device=d v=1 12.5"), "timestamp '12.5' is not an integer (column 16)");
+  EXPECT_EQ(Reason("m,device=d v=1 1h"), "timestamp '1h' is not an integer (column 16)");
+  EXPECT_EQ(Reason("m,device=d v=1 1 2"), "unexpected text after the timestamp (column 18)");
+}
+
+TEST(LineProtocolTest, PrecisionScalesTimestamps) {
+  EXPECT_EQ(Parse("m,device=d v=1 1700000000", Options(TimestampPrecision::kSeconds)).timestamp,
+            int64_t{1'700'000'000'000'000'000});
+  EXPECT_EQ(Parse("m,device=d v=1 1700000000123", Options(TimestampPrecision::kMilliseconds)).timestamp,
+            int64_t{1'700'000'000'123'000'000});
+  EXPECT_EQ(Parse("m,device=d v=1 1700000000123456", Options(TimestampPrecision::kMicroseconds)).timestamp,
+            int64_t{1'700'000'000'123'456'000});
+  EXPECT_EQ(Parse("m,device=d v=1 -5", Options(TimestampPrecision::kSeconds)).timestamp,
+            int64_t{-5'000'000'000});
+  // 2262-04-11 is the last day int64 nanoseconds can hold.
+  EXPECT_EQ(Parse("m,device=d v=1 9223372036", Options(TimestampPrecision::kSeconds)).timestamp,
+            int64_t{9'223'372'036'000'000'000});
+  EXPECT_EQ(
+      Reason("m,device=d v=1 9223372037", Options(TimestampPrecision::kSeconds)),
+      "timestamp '9223372037' at precision s is out of range (int64 nanoseconds reach from 1677-09-21 to "
+      "2262-04-11)");
+  EXPECT_TRUE(HasText(Reason("m,device=d v=1 -9223372037", Options(TimestampPrecision::kSeconds)),
+                      "is out of range"));
+  EXPECT_TRUE(HasText(Reason("m,device=d v=1 9223372036855", Options(TimestampPrecision::kMilliseconds)),
+                      "at precision ms is out of range"));
+  EXPECT_TRUE(HasText(Reason("m,device=d v=1 9223372036854776", Options(TimestampPrecision::kMicroseconds)),
+                      "at precision us is out of range"));
+}
+
+TEST(LineProtocolTest, AMissingTimestampIsTheDefaultTruncatedToThePrecision) {
+  EXPECT_EQ(Parse("m,device=d v=1").timestamp, kNow);
+  EXPECT_EQ(Parse("m,device=d v=1", Options(TimestampPrecision::kMicroseconds)).timestamp,
+            int64_t{1'700'000'000'123'456'000});
+  EXPECT_EQ(Parse("m,device=d v=1", Options(TimestampPrecision::kMilliseconds)).timestamp,
+            int64_t{1'700'000'000'123'000'000});
+  EXPECT_EQ(Parse("m,device=d v=1", Options(TimestampPrecision::kSeconds)).timestamp,
+            int64_t{1'700'000'000'000'000'000});
+  LineProtocolOptions before_1970 = Options(TimestampPrecision::kSeconds);
+  before_1970.default_timestamp = -1'500'000'000;  // rounds down, toward the past
+  EXPECT_EQ(Parse("m,device=d v=1", before_1970).timestamp, int64_t{-2'000'000'000});
+  LineProtocolOptions earliest = Options(TimestampPrecision::kSeconds);
+  earliest.default_timestamp = std::numeric_limits<int64_t>::min();
+  EXPECT_EQ(Parse("m,device=d v=1", earliest).timestamp, int64_t{-9'223'372'036'000'000'000});
+}
+
+TEST(LineProtocolTest, PrecisionNames) {
+  EXPECT_EQ(*ParseTimestampPrecision("ns"), TimestampPrecision::kNanoseconds);
+  EXPECT_EQ(*ParseTimestampPrecision("n"), TimestampPrecision::kNanoseconds);
+  EXPECT_EQ(*ParseTimestampPrecision("us"), TimestampPrecision::kMicroseconds);
+  EXPECT_EQ(*ParseTimestampPrecision("u"), TimestampPrecision::kMicroseconds);
+  EXPECT_EQ(*ParseTimestampPrecision("ms"), TimestampPrecision::kMilliseconds);
+  EXPECT_EQ(*ParseTimestampPrecision("s"), TimestampPrecision::kSeconds);
+  EXPECT_EQ(ParseTimestampPrecision("h").status().message(),
+            "unknown timestamp precision 'h' (ns, us, ms or s)");
+  for (TimestampPrecision precision : {TimestampPrecision::kNanoseconds, TimestampPrecision::kMicroseconds,
+                                       TimestampPrecision::kMilliseconds, TimestampPrecision::kSeconds}) {
+    EXPECT_EQ(*ParseTimestampPrecision(TimestampPrecisionName(precision)), precision);
+  }
+}
+
+TEST(LineProtocolTest, WhitespaceAroundAndBetweenSections) {
+  const Record record = Parse("  \tm,device=d   v=1    42  \t\r");
+  EXPECT_EQ(record.measure_name, "m");
+  EXPECT_EQ(record.timestamp, 42);
+  EXPECT_EQ(Parse("m,device=d v=1   ").timestamp, kNow);
+}
+
+TEST(LineProtocolTest, BlankAndCommentLinesHoldNoPoint) {
+  for (const char* line :
+       {"", "   ", "\t", "\r", "# a comment", "   # indented comment", "#m,device=d v=1"}) {
+    Result<std::optional<Record>> parsed = ParseLineProtocolLine(line, Options());
+    ASSERT_TRUE(parsed.ok()) << line << ": " << parsed.status().ToString();
+    EXPECT_FALSE(parsed->has_value()) << line;
+  }
+}
+
+TEST(LineProtocolTest, SyntaxErrorsNameTheProblemAndColumn) {
+  EXPECT_EQ(Reason(",device=d v=1"), "missing measurement (column 1)");
+  EXPECT_EQ(Reason(" ,device=d v=1"), "missing measurement (column 2)");
+  EXPECT_EQ(Reason("garbage"),
+            "no fields (expected a space, then field=value after the measurement and tags) "
+            "(column 8)");
+  EXPECT_EQ(Reason("m,device=d"),
+            "no fields (expected a space, then field=value after the measurement and tags) "
+            "(column 11)");
+  EXPECT_EQ(Reason("m,device v=1"), "tag 'device' has no '=' and value (column 9)");
+  EXPECT_EQ(Reason("m,device= v=1"), "tag 'device' has an empty value (column 10)");
+  EXPECT_EQ(Reason("m,=d v=1"), "empty tag key (column 3)");
+  EXPECT_EQ(Reason("m, v=1"), "empty tag key (column 3)");
+  EXPECT_EQ(Reason("m,device=a,device=b v=1"), "tag 'device' appears twice (column 12)");
+  EXPECT_EQ(Reason("m,device=d v"), "field 'v' has no '=' and value (column 13)");
+  EXPECT_EQ(Reason("m,device=d v="), "field 'v' has an empty value (column 14)");
+  EXPECT_EQ(Reason("m,device=d v=,w=1"), "field 'v' has an empty value (column 14)");
+  EXPECT_EQ(Reason("m,device=d =1"), "empty field key (column 12)");
+  EXPECT_EQ(Reason("m,device=d v=1,"), "empty field key (column 16)");
+  EXPECT_EQ(Reason("m,device=d v=1,,w=2"), "empty field key (column 16)");
+  // The same field twice is refused by the record validation.
+  EXPECT_EQ(Reason("m,device=d v=1,v=2"), "field 'v' appears twice");
+}
+
+TEST(LineProtocolTest, ColumnsCountCharactersNotBytes) {
+  EXPECT_EQ(Reason("m\xC3\xA9,device=d v"), "field 'v' has no '=' and value (column 14)");
+}
+
+TEST(LineProtocolTest, NulBytesAndInvalidUtf8AreRefusedAnywhere) {
+  using namespace std::string_literals;
+  EXPECT_EQ(Reason("m,device=d v=\"a\0b\""s), "NUL byte at column 16");
+  EXPECT_EQ(Reason("m\0,device=d v=1"s), "NUL byte at column 2");
+  EXPECT_EQ(Reason("m,device=d\xFF v=1"), "invalid UTF-8 at column 11");
+  EXPECT_EQ(Reason("m,device=d s=\"\xC3\""), "invalid UTF-8 at column 15");
+  // Overlong encoding of '/' and an encoded surrogate.
+  EXPECT_EQ(Reason("m,device=d s=\"\xC0\xAF\""), "invalid UTF-8 at column 15");
+  EXPECT_EQ(Reason("m,device=d s=\"\xED\xA0\x80\""), "invalid UTF-8 at column 15");
+}
+
+TEST(LineProtocolTest, ControlCharactersInIdentifiersAreRefused) {
+  EXPECT_TRUE(HasText(Reason("m,device=a\tb v=1"), "device_id contains a control character"));
+  EXPECT_TRUE(HasText(Reason("m\x7F,device=d v=1"), "measure_name contains a control character"));
+  EXPECT_TRUE(HasText(Reason("m,device=d,k=a\x1B[0m v=1"), "dimension 'k' contains a control character"));
+}
+
+TEST(LineProtocolTest, IdentifierLimitsOfTheDataModelApply) {
+  const std::string long_device(kMaxDeviceIdBytes + 1, 'd');
+  EXPECT_EQ(Reason("m,device=" + long_device + " v=1"), "device_id is 129 bytes long; the limit is 128");
+  EXPECT_EQ(Parse("m,device=" + std::string(kMaxDeviceIdBytes, 'd') + " v=1").device_id.size(),
+            kMaxDeviceIdBytes);
+  const std::string long_measure(kMaxMeasureNameBytes + 1, 'm');
+  EXPECT_EQ(Reason(long_measure + ",device=d v=1"), "measure_name is 257 bytes long; the limit is 256");
+  std::string many_fields = "m,device=d ";
+  for (size_t i = 0; i <= kMaxFieldsPerRecord; ++i)
+    many_fields += (i ? ",f" : "f") + std::to_string(i) + "=1";
+  EXPECT_EQ(Reason(many_fields), "record has 129 fields; the limit is 128");
+}
+
+TEST(LineProtocolTest, LinesLongerThanTheCapAreRefusedWithoutParsing) {
+  LineProtocolOptions options = Options();
+  options.max_line_bytes = 32;
+  EXPECT_EQ(Parse("m,device=d v=1 1", options).timestamp, 1);
+  const std::string line = "m,device=d s=\"" + std::string(40, 'x') + "\"";
+  EXPECT_EQ(Reason(line, options), "line is 55 bytes long; the limit is 32");
+  // The default cap is 64 KiB.
+  EXPECT_EQ(Reason(std::string(64 * 1024 + 1, 'x')), "line is 65537 bytes long; the limit is 65536");
+}
+
+TEST(LineProtocolTest, QuotedInputInErrorsIsShortened) {
+  const std::string value(100, '9');
+  const std::string reason = Reason("m,device=d v=" + value + "i");
+  EXPECT_EQ(reason, "field 'v': '" + std::string(40, '9') + "...' overflows int64");
+}
+
+TEST(LineProtocolTest, ABodyKeepsGoodLinesAndReportsBadOnesByLineNumber) {
+  const std::string body =
+      "# sensors of the lab\n"
+      "env,device=d1 temperature=21.5 1000\r\n"
+      "\n"
+      "env,device=d2 temperature=oops 1000\n"
+      "env temperature=1 1000\n"
+      "env,device=d3 temperature=22,humidity=40i 2000\r\n"
+      "   \n"
+      "env,device=d4 ok=true";
+  const LineProtocolBatch batch = ParseLineProtocol(body, Options());
+  ASSERT_EQ(batch.records.size(), 3u);
+  EXPECT_EQ(batch.records[0].line_number, 2u);
+  EXPECT_EQ(batch.records[0].record.device_id, "d1");
+  EXPECT_EQ(batch.records[0].record.timestamp, 1000);
+  EXPECT_EQ(batch.records[1].line_number, 6u);
+  EXPECT_EQ(batch.records[1].record.device_id, "d3");
+  EXPECT_EQ(batch.records[2].line_number, 8u);
+  EXPECT_EQ(batch.records[2].record.timestamp, kNow);
+  ASSERT_EQ(batch.errors.size(), 2u);
+  EXPECT_EQ(batch.errors[0].line_number, 4u);
+  EXPECT_TRUE(HasText(batch.errors[0].reason, "field 'temperature' has an invalid value 'oops'"));
+  EXPECT_EQ(batch.errors[1].line_number, 5u);
+  EXPECT_EQ(batch.errors[1].reason, "no 'device' tag");
+}
+
+TEST(LineProtocolTest, ABodyEndingWithANewlineHasNoExtraLine) {
+  const LineProtocolBatch batch = ParseLineProtocol("m,device=d v=1 1\nm,device=d v=2 2\n", Options());
+  EXPECT_EQ(batch.records.size(), 2u);
+  EXPECT_TRUE(batch.errors.empty());
+  EXPECT_TRUE(ParseLineProtocol("", Options()).records.empty());
+  EXPECT_TRUE(ParseLineProtocol("\n\n\r\n", Options()).errors.empty());
+}
+
+TEST(LineProtocolTest, ANewlineInsideQuotesStillEndsTheLine) {
+  const LineProtocolBatch batch = ParseLineProtocol("m,device=d s=\"two\nlines\" 1\n", Options());
+  EXPECT_TRUE(batch.records.empty());
+  ASSERT_EQ(batch.errors.size(), 2u);
+  EXPECT_EQ(batch.errors[0].line_number, 1u);
+  EXPECT_TRUE(HasText(batch.errors[0].reason, "has no closing quote"));
+  EXPECT_EQ(batch.errors[1].line_number, 2u);
+}
+
+}  // namespace
+}  // namespace cairn

@@ -1,0 +1,99 @@
+// InfluxDB line protocol (1.x and 2.x) to cairn records.
+//
+//   measurement[,tag=value...] field=value[,field=value...] [timestamp]
+//
+// One point per line; lines end with LF or CRLF. Blank lines and lines whose
+// first non-blank byte is '#' (comments) are skipped. Leading and trailing
+// spaces and tabs are ignored; sections are separated by one or more spaces.
+//
+// Escapes, as InfluxDB reads them: a backslash makes the next byte part of
+// the element instead of a delimiter. It is removed before the element's
+// special bytes (measurement: comma and space; tag keys, tag values and field
+// keys: comma, equals sign and space) and kept before any other byte, so
+// `C:\data` stays as written. In a double-quoted string field value `\"` is a
+// quote and `\\` a backslash; any other backslash is kept (`\n` is two bytes,
+// not a newline). A newline always ends the line, even inside quotes.
+//
+// Field values: floats (`21.5`, `-1e3`; an integer literal without suffix is
+// a float, as in InfluxDB), integers `12i`, unsigned `12u` (kept as int64
+// when they fit, refused otherwise), strings `"text"`, booleans
+// t/T/true/True/TRUE and f/F/false/False/FALSE. NaN, infinities and numbers
+// that overflow their type are refused. The timestamp is an integer in the
+// chosen precision; a line without one gets the caller's default, truncated
+// to that precision (InfluxDB's behaviour).
+//
+// Mapping to cairn (DESIGN §3): the tag named by `device_tag` is the
+// record's device_id, the measurement is its measure_name, the other tags are
+// its dimensions and the fields are its fields. A line without the device tag
+// is an error.
+//
+// Bad lines do not spoil good ones (InfluxDB's partial write): every line is
+// parsed on its own, valid lines become records and each bad line becomes an
+// error with its 1-based line number and the reason. A line is also refused
+// for a NUL byte, ill-formed UTF-8 (anywhere, string values included), more
+// than `max_line_bytes` bytes, or anything cairn's ValidateRecord refuses
+// (identifier lengths, control characters, duplicate field names, ...).
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cairn/core/record.h"
+#include "cairn/platform/status.h"
+
+namespace cairn {
+
+// The unit of the timestamps in a body.
+enum class TimestampPrecision : uint8_t { kNanoseconds, kMicroseconds, kMilliseconds, kSeconds };
+
+// "ns", "us", "ms" or "s".
+std::string_view TimestampPrecisionName(TimestampPrecision precision);
+
+// Parses the precision names of InfluxDB's write APIs: "ns" (or "n"), "us"
+// (or "u"), "ms", "s". InvalidArgument naming the accepted values otherwise.
+Result<TimestampPrecision> ParseTimestampPrecision(std::string_view name);
+
+struct LineProtocolOptions {
+  TimestampPrecision precision = TimestampPrecision::kNanoseconds;
+  // Nanoseconds since the epoch for lines without a timestamp: normally the
+  // receiver's clock at the time of the request.
+  int64_t default_timestamp = 0;
+  // The tag that names the device.
+  std::string device_tag = "device";
+  // Longer lines are refused without being parsed.
+  size_t max_line_bytes = 64 * 1024;
+};
+
+// A line that became a record.
+struct LineProtocolRecord {
+  size_t line_number = 0;  // 1-based
+  Record record;
+};
+
+// A line that did not.
+struct LineProtocolError {
+  size_t line_number = 0;  // 1-based
+  std::string reason;      // e.g. "no 'device' tag"; syntax errors name the column
+};
+
+struct LineProtocolBatch {
+  std::vector<LineProtocolRecord> records;  // in input order
+  std::vector<LineProtocolError> errors;    // in input order
+};
+
+// Parses a whole body. Never fails as a whole: see LineProtocolBatch.
+LineProtocolBatch ParseLineProtocol(std::string_view body, const LineProtocolOptions& options);
+
+// Parses one line (without its LF; a trailing CR is tolerated). nullopt for a
+// blank or comment line, which holds no point; InvalidArgument with the
+// reason for a bad line.
+Result<std::optional<Record>> ParseLineProtocolLine(std::string_view line,
+                                                    const LineProtocolOptions& options);
+
+}  // namespace cairn

@@ -1,0 +1,780 @@
+#include "cairn/transport/engine_commands.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <iterator>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "cairn/transport/line_protocol.h"
+
+namespace cairn {
+
+namespace {
+
+constexpr int64_t kNanosPerSecond = 1'000'000'000;
+constexpr int64_t kSecondsPerDay = 86400;
+
+constexpr const char* kTimeForms =
+    "expected RFC 3339 like 2026-11-21T09:41:07Z, nanoseconds since the epoch, now, or a time relative to "
+    "now like -1h";
+constexpr const char* kDurationForms =
+    "expected numbers with units like 30d, 12h, 90m, 3600s or 1h30m (units ns, us, ms, s, m, h, d, w)";
+
+// Default window of `agg` without --from: the day before --to.
+constexpr int64_t kDefaultAggregateWindowNanos = kSecondsPerDay * kNanosPerSecond;
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// ---- times and durations ------------------------------------------------------
+
+// Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar.
+int64_t DaysFromCivil(int64_t year, int month, int day) {
+  year -= month <= 2 ? 1 : 0;
+  const int64_t era = (year >= 0 ? year : year - 399) / 400;
+  const int64_t year_of_era = year - era * 400;
+  const int64_t day_of_year = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
+  const int64_t day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+  return era * 146097 + day_of_era - 719468;
+}
+
+int DaysInMonth(int64_t year, int month) {
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  return month == 2 && leap ? 29 : kDays[month - 1];
+}
+
+Status BadTime(std::string_view text, const std::string& why) {
+  return Status::InvalidArgument("bad time '" + std::string(text) + "': " + why);
+}
+
+// Reads `count` digits at `*pos` into `*value`.
+bool ReadDigits(std::string_view text, size_t* pos, size_t count, int* value) {
+  if (*pos + count > text.size()) return false;
+  int result = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const char c = text[*pos + i];
+    if (!IsDigit(c)) return false;
+    result = result * 10 + (c - '0');
+  }
+  *pos += count;
+  *value = result;
+  return true;
+}
+
+bool ReadChar(std::string_view text, size_t* pos, char expected) {
+  if (*pos >= text.size() || text[*pos] != expected) return false;
+  ++*pos;
+  return true;
+}
+
+// YYYY-MM-DD[(T|t| )HH:MM:SS[.fraction](Z|z|(+|-)HH:MM)]
+Result<int64_t> ParseRfc3339(std::string_view text) {
+  size_t pos = 0;
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  if (!ReadDigits(text, &pos, 4, &year) || !ReadChar(text, &pos, '-') || !ReadDigits(text, &pos, 2, &month) ||
+      !ReadChar(text, &pos, '-') || !ReadDigits(text, &pos, 2, &day)) {
+    return BadTime(text, kTimeForms);
+  }
+  int64_t fraction_nanos = 0;
+  int64_t offset_seconds = 0;
+  if (pos < text.size()) {
+    if (text[pos] != 'T' && text[pos] != 't' && text[pos] != ' ') return BadTime(text, kTimeForms);
+    ++pos;
+    if (!ReadDigits(text, &pos, 2, &hour) || !ReadChar(text, &pos, ':') ||
+        !ReadDigits(text, &pos, 2, &minute) || !ReadChar(text, &pos, ':') ||
+        !ReadDigits(text, &pos, 2, &second)) {
+      return BadTime(text, kTimeForms);
+    }
+    if (ReadChar(text, &pos, '.')) {
+      size_t digits = 0;
+      while (pos < text.size() && IsDigit(text[pos])) {
+        if (++digits > 9) return BadTime(text, "more than 9 fraction digits (cairn keeps nanoseconds)");
+        fraction_nanos = fraction_nanos * 10 + (text[pos] - '0');
+        ++pos;
+      }
+      if (digits == 0) return BadTime(text, "no digits after the decimal point");
+      for (size_t i = digits; i < 9; ++i) fraction_nanos *= 10;
+    }
+    if (pos == text.size()) return BadTime(text, "no time zone; end it with Z or an offset like +01:00");
+    if (text[pos] == 'Z' || text[pos] == 'z') {
+      ++pos;
+    } else if (text[pos] == '+' || text[pos] == '-') {
+      const int sign = text[pos] == '-' ? -1 : 1;
+      ++pos;
+      int offset_hours = 0, offset_minutes = 0;
+      if (!ReadDigits(text, &pos, 2, &offset_hours) || !ReadChar(text, &pos, ':') ||
+          !ReadDigits(text, &pos, 2, &offset_minutes) || offset_hours > 23 || offset_minutes > 59) {
+        return BadTime(text, "the offset must look like +01:00 or -05:30");
+      }
+      offset_seconds = sign * (offset_hours * 3600 + offset_minutes * 60);
+    } else {
+      return BadTime(text, kTimeForms);
+    }
+    if (pos != text.size()) return BadTime(text, kTimeForms);
+  }
+  if (month < 1 || month > 12) return BadTime(text, "month " + std::to_string(month) + " does not exist");
+  if (day < 1 || day > DaysInMonth(year, month)) {
+    return BadTime(text, "day " + std::to_string(day) + " does not exist in that month");
+  }
+  if (hour > 23) return BadTime(text, "hour " + std::to_string(hour) + " does not exist");
+  if (minute > 59) return BadTime(text, "minute " + std::to_string(minute) + " does not exist");
+  if (second > 59) {
+    return BadTime(text, "second " + std::to_string(second) + " does not exist (leap seconds are not kept)");
+  }
+  // Years 0000-9999 keep these products far inside int64; only the final
+  // scaling to nanoseconds can leave it.
+  int64_t seconds =
+      DaysFromCivil(year, month, day) * kSecondsPerDay + hour * 3600 + minute * 60 + second - offset_seconds;
+  // Before 1970 the fraction is taken from the next second up, so that the
+  // earliest instant int64 holds (1677-09-21T00:12:43.145224192Z) does not
+  // overflow on the way.
+  if (seconds < 0 && fraction_nanos > 0) {
+    seconds += 1;
+    fraction_nanos -= kNanosPerSecond;
+  }
+  int64_t nanos = 0;
+  if (__builtin_mul_overflow(seconds, kNanosPerSecond, &nanos) ||
+      __builtin_add_overflow(nanos, fraction_nanos, &nanos)) {
+    return BadTime(text, "outside the times cairn can store (1677-09-21 to 2262-04-11)");
+  }
+  return nanos;
+}
+
+bool IsIntegerText(std::string_view text) {
+  if (!text.empty() && text[0] == '-') text.remove_prefix(1);
+  return !text.empty() && std::all_of(text.begin(), text.end(), IsDigit);
+}
+
+// ---- argument helpers -----------------------------------------------------------
+
+Result<int64_t> TimeOption(const CommandInvocation& invocation, std::string_view option, int64_t fallback,
+                           int64_t now) {
+  std::optional<std::string_view> text = invocation.Value(option);
+  if (!text) return fallback;
+  Result<int64_t> parsed = ParseTimeArgument(*text, now);
+  if (!parsed.ok()) return parsed.status().WithContext("--" + std::string(option));
+  return parsed;
+}
+
+// A duration option in whole seconds.
+Result<int64_t> SecondsOption(const CommandInvocation& invocation, std::string_view option,
+                              int64_t fallback) {
+  std::optional<std::string_view> text = invocation.Value(option);
+  if (!text) return fallback;
+  const std::string context = "--" + std::string(option);
+  Result<int64_t> nanos = ParseDurationArgument(*text);
+  if (!nanos.ok()) return nanos.status().WithContext(context);
+  if (*nanos % kNanosPerSecond != 0) {
+    return Status::InvalidArgument(context + ": '" + std::string(*text) +
+                                   "' is not a whole number of seconds");
+  }
+  return *nanos / kNanosPerSecond;
+}
+
+// Points the way out of the most common mistake.
+Status ExplainTableError(const Status& status) {
+  if (status.Is(StatusCode::kNotFound) && status.message().rfind("table '", 0) == 0) {
+    return Status::NotFound(status.message() + "; type tables to list them");
+  }
+  return status;
+}
+
+Value Count(uint64_t value) {
+  return static_cast<int64_t>(
+      std::min<uint64_t>(value, static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
+}
+
+Value TimeValue(int64_t unix_nanos) { return Timestamp{unix_nanos}; }
+
+// An absolute expiry in Unix seconds as a time when it can be one.
+Value ExpiryValue(int64_t ttl_seconds) {
+  if (ttl_seconds == 0) return std::monostate();
+  if (ttl_seconds > std::numeric_limits<int64_t>::max() / kNanosPerSecond) return ttl_seconds;
+  return TimeValue(ttl_seconds * kNanosPerSecond);
+}
+
+// How `text` must be typed to reach a command as one word.
+std::string ShellWord(std::string_view text) {
+  const bool plain = !text.empty() && std::none_of(text.begin(), text.end(), [](char c) {
+    return c == ' ' || c == '\t' || c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20;
+  });
+  if (plain) return std::string(text);
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') quoted.push_back('\\');
+    quoted.push_back(c);
+  }
+  quoted.push_back('"');
+  return quoted;
+}
+
+std::string FormatBytes(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
+    value /= 1024;
+    ++unit;
+  }
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, unit == 0 ? "%.0f %s" : "%.1f %s", value, kUnits[unit]);
+  return buffer;
+}
+
+// Records as a table: time and measure, version and ttl when any record has
+// one, then one column per field name (absent where a record lacks it).
+CommandResult RecordTable(const std::vector<RecordRow>& rows) {
+  std::set<std::string> field_names;
+  bool any_version = false, any_ttl = false;
+  for (const RecordRow& row : rows) {
+    for (const Field& field : row.fields) field_names.insert(field.name);
+    any_version = any_version || row.version != 0;
+    any_ttl = any_ttl || row.ttl != 0;
+  }
+  std::vector<std::string> columns = {"time", "measure"};
+  if (any_version) columns.push_back("version");
+  if (any_ttl) columns.push_back("ttl");
+  const std::set<std::string> fixed(columns.begin(), columns.end());
+  const size_t first_field = columns.size();
+  std::vector<std::string> ordered_fields(field_names.begin(), field_names.end());
+  for (const std::string& name : ordered_fields) {
+    // A field called like a fixed column must not make a duplicate JSON key.
+    columns.push_back(fixed.count(name) != 0 ? name + " (field)" : name);
+  }
+
+  std::vector<CommandResult::Row> table_rows;
+  table_rows.reserve(rows.size());
+  for (const RecordRow& row : rows) {
+    CommandResult::Row cells;
+    cells.reserve(columns.size());
+    cells.push_back(TimeValue(row.timestamp));
+    cells.push_back(row.measure_name);
+    if (any_version) cells.push_back(Count(row.version));
+    if (any_ttl) cells.push_back(ExpiryValue(row.ttl));
+    cells.resize(columns.size());
+    for (const Field& field : row.fields) {
+      const auto it = std::lower_bound(ordered_fields.begin(), ordered_fields.end(), field.name);
+      cells[first_field + static_cast<size_t>(it - ordered_fields.begin())] = field.value;
+    }
+    table_rows.push_back(std::move(cells));
+  }
+  return CommandResult::Table(std::move(columns), std::move(table_rows));
+}
+
+// ---- the commands -------------------------------------------------------------
+
+class EngineCommands {
+ public:
+  EngineCommands(Engine* engine, Env* env, EngineCommandOptions options)
+      : engine_(engine), env_(env), options_(std::move(options)) {}
+
+  CommandResult Tables(const CommandInvocation&) {
+    Result<std::vector<TableInfo>> tables = engine_->ListTables();
+    if (!tables.ok()) return CommandResult::Error(tables.status());
+    std::vector<CommandResult::Row> rows;
+    for (const TableInfo& table : *tables) {
+      const TableOptions& o = table.options;
+      rows.push_back(
+          {table.name, std::string(PeriodName(o.period)), FormatDurationSeconds(o.retention_seconds),
+           o.default_ttl_seconds == 0 ? Value() : Value(FormatDurationSeconds(o.default_ttl_seconds)),
+           TimeValue(table.created_unix_nanos)});
+    }
+    return CommandResult::Table({"table", "period", "retention", "default_ttl", "created"}, std::move(rows));
+  }
+
+  CommandResult CreateTable(const CommandInvocation& invocation) {
+    const std::string& name = invocation.arguments()[0];
+    TableOptions table_options;
+    if (std::optional<std::string_view> period = invocation.Value("period")) {
+      Result<Period> parsed = ParsePeriod(*period);
+      if (!parsed.ok()) return CommandResult::Error(parsed.status().WithContext("--period"));
+      table_options.period = *parsed;
+    }
+    Result<int64_t> retention = SecondsOption(invocation, "retention", table_options.retention_seconds);
+    if (!retention.ok()) return CommandResult::Error(retention.status());
+    if (*retention <= 0) return CommandResult::Error(Status::InvalidArgument("--retention must be positive"));
+    table_options.retention_seconds = *retention;
+    Result<int64_t> ttl = SecondsOption(invocation, "ttl", table_options.default_ttl_seconds);
+    if (!ttl.ok()) return CommandResult::Error(ttl.status());
+    table_options.default_ttl_seconds = *ttl;
+
+    Status created = engine_->CreateTable(name, table_options);
+    if (!created.ok()) return CommandResult::Error(created);
+    return CommandResult::KeyValues({
+        {"created", name},
+        {"period", std::string(PeriodName(table_options.period))},
+        {"retention", FormatDurationSeconds(table_options.retention_seconds)},
+        {"default_ttl", table_options.default_ttl_seconds == 0
+                            ? Value()
+                            : Value(FormatDurationSeconds(table_options.default_ttl_seconds))},
+    });
+  }
+
+  CommandResult DropTable(const CommandInvocation& invocation) {
+    const std::string& name = invocation.arguments()[0];
+    Status dropped = engine_->DropTable(name);
+    if (!dropped.ok()) return CommandResult::Error(ExplainTableError(dropped));
+    return CommandResult::KeyValues({{"dropped", name}});
+  }
+
+  CommandResult Devices(const CommandInvocation& invocation) {
+    Result<std::vector<DeviceInfo>> devices = engine_->ListDevices(invocation.arguments()[0]);
+    if (!devices.ok()) return CommandResult::Error(ExplainTableError(devices.status()));
+    std::vector<CommandResult::Row> rows;
+    for (const DeviceInfo& device : *devices) {
+      std::string measures;
+      for (const std::string& measure : device.measures) {
+        if (!measures.empty()) measures += ", ";
+        measures += measure;
+      }
+      rows.push_back({device.device_id, std::move(measures)});
+    }
+    return CommandResult::Table({"device", "measures"}, std::move(rows));
+  }
+
+  CommandResult Measures(const CommandInvocation& invocation) {
+    Result<std::vector<MeasureInfo>> measures = engine_->ListMeasures(invocation.arguments()[0]);
+    if (!measures.ok()) return CommandResult::Error(ExplainTableError(measures.status()));
+    std::vector<CommandResult::Row> rows;
+    for (const MeasureInfo& measure : *measures) {
+      std::string fields;
+      for (const auto& [name, type] : measure.fields) {
+        if (!fields.empty()) fields += ", ";
+        fields += name + ":" + std::string(FieldTypeName(type));
+      }
+      std::string dimensions;
+      for (const auto& [name, value] : measure.dimensions) {
+        if (!dimensions.empty()) dimensions += ", ";
+        dimensions += name + "=" + value;
+      }
+      rows.push_back({measure.measure_name, std::move(fields),
+                      dimensions.empty() ? Value() : Value(std::move(dimensions)), Count(measure.devices)});
+    }
+    return CommandResult::Table({"measure", "fields", "dimensions", "devices"}, std::move(rows));
+  }
+
+  CommandResult Latest(const CommandInvocation& invocation) {
+    const std::vector<std::string>& args = invocation.arguments();
+    Result<std::vector<RecordRow>> rows = engine_->Latest(args[0], args[1], args.size() > 2 ? args[2] : "");
+    if (!rows.ok()) return CommandResult::Error(ExplainTableError(rows.status()));
+    return RecordTable(*rows);
+  }
+
+  CommandResult Range(const CommandInvocation& invocation) {
+    const std::vector<std::string>& args = invocation.arguments();
+    RangeQuery query;
+    query.table = args[0];
+    query.device_id = args[1];
+    std::optional<std::string_view> measure = invocation.Value("measure");
+    std::optional<std::string_view> prefix = invocation.Value("prefix");
+    if (measure && prefix) {
+      return CommandResult::Error(Status::InvalidArgument("give --measure or --prefix, not both"));
+    }
+    if (measure) query.measure_name = std::string(*measure);
+    if (prefix) query.measure_prefix = std::string(*prefix);
+    const int64_t now = env_->NowUnixNanos();
+    Result<int64_t> from = TimeOption(invocation, "from", std::numeric_limits<int64_t>::min(), now);
+    if (!from.ok()) return CommandResult::Error(from.status());
+    Result<int64_t> to = TimeOption(invocation, "to", std::numeric_limits<int64_t>::max(), now);
+    if (!to.ok()) return CommandResult::Error(to.status());
+    if (*from >= *to) return CommandResult::Error(Status::InvalidArgument("--from must be before --to"));
+    query.from = *from;
+    query.to = *to;
+    query.order = invocation.Has("desc") ? Order::kDescending : Order::kAscending;
+    query.limit = options_.default_limit;
+    if (std::optional<std::string_view> limit = invocation.Value("limit")) {
+      size_t parsed = 0;
+      const auto [end, error] = std::from_chars(limit->data(), limit->data() + limit->size(), parsed);
+      if (error != std::errc() || end != limit->data() + limit->size() || parsed == 0 ||
+          parsed > options_.max_limit) {
+        return CommandResult::Error(Status::InvalidArgument("--limit: '" + std::string(*limit) +
+                                                            "' is not a number from 1 to " +
+                                                            std::to_string(options_.max_limit)));
+      }
+      query.limit = parsed;
+    }
+    if (std::optional<std::string_view> page = invocation.Value("page"))
+      query.page_token = std::string(*page);
+
+    Result<RangeResult> result = engine_->Range(query);
+    if (!result.ok()) {
+      Status status = ExplainTableError(result.status());
+      if (!query.page_token.empty() && status.message() == "malformed page token") {
+        status = Status::InvalidArgument("--page: '" + query.page_token +
+                                         "' is not a page token from an earlier range");
+      }
+      return CommandResult::Error(status);
+    }
+    CommandResult table = RecordTable(result->rows);
+    if (!result->next_page_token.empty()) {
+      table.AddNote("next_page", result->next_page_token,
+                    "more: use --page " + ShellWord(result->next_page_token));
+    }
+    return table;
+  }
+
+  CommandResult Aggregate(const CommandInvocation& invocation) {
+    const std::vector<std::string>& args = invocation.arguments();
+    AggregateQuery query;
+    query.table = args[0];
+    query.device_id = args[1];
+    query.measure_name = args[2];
+    query.field = args[3];
+    std::optional<std::string_view> step = invocation.Value("step");
+    if (!step) return CommandResult::Error(Status::InvalidArgument("agg needs --step D, e.g. --step 15m"));
+    Result<int64_t> step_nanos = ParseDurationArgument(*step);
+    if (!step_nanos.ok()) return CommandResult::Error(step_nanos.status().WithContext("--step"));
+    if (*step_nanos <= 0) return CommandResult::Error(Status::InvalidArgument("--step must be positive"));
+    query.step = *step_nanos;
+
+    std::string_view functions = invocation.Value("fn").value_or("count,min,max,avg");
+    std::vector<std::string> names;
+    while (true) {
+      const size_t comma = functions.find(',');
+      const std::string_view name = functions.substr(0, comma);
+      Result<AggregateFunction> function = ParseAggregateFunction(name);
+      if (!function.ok()) return CommandResult::Error(function.status().WithContext("--fn"));
+      query.functions.push_back(*function);
+      names.emplace_back(name);
+      if (comma == std::string_view::npos) break;
+      functions.remove_prefix(comma + 1);
+    }
+
+    const int64_t now = env_->NowUnixNanos();
+    Result<int64_t> to = TimeOption(invocation, "to", now, now);
+    if (!to.ok()) return CommandResult::Error(to.status());
+    const int64_t default_from = *to < std::numeric_limits<int64_t>::min() + kDefaultAggregateWindowNanos
+                                     ? std::numeric_limits<int64_t>::min()
+                                     : *to - kDefaultAggregateWindowNanos;
+    Result<int64_t> from = TimeOption(invocation, "from", default_from, now);
+    if (!from.ok()) return CommandResult::Error(from.status());
+    if (*from >= *to) return CommandResult::Error(Status::InvalidArgument("--from must be before --to"));
+    query.from = *from;
+    query.to = *to;
+
+    Result<AggregateResult> result = AlignedAggregate(query);
+    if (!result.ok()) return CommandResult::Error(ExplainTableError(result.status()));
+    std::vector<std::string> columns = {"start"};
+    for (const std::string& name : names) {
+      // The same function twice would make a duplicate JSON key.
+      columns.push_back(std::find(columns.begin(), columns.end(), name) == columns.end()
+                            ? name
+                            : name + "#" + std::to_string(columns.size()));
+    }
+    std::vector<CommandResult::Row> rows;
+    for (const AggregateBucket& bucket : result->buckets) {
+      CommandResult::Row row = {TimeValue(bucket.start)};
+      row.insert(row.end(), bucket.values.begin(), bucket.values.end());
+      row.resize(columns.size());
+      rows.push_back(std::move(row));
+    }
+    return CommandResult::Table(std::move(columns), std::move(rows));
+  }
+
+  // Buckets at whole multiples of the step since the epoch (InfluxDB's
+  // GROUP BY time), so that `--from -1h --step 15m` shows 09:45, 10:00 ...
+  // instead of the instant the command ran. The first bucket then starts
+  // before `from`: it is asked of the engine as one partial bucket from
+  // `from` and labelled with its aligned start, so it counts nothing before
+  // `from`.
+  Result<AggregateResult> AlignedAggregate(const AggregateQuery& query) {
+    int64_t remainder = query.from % query.step;
+    if (remainder < 0) remainder += query.step;
+    int64_t aligned = 0;
+    if (remainder == 0 || __builtin_sub_overflow(query.from, remainder, &aligned)) {
+      return engine_->Aggregate(query);
+    }
+    int64_t first_end = 0;
+    if (__builtin_add_overflow(aligned, query.step, &first_end) || first_end > query.to) first_end = query.to;
+    AggregateQuery first = query;
+    first.to = first_end;
+    first.step = first_end - query.from;
+    CAIRN_ASSIGN_OR_RETURN(AggregateResult result, engine_->Aggregate(first));
+    for (AggregateBucket& bucket : result.buckets) bucket.start = aligned;
+    if (first_end < query.to) {
+      AggregateQuery rest = query;
+      rest.from = first_end;
+      CAIRN_ASSIGN_OR_RETURN(AggregateResult more, engine_->Aggregate(rest));
+      for (AggregateBucket& bucket : more.buckets) result.buckets.push_back(std::move(bucket));
+    }
+    return result;
+  }
+
+  CommandResult Put(const CommandInvocation& invocation) {
+    const std::string& table = invocation.arguments()[0];
+    const std::string& line = invocation.arguments()[1];
+    LineProtocolOptions parse_options;
+    parse_options.device_tag = options_.device_tag;
+    parse_options.default_timestamp = env_->NowUnixNanos();
+    if (std::optional<std::string_view> precision = invocation.Value("precision")) {
+      Result<TimestampPrecision> parsed = ParseTimestampPrecision(*precision);
+      if (!parsed.ok()) return CommandResult::Error(parsed.status().WithContext("--precision"));
+      parse_options.precision = *parsed;
+    }
+    Result<std::optional<Record>> record = ParseLineProtocolLine(line, parse_options);
+    if (!record.ok()) return CommandResult::Error(record.status().WithContext("put: line protocol"));
+    if (!record->has_value()) {
+      return CommandResult::Error(
+          Status::InvalidArgument("put: the line holds no point (it is blank or a comment)"));
+    }
+    const Record& point = **record;
+    Result<WriteResult> written = engine_->Write(table, {point});
+    if (!written.ok()) return CommandResult::Error(ExplainTableError(written.status()));
+    const RecordResult& outcome = written->records.at(0);
+    switch (outcome.outcome) {
+      case WriteOutcome::kInvalid:
+        return CommandResult::Error(Status::InvalidArgument("put: invalid: " + outcome.reason));
+      case WriteOutcome::kRejectedVersion:
+        return CommandResult::Error(Status::FailedPrecondition("put: rejected: " + outcome.reason));
+      case WriteOutcome::kStored:
+      case WriteOutcome::kDuplicate:
+        break;
+    }
+    const bool stored = outcome.outcome == WriteOutcome::kStored;
+    std::vector<CommandResult::Entry> entries = {
+        {"outcome", std::string(stored ? "stored" : "duplicate")},
+        {"table", table},
+        {"device", point.device_id},
+        {"measure", point.measure_name},
+        {"time", TimeValue(point.timestamp)},
+    };
+    if (stored) entries.emplace_back("lsn", Count(written->first_lsn));
+    return CommandResult::KeyValues(std::move(entries));
+  }
+
+  CommandResult Stats(const CommandInvocation&) {
+    const EngineStats stats = engine_->Stats();
+    return CommandResult::KeyValues({
+        {"records_written", Count(stats.records_written)},
+        {"records_duplicate", Count(stats.records_duplicate)},
+        {"records_rejected", Count(stats.records_rejected)},
+        {"records_invalid", Count(stats.records_invalid)},
+        {"last_lsn", Count(stats.last_lsn)},
+        {"checkpoint_lsn", Count(stats.checkpoint_lsn)},
+        {"series", Count(stats.series)},
+        {"head_records", Count(stats.head_records)},
+        {"head_bytes", Count(stats.head_bytes)},
+        {"chunks_sealed", Count(stats.chunks_sealed)},
+        {"log_bytes", Count(stats.log_bytes)},
+        {"period_file_bytes", Count(stats.period_file_bytes)},
+    });
+  }
+
+  CommandResult Health(const CommandInvocation&) {
+    Result<std::vector<TableInfo>> tables = engine_->ListTables();
+    if (!tables.ok()) return CommandResult::Error(tables.status().WithContext("health: engine"));
+    Result<uint64_t> free = env_->FreeSpace(options_.data_dir);
+    if (!free.ok()) {
+      return CommandResult::Error(
+          free.status().WithContext("health: cannot read the free space of " + options_.data_dir));
+    }
+    return CommandResult::KeyValues({
+        {"status", std::string("ok")},
+        {"data_dir", options_.data_dir},
+        {"free_bytes", Count(*free)},
+        {"free", FormatBytes(*free)},
+        {"tables", Count(tables->size())},
+    });
+  }
+
+ private:
+  Engine* const engine_;
+  Env* const env_;
+  const EngineCommandOptions options_;
+};
+
+using Handler = CommandResult (EngineCommands::*)(const CommandInvocation&);
+
+}  // namespace
+
+Result<int64_t> ParseDurationArgument(std::string_view text) {
+  const auto bad = [&] {
+    return Status::InvalidArgument("bad duration '" + std::string(text) + "': " + kDurationForms);
+  };
+  if (text.empty()) return bad();
+  int64_t total = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t number_start = pos;
+    while (pos < text.size() && IsDigit(text[pos])) ++pos;
+    if (pos == number_start) return bad();
+    int64_t number = 0;
+    const auto [end, error] = std::from_chars(text.data() + number_start, text.data() + pos, number);
+    const size_t unit_start = pos;
+    while (pos < text.size() && !IsDigit(text[pos])) ++pos;
+    const std::string_view unit = text.substr(unit_start, pos - unit_start);
+    int64_t unit_nanos = 0;
+    if (unit == "ns") {
+      unit_nanos = 1;
+    } else if (unit == "us") {
+      unit_nanos = 1'000;
+    } else if (unit == "ms") {
+      unit_nanos = 1'000'000;
+    } else if (unit == "s") {
+      unit_nanos = kNanosPerSecond;
+    } else if (unit == "m") {
+      unit_nanos = 60 * kNanosPerSecond;
+    } else if (unit == "h") {
+      unit_nanos = 3600 * kNanosPerSecond;
+    } else if (unit == "d") {
+      unit_nanos = kSecondsPerDay * kNanosPerSecond;
+    } else if (unit == "w") {
+      unit_nanos = 7 * kSecondsPerDay * kNanosPerSecond;
+    } else {
+      return bad();
+    }
+    int64_t part = 0;
+    if (error != std::errc() || __builtin_mul_overflow(number, unit_nanos, &part) ||
+        __builtin_add_overflow(total, part, &total)) {
+      return Status::InvalidArgument("bad duration '" + std::string(text) +
+                                     "': too long (at most about 292 years)");
+    }
+  }
+  return total;
+}
+
+Result<int64_t> ParseTimeArgument(std::string_view text, int64_t now_unix_nanos) {
+  if (text == "now") return now_unix_nanos;
+  if (IsIntegerText(text)) {
+    int64_t nanos = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), nanos);
+    if (error != std::errc()) return BadTime(text, "out of the range of int64 nanoseconds");
+    return nanos;
+  }
+  if (!text.empty() && (text[0] == '-' || text[0] == '+')) {
+    Result<int64_t> offset = ParseDurationArgument(text.substr(1));
+    if (!offset.ok()) return BadTime(text, kTimeForms);
+    int64_t result = 0;
+    const bool overflow = text[0] == '-' ? __builtin_sub_overflow(now_unix_nanos, *offset, &result)
+                                         : __builtin_add_overflow(now_unix_nanos, *offset, &result);
+    if (overflow) return BadTime(text, "outside the times cairn can store (1677-09-21 to 2262-04-11)");
+    return result;
+  }
+  return ParseRfc3339(text);
+}
+
+std::string FormatDurationSeconds(int64_t seconds) {
+  if (seconds == 0) return "0s";
+  if (seconds % kSecondsPerDay == 0) return std::to_string(seconds / kSecondsPerDay) + "d";
+  if (seconds % 3600 == 0) return std::to_string(seconds / 3600) + "h";
+  if (seconds % 60 == 0) return std::to_string(seconds / 60) + "m";
+  return std::to_string(seconds) + "s";
+}
+
+Status RegisterEngineCommands(CommandRegistry* registry, Engine* engine, Env* env,
+                              const EngineCommandOptions& options) {
+  if (options.data_dir.empty()) return Status::InvalidArgument("engine commands need the data directory");
+  if (options.default_limit == 0 || options.default_limit > options.max_limit) {
+    return Status::InvalidArgument("engine commands: default_limit must be from 1 to max_limit");
+  }
+  auto commands = std::make_shared<EngineCommands>(engine, env, options);
+  const auto add = [&](CommandSpec spec, Handler handler) {
+    return registry->Register(std::move(spec), [commands, handler](const CommandInvocation& invocation) {
+      return ((*commands).*handler)(invocation);
+    });
+  };
+  const std::string limit_summary = "at most N rows (default " + std::to_string(options.default_limit) +
+                                    ", at most " + std::to_string(options.max_limit) + ")";
+
+  CAIRN_RETURN_IF_ERROR(add({.name = "tables",
+                             .arguments = "",
+                             .summary = "list the tables with their period, retention and default ttl",
+                             .options = {},
+                             .min_arguments = 0,
+                             .max_arguments = 0},
+                            &EngineCommands::Tables));
+  CAIRN_RETURN_IF_ERROR(add(
+      {.name = "create-table",
+       .arguments = "NAME",
+       .summary = "create a table (names: 1-64 of A-Z a-z 0-9 _ -)",
+       .options = {{"period", "P", "one file per hour, day (default), week or month"},
+                   {"retention", "D", "drop whole periods older than D (default 30d)"},
+                   {"ttl", "D", "records without their own ttl expire D after their time (default never)"}},
+       .min_arguments = 1,
+       .max_arguments = 1},
+      &EngineCommands::CreateTable));
+  CAIRN_RETURN_IF_ERROR(add({.name = "drop-table",
+                             .arguments = "NAME",
+                             .summary = "delete a table and all of its data",
+                             .options = {},
+                             .min_arguments = 1,
+                             .max_arguments = 1},
+                            &EngineCommands::DropTable));
+  CAIRN_RETURN_IF_ERROR(add({.name = "devices",
+                             .arguments = "TABLE",
+                             .summary = "list the devices of a table and the measures each reports",
+                             .options = {},
+                             .min_arguments = 1,
+                             .max_arguments = 1},
+                            &EngineCommands::Devices));
+  CAIRN_RETURN_IF_ERROR(add({.name = "measures",
+                             .arguments = "TABLE",
+                             .summary = "list the measures of a table: field types, dimensions, devices",
+                             .options = {},
+                             .min_arguments = 1,
+                             .max_arguments = 1},
+                            &EngineCommands::Measures));
+  CAIRN_RETURN_IF_ERROR(add({.name = "latest",
+                             .arguments = "TABLE DEVICE [MEASURE]",
+                             .summary = "the newest record of each of a device's measures",
+                             .options = {},
+                             .min_arguments = 2,
+                             .max_arguments = 3},
+                            &EngineCommands::Latest));
+  CAIRN_RETURN_IF_ERROR(add({.name = "range",
+                             .arguments = "TABLE DEVICE",
+                             .summary = "a device's records between two times, oldest first",
+                             .options = {{"measure", "M", "only measure M"},
+                                         {"prefix", "P", "only measures starting with P, e.g. env#"},
+                                         {"from", "T", "from time T, inclusive (default: the beginning)"},
+                                         {"to", "T", "up to time T, exclusive (default: the end)"},
+                                         {"desc", "", "newest first"},
+                                         {"limit", "N", limit_summary},
+                                         {"page", "TOKEN", "continue a range that said 'more: use --page'"}},
+                             .min_arguments = 2,
+                             .max_arguments = 2},
+                            &EngineCommands::Range));
+  CAIRN_RETURN_IF_ERROR(
+      add({.name = "agg",
+           .arguments = "TABLE DEVICE MEASURE FIELD",
+           .summary = "aggregate a numeric field per time step",
+           .options = {{"step", "D", "bucket width, e.g. 15m (required); buckets start at multiples of D"},
+                       {"fn", "F,...", "min, max, avg, sum, count, first, last (default count,min,max,avg)"},
+                       {"from", "T", "from time T, inclusive (default: one day before --to)"},
+                       {"to", "T", "up to time T, exclusive (default: now)"}},
+           .min_arguments = 4,
+           .max_arguments = 4},
+          &EngineCommands::Aggregate));
+  CAIRN_RETURN_IF_ERROR(
+      add({.name = "put",
+           .arguments = "TABLE LINE",
+           .summary = "write one line-protocol point: MEASURE," + options.device_tag +
+                      "=D[,TAG=V...] FIELD=V[,...] [TIME]",
+           .options = {{"precision", "P", "unit of the line's time: ns (default), us, ms, s"}},
+           .min_arguments = 2,
+           .max_arguments = 2,
+           .verbatim_last_argument = true},
+          &EngineCommands::Put));
+  CAIRN_RETURN_IF_ERROR(add({.name = "stats",
+                             .arguments = "",
+                             .summary = "engine counters: records, LSNs, head, chunks, bytes on disk",
+                             .options = {},
+                             .min_arguments = 0,
+                             .max_arguments = 0},
+                            &EngineCommands::Stats));
+  return add({.name = "health",
+              .arguments = "",
+              .summary = "ok when the engine answers, and the data directory's free space",
+              .options = {},
+              .min_arguments = 0,
+              .max_arguments = 0},
+             &EngineCommands::Health);
+}
+
+}  // namespace cairn
