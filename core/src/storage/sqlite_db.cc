@@ -227,15 +227,22 @@ Result<std::string> SqliteDb::QueryText(const std::string& sql) {
   sqlite3_stmt* statement = nullptr;
   int rc = sqlite3_prepare_v2(db_, sql.c_str(), static_cast<int>(sql.size()), &statement, nullptr);
   if (rc != SQLITE_OK) return ErrorStatus(rc, "prepare '" + sql + "'");
-  rc = sqlite3_step(statement);
   std::string text;
-  if (rc == SQLITE_ROW) {
-    const unsigned char* value = sqlite3_column_text(statement, 0);
-    if (value != nullptr) text = reinterpret_cast<const char*>(value);
-    rc = SQLITE_OK;
+  bool first_row = true;
+  // Step to the end: a statement that writes (PRAGMA journal_mode=WAL on a
+  // new file writes its header) commits on its last step, and that commit's
+  // error must not be lost with an unfinished statement.
+  while ((rc = sqlite3_step(statement)) == SQLITE_ROW) {
+    if (first_row) {
+      const unsigned char* value = sqlite3_column_text(statement, 0);
+      if (value != nullptr) text = reinterpret_cast<const char*>(value);
+      first_row = false;
+    }
   }
+  if (rc == SQLITE_DONE) rc = SQLITE_OK;
   Status status = ErrorStatus(rc, "run '" + sql + "'");
-  sqlite3_finalize(statement);
+  const int finalized = sqlite3_finalize(statement);
+  if (status.ok() && finalized != SQLITE_OK) status = ErrorStatus(finalized, "finish '" + sql + "'");
   if (!status.ok()) return status;
   return text;
 }
