@@ -20,18 +20,16 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cairn/platform/env.h"
 #include "cairn/transport/timestamp_format.h"
 
-#include "cairnd_location.h"
+#include "cairnd_process.h"
 #include "pty_pair.h"
 #include "test_dirs.h"
 
-extern char** environ;
 
 namespace cairn {
 namespace {
@@ -42,102 +40,6 @@ constexpr int kTimeoutMs = 60000;
 constexpr std::string_view kPrompt = "cairn> ";
 constexpr int64_t kMinute = int64_t{60} * 1'000'000'000;
 
-bool Contains(const std::string& text, std::string_view needle) {
-  return text.find(needle) != std::string::npos;
-}
-
-// A cairnd child process with stdin /dev/null and stdout/stderr in files.
-// The destructor kills (SIGKILL) and reaps it if it is still running.
-class CairndProcess {
- public:
-  CairndProcess(const std::vector<std::string>& flags, std::string stderr_path, std::string stdout_path)
-      : stderr_path_(std::move(stderr_path)), stdout_path_(std::move(stdout_path)) {
-    std::vector<std::string> words;
-    for (const char* const* word = kCairndLauncher; *word != nullptr; ++word) words.push_back(*word);
-    words.push_back(kCairndPath);
-    words.insert(words.end(), flags.begin(), flags.end());
-    std::vector<char*> argv;
-    for (std::string& word : words) argv.push_back(word.data());
-    argv.push_back(nullptr);
-
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, stdout_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawnattr_t attributes;
-    posix_spawnattr_init(&attributes);
-    sigset_t none;
-    sigemptyset(&none);
-    posix_spawnattr_setsigmask(&attributes, &none);
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
-    spawn_error_ = posix_spawnp(&pid_, argv[0], &actions, &attributes, argv.data(), environ);
-    posix_spawnattr_destroy(&attributes);
-    posix_spawn_file_actions_destroy(&actions);
-    if (spawn_error_ != 0) pid_ = -1;
-  }
-
-  ~CairndProcess() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      int status;
-      while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-      }
-    }
-  }
-
-  CairndProcess(const CairndProcess&) = delete;
-  CairndProcess& operator=(const CairndProcess&) = delete;
-
-  bool started() const { return pid_ > 0 || exit_status_.has_value(); }
-  int spawn_error() const { return spawn_error_; }
-  const std::optional<int>& exit_status() const { return exit_status_; }
-
-  bool Signal(int signal_number) { return pid_ > 0 && kill(pid_, signal_number) == 0; }
-
-  // Waits up to `timeout_ms` for the child to exit; returns its wait status,
-  // or nullopt if it is still running.
-  std::optional<int> WaitForExit(int timeout_ms) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    while (pid_ > 0) {
-      int status = 0;
-      const pid_t done = waitpid(pid_, &status, WNOHANG);
-      if (done == pid_) {
-        pid_ = -1;
-        exit_status_ = status;
-        return status;
-      }
-      if (done < 0 && errno != EINTR) return std::nullopt;
-      if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return exit_status_;
-  }
-
-  std::string Stderr() const { return ReadWhole(stderr_path_); }
-  std::string Stdout() const { return ReadWhole(stdout_path_); }
-
- private:
-  static std::string ReadWhole(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-  }
-
-  std::string stderr_path_;
-  std::string stdout_path_;
-  pid_t pid_ = -1;
-  int spawn_error_ = 0;
-  std::optional<int> exit_status_;
-};
-
-std::string DescribeWaitStatus(const std::optional<int>& status) {
-  if (!status) return "still running";
-  if (WIFEXITED(*status)) return "exit " + std::to_string(WEXITSTATUS(*status));
-  if (WIFSIGNALED(*status)) return "killed by signal " + std::to_string(WTERMSIG(*status));
-  return "wait status " + std::to_string(*status);
-}
 
 bool ExitedWith(const std::optional<int>& status, int code) {
   return status && WIFEXITED(*status) && WEXITSTATUS(*status) == code;
