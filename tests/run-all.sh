@@ -46,6 +46,20 @@ for preset in $presets; do
     failed+=("$preset (build)")
     continue
   fi
+  # A cross build must really produce ARM code.
+  case "$preset" in
+    aarch64) want='ARM aarch64' ;;
+    armhf) want='ARM, EABI5.*ld-linux-armhf' ;;
+    *) want='' ;;
+  esac
+  if [ -n "$want" ]; then
+    description=$(file "build/$preset/firmware/cairnd")
+    echo "$description"
+    if ! grep -Eq "$want" <<<"$description"; then
+      echo "run-all: build/$preset/firmware/cairnd is not the expected architecture" >&2
+      failed+=("$preset (architecture)")
+    fi
+  fi
   step "$preset: test"
   ctest --preset "$preset" 2>&1 | tee "$log_dir/$preset-test.log"
   rc=${PIPESTATUS[0]}
