@@ -154,6 +154,9 @@ class EngineImpl final : public Engine {
   std::mutex background_mutex_;
   std::condition_variable background_cv_;
   bool stopping_ = false;
+  // Set by writers when a head is full or the head budget is exceeded, so
+  // that sealing starts now rather than at the next tick.
+  bool maintenance_requested_ = false;
   std::thread maintenance_thread_;
   std::thread sync_thread_;
   bool closed_ = false;

@@ -500,8 +500,10 @@ Status EngineImpl::Maintain() {
 void EngineImpl::MaintenanceLoop() {
   std::unique_lock lock(background_mutex_);
   while (!stopping_) {
-    background_cv_.wait_for(lock, std::chrono::milliseconds(options_.maintenance_interval_ms));
+    background_cv_.wait_for(lock, std::chrono::milliseconds(options_.maintenance_interval_ms),
+                            [&] { return stopping_ || maintenance_requested_; });
     if (stopping_) break;
+    maintenance_requested_ = false;
     lock.unlock();
     // Errors are retried next round; the writes that depend on the log keep
     // their own error reporting.

@@ -547,14 +547,24 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group, bool* lo
     *log_failed = true;
     return status.WithContext("write-ahead log");
   }
+  bool seal_due = head_bytes_ > options_.head_memory_budget_bytes;
   for (size_t k = 0; k < accepted.size(); ++k) {
     AcceptedRecord& a = accepted[k];
     const Record& r = (*a.writer->records)[a.index];
     a.record.values.resize(a.series->fields.size());
     for (const Field& f : r.fields) a.record.values[a.series->field_index[f.name]] = f.value;
     ApplyToHead(*a.series, std::move(a.record), first_lsn + k);
+    seal_due = seal_due || a.series->head.size() >= options_.seal_records;
     WriteResult& result = a.writer->result;
     if (result.first_lsn == 0) result.first_lsn = first_lsn + k;
+  }
+  state.unlock();
+  if (seal_due && options_.maintenance_interval_ms > 0) {
+    {
+      std::lock_guard lock(background_mutex_);
+      maintenance_requested_ = true;
+    }
+    background_cv_.notify_all();
   }
   CountOutcomes(group);
   return Status::Ok();

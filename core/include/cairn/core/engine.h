@@ -51,8 +51,9 @@ struct EngineOptions {
   // Under memory pressure (head above this budget) the largest heads are
   // sealed early.
   size_t head_memory_budget_bytes = 64ull << 20;
-  // How often the background thread looks for work. 0 disables the thread
-  // (tests then call SealAll / Maintain themselves).
+  // How often the background thread looks for work; a full head or a head
+  // over budget wakes it at once. 0 disables the thread (tests then call
+  // SealAll / Maintain themselves).
   int64_t maintenance_interval_ms = 1000;
 
   // Page cache of the current period file's writer connection and of each
