@@ -248,6 +248,9 @@ Status EngineImpl::AlterTable(const std::string& name, const TableOptions& optio
 }
 
 Status EngineImpl::DropTable(const std::string& name) {
+  // A group commit holds series pointers across its log write, and a seal
+  // across its period-file writes: neither may see the table vanish.
+  std::lock_guard commit(commit_mutex_);
   std::lock_guard seal(seal_mutex_);
   std::unique_lock state(state_mutex_);
   auto it = tables_.find(name);

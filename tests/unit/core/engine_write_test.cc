@@ -1,4 +1,6 @@
 #include <cmath>
+#include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "engine_test_util.h"
@@ -214,6 +216,38 @@ TEST_F(EngineWriteTest, DurabilityModesAcknowledgeAndRecover) {
     opened.value().reset();
     Open();
   }
+}
+
+}  // namespace
+}  // namespace cairn::testing
+
+namespace cairn::testing {
+namespace {
+
+TEST_F(EngineWriteTest, DroppingATableWhileOthersWriteToItIsSafe) {
+  CreateTable("victim");
+  CreateTable("other");
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 3; ++t) {
+    writers.emplace_back([&, t] {
+      for (int i = 0; !stop && i < 2000; ++i) {
+        auto w = engine_->Write(t == 0 ? "other" : "victim", {Temperature("d" + std::to_string(t), Now() - i, i)});
+        // Either stored, or the table is gone: never anything else.
+        if (!w.ok()) {
+          ASSERT_EQ(w.status().code(), StatusCode::kNotFound) << w.status().ToString();
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(engine_->DropTable("victim").ok());
+  stop = true;
+  for (auto& th : writers) th.join();
+  EXPECT_EQ(engine_->GetTable("victim").status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(engine_->GetTable("other").ok());
+  Reopen();
+  EXPECT_EQ(engine_->GetTable("victim").status().code(), StatusCode::kNotFound);
 }
 
 }  // namespace
