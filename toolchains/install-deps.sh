@@ -28,12 +28,11 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 
 HOST_PACKAGES=(
-  build-essential cmake ninja-build pkg-config git file ca-certificates xz-utils
+  build-essential cmake ninja-build pkg-config git file ca-certificates xz-utils python3
   crossbuild-essential-arm64 crossbuild-essential-armhf qemu-user
-  clang-14 libclang-rt-14-dev lld-14
+  clang-14 libclang-rt-14-dev
   libsqlite3-dev sqlite3 libmbedtls-dev libpaho-mqtt-dev libpaho-mqttpp-dev
-  libzstd-dev libhttp-parser-dev libpq-dev libgtest-dev libgmock-dev libbenchmark-dev
-  mosquitto mosquitto-clients postgresql curl python3 python3-influxdb openssl
+  libzstd-dev libhttp-parser-dev libgtest-dev libgmock-dev
 )
 
 # Debian packages extracted into each ARM sysroot: the -dev packages cairn
