@@ -304,17 +304,7 @@ Result<std::string_view> VerifiedPayload(std::string_view bytes) {
   if (bytes.size() < kMinimumChunkBytes) {
     return Status::Corruption("chunk: " + std::to_string(bytes.size()) + " bytes is too short for a chunk");
   }
-  std::string_view payload = bytes.substr(0, bytes.size() - kChecksumBytes);
-  uint32_t stored =
-      chunk_coding::LoadLittleEndian32(reinterpret_cast<const unsigned char*>(bytes.data() + payload.size()));
-  uint32_t computed = Crc32c(payload);
-  if (stored != computed) {
-    char message[96];
-    std::snprintf(message, sizeof(message), "chunk: checksum mismatch (stored 0x%08x, computed 0x%08x)",
-                  static_cast<unsigned>(stored), static_cast<unsigned>(computed));
-    return Status::Corruption(message);
-  }
-  return payload;
+  return VerifyTrailingCrc32c(bytes, "chunk");
 }
 
 Status ReadHeader(ByteReader* reader, ChunkHeader* header) {

@@ -235,16 +235,7 @@ Result<ChunkStats> DecodeChunkStats(std::string_view bytes, const std::vector<Ch
   if (bytes.size() < 1 + kChecksumBytes) {
     return Status::Corruption("chunk stats: " + std::to_string(bytes.size()) + " bytes is too short");
   }
-  std::string_view payload = bytes.substr(0, bytes.size() - kChecksumBytes);
-  uint32_t stored =
-      chunk_coding::LoadLittleEndian32(reinterpret_cast<const unsigned char*>(bytes.data() + payload.size()));
-  uint32_t computed = Crc32c(payload);
-  if (stored != computed) {
-    char message[96];
-    std::snprintf(message, sizeof(message), "chunk stats: checksum mismatch (stored 0x%08x, computed 0x%08x)",
-                  static_cast<unsigned>(stored), static_cast<unsigned>(computed));
-    return Status::Corruption(message);
-  }
+  CAIRN_ASSIGN_OR_RETURN(std::string_view payload, VerifyTrailingCrc32c(bytes, "chunk stats"));
   ByteReader reader(payload);
   uint8_t version;
   reader.ReadByte(&version);

@@ -2,7 +2,9 @@
 
 #include <array>
 #include <bit>
+#include <cstdio>
 #include <cstring>
+#include <string>
 
 namespace cairn {
 namespace {
@@ -63,5 +65,24 @@ uint32_t Crc32cExtend(uint32_t crc, std::string_view data) {
 }
 
 uint32_t Crc32c(std::string_view data) { return Crc32cExtend(0, data); }
+
+Result<std::string_view> VerifyTrailingCrc32c(std::string_view bytes, std::string_view what) {
+  constexpr size_t kChecksumBytes = 4;
+  if (bytes.size() < kChecksumBytes) {
+    return Status::Corruption(std::string(what) + ": " + std::to_string(bytes.size()) + " bytes is too short");
+  }
+  const std::string_view payload = bytes.substr(0, bytes.size() - kChecksumBytes);
+  const auto* tail = reinterpret_cast<const unsigned char*>(bytes.data() + payload.size());
+  const uint32_t stored = static_cast<uint32_t>(tail[0]) | static_cast<uint32_t>(tail[1]) << 8 |
+                          static_cast<uint32_t>(tail[2]) << 16 | static_cast<uint32_t>(tail[3]) << 24;
+  const uint32_t computed = Crc32c(payload);
+  if (stored != computed) {
+    char message[96];
+    std::snprintf(message, sizeof(message), ": checksum mismatch (stored 0x%08x, computed 0x%08x)",
+                  static_cast<unsigned>(stored), static_cast<unsigned>(computed));
+    return Status::Corruption(std::string(what) + message);
+  }
+  return payload;
+}
 
 }  // namespace cairn

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "cairn/platform/status.h"
+
 namespace cairn {
 
 // CRC-32C of `data`. Crc32c("123456789") == 0xE3069283; Crc32c("") == 0.
@@ -20,5 +22,10 @@ uint32_t Crc32c(std::string_view data);
 // checksum a record assembled from pieces without concatenating them:
 // Crc32cExtend(Crc32c(a), b) == Crc32c(a + b).
 uint32_t Crc32cExtend(uint32_t crc, std::string_view data);
+
+// For blobs that end in a little-endian CRC-32C of everything before it:
+// returns the bytes the checksum covers, or Corruption naming `what` when
+// the blob is shorter than the checksum or the checksum does not match.
+Result<std::string_view> VerifyTrailingCrc32c(std::string_view bytes, std::string_view what);
 
 }  // namespace cairn
