@@ -57,7 +57,8 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& vfs_name, cons
   CAIRN_ASSIGN_OR_RETURN(auto db, SqliteDb::Open(path, vfs_name, /*read_only=*/false, /*cache_kib=*/256,
                                                  SqliteSynchronous::kFull));
   CAIRN_RETURN_IF_ERROR(db->Exec(kSchema));
-  CAIRN_ASSIGN_OR_RETURN(Statement * version, db->Prepare("SELECT value FROM meta WHERE key='format_version'"));
+  CAIRN_ASSIGN_OR_RETURN(Statement * version,
+                         db->Prepare("SELECT value FROM meta WHERE key='format_version'"));
   StatementResetter reset(version);
   CAIRN_ASSIGN_OR_RETURN(bool row, version->Step());
   if (!row || version->ColumnInt64(0) != kCatalogFormatVersion) {
@@ -94,9 +95,11 @@ Status Catalog::SetCheckpointLsn(uint64_t lsn) {
 
 Result<std::vector<TableInfo>> Catalog::LoadTables() {
   std::lock_guard lock(mutex_);
-  CAIRN_ASSIGN_OR_RETURN(Statement * s, db_->Prepare(
-      "SELECT name, period, retention_seconds, default_ttl_seconds, sync, shards, shard_by, created_ns "
-      "FROM tables ORDER BY name"));
+  CAIRN_ASSIGN_OR_RETURN(
+      Statement * s,
+      db_->Prepare(
+          "SELECT name, period, retention_seconds, default_ttl_seconds, sync, shards, shard_by, created_ns "
+          "FROM tables ORDER BY name"));
   StatementResetter reset(s);
   std::vector<TableInfo> tables;
   while (true) {
@@ -118,9 +121,11 @@ Result<std::vector<TableInfo>> Catalog::LoadTables() {
 
 Status Catalog::PutTable(const TableInfo& t) {
   std::lock_guard lock(mutex_);
-  CAIRN_ASSIGN_OR_RETURN(Statement * s, db_->Prepare(
-      "INSERT OR REPLACE INTO tables(name, period, retention_seconds, default_ttl_seconds, sync, shards, "
-      "shard_by, created_ns) VALUES(?,?,?,?,?,?,?,?)"));
+  CAIRN_ASSIGN_OR_RETURN(
+      Statement * s,
+      db_->Prepare(
+          "INSERT OR REPLACE INTO tables(name, period, retention_seconds, default_ttl_seconds, sync, shards, "
+          "shard_by, created_ns) VALUES(?,?,?,?,?,?,?,?)"));
   CAIRN_RETURN_IF_ERROR(s->BindText(1, t.name));
   CAIRN_RETURN_IF_ERROR(s->BindText(2, PeriodName(t.options.period)));
   CAIRN_RETURN_IF_ERROR(s->BindInt64(3, t.options.retention_seconds));
@@ -146,9 +151,11 @@ Status Catalog::DeleteTable(const std::string& name) {
 
 Result<std::vector<CatalogSeries>> Catalog::LoadSeries() {
   std::lock_guard lock(mutex_);
-  CAIRN_ASSIGN_OR_RETURN(Statement * s, db_->Prepare(
-      "SELECT series_id, table_name, device_id, measure_name, shard, fields, dimensions FROM series "
-      "ORDER BY series_id"));
+  CAIRN_ASSIGN_OR_RETURN(
+      Statement * s,
+      db_->Prepare(
+          "SELECT series_id, table_name, device_id, measure_name, shard, fields, dimensions FROM series "
+          "ORDER BY series_id"));
   StatementResetter reset(s);
   std::vector<CatalogSeries> all;
   while (true) {
@@ -171,9 +178,11 @@ Status Catalog::PutSeries(const std::vector<CatalogSeries>& series) {
   if (series.empty()) return Status::Ok();
   std::lock_guard lock(mutex_);
   return InTransaction([&]() -> Status {
-    CAIRN_ASSIGN_OR_RETURN(Statement * s, db_->Prepare(
-        "INSERT OR REPLACE INTO series(series_id, table_name, device_id, measure_name, shard, fields, "
-        "dimensions) VALUES(?,?,?,?,?,?,?)"));
+    CAIRN_ASSIGN_OR_RETURN(
+        Statement * s,
+        db_->Prepare(
+            "INSERT OR REPLACE INTO series(series_id, table_name, device_id, measure_name, shard, fields, "
+            "dimensions) VALUES(?,?,?,?,?,?,?)"));
     for (const CatalogSeries& c : series) {
       CAIRN_RETURN_IF_ERROR(s->BindInt64(1, c.series_id));
       CAIRN_RETURN_IF_ERROR(s->BindText(2, c.table));
@@ -209,7 +218,8 @@ std::string Catalog::EncodeFields(const std::vector<ChunkField>& fields) {
 Result<std::vector<ChunkField>> Catalog::DecodeFields(std::string_view bytes) {
   ByteReader reader(bytes);
   uint64_t count;
-  if (!reader.ReadVarint(&count) || count > reader.remaining()) return Status::Corruption("bad series field list");
+  if (!reader.ReadVarint(&count) || count > reader.remaining())
+    return Status::Corruption("bad series field list");
   std::vector<ChunkField> fields(static_cast<size_t>(count));
   for (ChunkField& f : fields) {
     uint8_t type;

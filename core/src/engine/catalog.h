@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cairn/core/table.h"
+
 #include "chunk/chunk_codec.h"
 #include "storage/sqlite_db.h"
 

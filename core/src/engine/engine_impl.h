@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cairn/core/engine.h"
+
 #include "engine/catalog.h"
 #include "engine/series.h"
 #include "log/log_writer.h"
@@ -65,7 +66,8 @@ class EngineImpl final : public Engine {
   Result<RangeResult> Range(const RangeQuery& query) override;
   Result<std::vector<RecordRow>> Latest(const std::string& table, const std::string& device_id,
                                         const std::string& measure_name) override;
-  Result<std::vector<RecordRow>> LatestBatch(const std::string& table, const std::vector<std::string>& device_ids,
+  Result<std::vector<RecordRow>> LatestBatch(const std::string& table,
+                                             const std::vector<std::string>& device_ids,
                                              const std::string& measure_name) override;
   Result<AggregateResult> Aggregate(const AggregateQuery& query) override;
   Result<std::vector<DeviceInfo>> ListDevices(const std::string& table) override;
@@ -81,8 +83,9 @@ class EngineImpl final : public Engine {
   struct PendingWrite;
   struct AcceptedRecord;
   Status CommitGroup(const std::vector<PendingWrite*>& group, bool* log_failed);
-  Result<uint64_t> ExistingVersion(TableState& table, Series& series, int64_t timestamp,
-                                   const std::unordered_map<const Series*, std::map<int64_t, uint64_t>>& pending);
+  Result<uint64_t> ExistingVersion(
+      TableState& table, Series& series, int64_t timestamp,
+      const std::unordered_map<const Series*, std::map<int64_t, uint64_t>>& pending);
   Series* FindOrCreateSeries(TableState& table, const std::string& device_id, const std::string& measure_name,
                              bool* created);
   void CountOutcomes(const std::vector<PendingWrite*>& group);
@@ -97,7 +100,8 @@ class EngineImpl final : public Engine {
   Result<std::vector<ChunkRecord>> ReadSealed(const std::string& table, int64_t period_start,
                                               const SeriesSnapshot& series, int64_t from, int64_t to);
   RecordRow MakeRow(const SeriesSnapshot& series, const ChunkRecord& record) const;
-  Result<std::vector<RecordRow>> LatestLocked(const std::string& table, const std::vector<std::string>& devices,
+  Result<std::vector<RecordRow>> LatestLocked(const std::string& table,
+                                              const std::vector<std::string>& devices,
                                               const std::string& measure_name);
 
   // ---- storage (engine_storage.cc) ----

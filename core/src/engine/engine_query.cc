@@ -52,7 +52,8 @@ Status ParsePageToken(const std::string& token, int64_t* timestamp, std::string*
   const size_t colon = token.find(':');
   if (colon == std::string::npos) return Status::InvalidArgument("malformed page token");
   auto [end, ec] = std::from_chars(token.data(), token.data() + colon, *timestamp);
-  if (ec != std::errc() || end != token.data() + colon) return Status::InvalidArgument("malformed page token");
+  if (ec != std::errc() || end != token.data() + colon)
+    return Status::InvalidArgument("malformed page token");
   *measure = token.substr(colon + 1);
   return Status::Ok();
 }
@@ -111,7 +112,8 @@ Snapshot TakeSnapshot(const TableState& table, const Series& s, int64_t from, in
 }  // namespace
 
 Result<std::vector<ChunkRecord>> EngineImpl::ReadSealed(const std::string& table, int64_t period_start,
-                                                        const SeriesSnapshot& series, int64_t from, int64_t to) {
+                                                        const SeriesSnapshot& series, int64_t from,
+                                                        int64_t to) {
   std::vector<ChunkRecord> out;
   auto handle = GetPeriodFile(table, series.period, period_start, PeriodAccess::kRead);
   if (!handle.ok()) {
@@ -129,7 +131,8 @@ Result<std::vector<ChunkRecord>> EngineImpl::ReadSealed(const std::string& table
     for (const ChunkColumn& column : decoded.columns) {
       auto it = std::find_if(series.fields.begin(), series.fields.end(),
                              [&](const ChunkField& f) { return f.name == column.field.name; });
-      column_to_field.push_back(it == series.fields.end() ? -1 : static_cast<int>(it - series.fields.begin()));
+      column_to_field.push_back(it == series.fields.end() ? -1
+                                                          : static_cast<int>(it - series.fields.begin()));
     }
     const auto begin = std::lower_bound(decoded.timestamps.begin(), decoded.timestamps.end(), from);
     const auto end = std::lower_bound(begin, decoded.timestamps.end(), to);
@@ -152,8 +155,9 @@ Result<std::vector<ChunkRecord>> EngineImpl::ReadSealed(const std::string& table
   return out;
 }
 
-Result<std::vector<ChunkRecord>> EngineImpl::CollectSeries(const std::string& table, const SeriesSnapshot& series,
-                                                           int64_t from, int64_t to, Order order, size_t limit,
+Result<std::vector<ChunkRecord>> EngineImpl::CollectSeries(const std::string& table,
+                                                           const SeriesSnapshot& series, int64_t from,
+                                                           int64_t to, Order order, size_t limit,
                                                            int64_t now_ns) {
   std::vector<ChunkRecord> records = series.head;
   std::vector<int64_t> periods;
@@ -224,8 +228,8 @@ Result<RangeResult> EngineImpl::Range(const RangeQuery& query) {
     auto table = tables_.find(query.table);
     if (table == tables_.end()) return Status::NotFound("table '" + query.table + "' does not exist");
     const auto& all = table->second->series;
-    for (auto it = all.lower_bound({query.device_id, ""}); it != all.end() && it->first.first == query.device_id;
-         ++it) {
+    for (auto it = all.lower_bound({query.device_id, ""});
+         it != all.end() && it->first.first == query.device_id; ++it) {
       if (MeasureMatches(it->first.second, query.measure_name, query.measure_prefix)) {
         snapshots.push_back(TakeSnapshot<SeriesSnapshot>(*table->second, *it->second, from, to));
       }
@@ -240,8 +244,9 @@ Result<RangeResult> EngineImpl::Range(const RangeQuery& query) {
   };
   std::vector<Candidate> candidates;
   for (size_t s = 0; s < snapshots.size(); ++s) {
-    CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRecord> records,
-                           CollectSeries(query.table, snapshots[s], from, to, query.order, per_series_limit, now));
+    CAIRN_ASSIGN_OR_RETURN(
+        std::vector<ChunkRecord> records,
+        CollectSeries(query.table, snapshots[s], from, to, query.order, per_series_limit, now));
     for (ChunkRecord& r : records) candidates.push_back(Candidate{s, std::move(r)});
   }
   const bool ascending = query.order == Order::kAscending;
@@ -261,8 +266,9 @@ Result<RangeResult> EngineImpl::Range(const RangeQuery& query) {
   for (const Candidate& c : candidates) {
     const std::string& measure = snapshots[c.series].measure_name;
     if (paged) {
-      const bool after_token = ascending ? key_less(token_timestamp, token_measure, c.record.timestamp, measure)
-                                         : key_less(c.record.timestamp, measure, token_timestamp, token_measure);
+      const bool after_token = ascending
+                                   ? key_less(token_timestamp, token_measure, c.record.timestamp, measure)
+                                   : key_less(c.record.timestamp, measure, token_timestamp, token_measure);
       if (!after_token) continue;
     }
     if (query.limit != 0 && result.rows.size() == query.limit) {
@@ -305,7 +311,8 @@ Result<std::vector<RecordRow>> EngineImpl::LatestBatch(const std::string& table,
 Result<std::vector<RecordRow>> EngineImpl::LatestLocked(const std::string& table,
                                                         const std::vector<std::string>& devices,
                                                         const std::string& measure_name) {
-  for (const std::string& d : devices) CAIRN_RETURN_IF_ERROR(ValidateIdentifier("device_id", d, kMaxDeviceIdBytes));
+  for (const std::string& d : devices)
+    CAIRN_RETURN_IF_ERROR(ValidateIdentifier("device_id", d, kMaxDeviceIdBytes));
   const int64_t now = env_->NowUnixNanos();
   std::vector<RecordRow> rows;
   std::vector<SeriesSnapshot> to_compute;
@@ -400,7 +407,8 @@ Result<AggregateResult> EngineImpl::Aggregate(const AggregateQuery& query) {
   }
   const int64_t now = env_->NowUnixNanos();
   const auto as_double = [](const Value& v) {
-    return std::holds_alternative<double>(v) ? std::get<double>(v) : static_cast<double>(std::get<int64_t>(v));
+    return std::holds_alternative<double>(v) ? std::get<double>(v)
+                                             : static_cast<double>(std::get<int64_t>(v));
   };
   struct Accumulator {
     uint64_t count = 0;
@@ -451,7 +459,8 @@ Result<AggregateResult> EngineImpl::Aggregate(const AggregateQuery& query) {
     bool need_data = false;
     for (size_t i = 0; i < chunks.size(); ++i) {
       const ChunkRow& c = chunks[i];
-      bool eligible = c.start_ns >= query.from && c.end_ns < query.to && bucket_of(c.start_ns) == bucket_of(c.end_ns) &&
+      bool eligible = c.start_ns >= query.from && c.end_ns < query.to &&
+                      bucket_of(c.start_ns) == bucket_of(c.end_ns) &&
                       (c.min_ttl == 0 || c.min_ttl > now / kNanosPerSecond);
       for (size_t j = 0; eligible && j < chunks.size(); ++j) {
         if (j != i && chunks[j].start_ns <= c.end_ns && chunks[j].end_ns >= c.start_ns) eligible = false;
@@ -479,11 +488,13 @@ Result<AggregateResult> EngineImpl::Aggregate(const AggregateQuery& query) {
       }
     }
     if (!need_data) continue;
-    CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRecord> sealed, ReadSealed(query.table, start, snap, query.from, query.to));
+    CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRecord> sealed,
+                           ReadSealed(query.table, start, snap, query.from, query.to));
     // Keep only records of chunks that were not answered from statistics.
     std::erase_if(sealed, [&](const ChunkRecord& r) {
       for (size_t i = 0; i < chunks.size(); ++i) {
-        if (from_stats[i] && r.timestamp >= chunks[i].start_ns && r.timestamp <= chunks[i].end_ns) return true;
+        if (from_stats[i] && r.timestamp >= chunks[i].start_ns && r.timestamp <= chunks[i].end_ns)
+          return true;
       }
       return false;
     });
@@ -500,13 +511,27 @@ Result<AggregateResult> EngineImpl::Aggregate(const AggregateQuery& query) {
     bucket.count = acc.count;
     for (AggregateFunction fn : query.functions) {
       switch (fn) {
-        case AggregateFunction::kMin: bucket.values.push_back(acc.min); break;
-        case AggregateFunction::kMax: bucket.values.push_back(acc.max); break;
-        case AggregateFunction::kAvg: bucket.values.push_back(acc.sum / static_cast<double>(acc.count)); break;
-        case AggregateFunction::kSum: bucket.values.push_back(acc.sum); break;
-        case AggregateFunction::kCount: bucket.values.push_back(static_cast<int64_t>(acc.count)); break;
-        case AggregateFunction::kFirst: bucket.values.push_back(acc.first); break;
-        case AggregateFunction::kLast: bucket.values.push_back(acc.last); break;
+        case AggregateFunction::kMin:
+          bucket.values.push_back(acc.min);
+          break;
+        case AggregateFunction::kMax:
+          bucket.values.push_back(acc.max);
+          break;
+        case AggregateFunction::kAvg:
+          bucket.values.push_back(acc.sum / static_cast<double>(acc.count));
+          break;
+        case AggregateFunction::kSum:
+          bucket.values.push_back(acc.sum);
+          break;
+        case AggregateFunction::kCount:
+          bucket.values.push_back(static_cast<int64_t>(acc.count));
+          break;
+        case AggregateFunction::kFirst:
+          bucket.values.push_back(acc.first);
+          break;
+        case AggregateFunction::kLast:
+          bucket.values.push_back(acc.last);
+          break;
       }
     }
     result.buckets.push_back(std::move(bucket));
@@ -520,7 +545,8 @@ Result<std::vector<DeviceInfo>> EngineImpl::ListDevices(const std::string& table
   if (t == tables_.end()) return Status::NotFound("table '" + table + "' does not exist");
   std::vector<DeviceInfo> devices;
   for (const auto& [key, series] : t->second->series) {
-    if (devices.empty() || devices.back().device_id != key.first) devices.push_back(DeviceInfo{key.first, {}});
+    if (devices.empty() || devices.back().device_id != key.first)
+      devices.push_back(DeviceInfo{key.first, {}});
     devices.back().measures.push_back(key.second);
   }
   return devices;
@@ -537,8 +563,9 @@ Result<std::vector<MeasureInfo>> EngineImpl::ListMeasures(const std::string& tab
     m.measure_name = key.second;
     ++m.devices;
     for (const ChunkField& f : series->fields) m.fields.emplace(f.name, f.type);
-    const int64_t ts = series->latest ? series->latest->timestamp
-                                      : (series->head.empty() ? INT64_MIN : series->head.back().record.timestamp);
+    const int64_t ts = series->latest
+                           ? series->latest->timestamp
+                           : (series->head.empty() ? INT64_MIN : series->head.back().record.timestamp);
     auto [it, inserted] = newest.try_emplace(key.second, ts);
     if (inserted || ts >= it->second) {
       it->second = ts;

@@ -13,14 +13,13 @@ constexpr int64_t kNanosPerMilli = 1'000'000;
 // A chunk never holds more records than this, so one decode stays small.
 constexpr size_t kMaxRecordsPerChunk = 8192;
 
-bool Expired(const ChunkRecord& r, int64_t now_ns) {
-  return r.ttl != 0 && r.ttl <= now_ns / kNanosPerSecond;
-}
+bool Expired(const ChunkRecord& r, int64_t now_ns) { return r.ttl != 0 && r.ttl <= now_ns / kNanosPerSecond; }
 
 // Encodes `records` (ascending, unique timestamps) of one series as chunk
 // rows of at most `max_records` records.
-Status EncodeChunks(int64_t series_id, const std::vector<ChunkField>& schema, std::vector<ChunkRecord>& records,
-                    const std::vector<uint64_t>& lsns, size_t max_records, std::vector<ChunkRow>* out) {
+Status EncodeChunks(int64_t series_id, const std::vector<ChunkField>& schema,
+                    std::vector<ChunkRecord>& records, const std::vector<uint64_t>& lsns, size_t max_records,
+                    std::vector<ChunkRow>* out) {
   // Wide series get shorter chunks: the codec bounds records x fields.
   const size_t cell_bound = kMaxChunkCells / std::max<size_t>(schema.size(), 1);
   max_records = std::clamp<size_t>(std::min(max_records, cell_bound), 1, kMaxRecordsPerChunk);
@@ -55,7 +54,7 @@ std::string EngineImpl::PeriodPath(const std::string& table, Period period, int6
 }
 
 Result<std::shared_ptr<PeriodHandle>> EngineImpl::GetPeriodFile(const std::string& table, Period period,
-                                                                 int64_t start, PeriodAccess access) {
+                                                                int64_t start, PeriodAccess access) {
   const std::string path = PeriodPath(table, period, start);
   // The current and the next period take the writes and get the writer's
   // large cache; older ones are read-mostly and get the small one.
@@ -79,8 +78,8 @@ Result<std::shared_ptr<PeriodHandle>> EngineImpl::GetPeriodFile(const std::strin
       if (!exists && access != PeriodAccess::kCreate) return Status::NotFound(path + " does not exist");
       handle = std::make_shared<PeriodHandle>();
       if (writable) {
-        CAIRN_ASSIGN_OR_RETURN(handle->file,
-                               PeriodFile::OpenWritable(env_, vfs_name_, path, table, period, start, cache_kib));
+        CAIRN_ASSIGN_OR_RETURN(
+            handle->file, PeriodFile::OpenWritable(env_, vfs_name_, path, table, period, start, cache_kib));
         if (!exists) CAIRN_RETURN_IF_ERROR(env_->SyncDir(TableDir(table)));
       } else {
         auto read_only = PeriodFile::OpenReadOnly(env_, vfs_name_, path, cache_kib);
@@ -89,8 +88,8 @@ Result<std::shared_ptr<PeriodHandle>> EngineImpl::GetPeriodFile(const std::strin
         } else {
           // A crash between creating a period file and committing its schema
           // leaves a file only the writer knows how to finish.
-          CAIRN_ASSIGN_OR_RETURN(handle->file,
-                                 PeriodFile::OpenWritable(env_, vfs_name_, path, table, period, start, cache_kib));
+          CAIRN_ASSIGN_OR_RETURN(
+              handle->file, PeriodFile::OpenWritable(env_, vfs_name_, path, table, period, start, cache_kib));
         }
       }
       period_cache_.emplace_front(path, handle);
@@ -113,8 +112,8 @@ Result<std::shared_ptr<PeriodHandle>> EngineImpl::GetPeriodFile(const std::strin
     std::lock_guard file_lock(handle->mutex);
     if (handle->file->read_only()) {
       CAIRN_RETURN_IF_ERROR(handle->file->Close());
-      CAIRN_ASSIGN_OR_RETURN(handle->file,
-                             PeriodFile::OpenWritable(env_, vfs_name_, path, table, period, start, cache_kib));
+      CAIRN_ASSIGN_OR_RETURN(
+          handle->file, PeriodFile::OpenWritable(env_, vfs_name_, path, table, period, start, cache_kib));
     }
   }
   return handle;
@@ -125,7 +124,8 @@ void EngineImpl::ForgetPeriodFiles(const std::string& table, int64_t start_or_al
   std::lock_guard lock(period_cache_mutex_);
   for (auto it = period_cache_.begin(); it != period_cache_.end();) {
     const bool in_table = it->first.compare(0, prefix.size(), prefix) == 0;
-    const bool match = in_table && (start_or_all == INT64_MIN || it->second->file->period_start_ns() == start_or_all);
+    const bool match =
+        in_table && (start_or_all == INT64_MIN || it->second->file->period_start_ns() == start_or_all);
     if (match) {
       std::lock_guard file_lock(it->second->mutex);
       (void)it->second->file->Close();
@@ -142,7 +142,8 @@ Status EngineImpl::LoadPeriodFiles(TableState& table) {
   CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> names, env_->ListDir(dir));
   for (const std::string& name : names) {
     if (name.size() < 4 || name.compare(name.size() - 3, 3, ".db") != 0) continue;
-    auto start = ParsePeriodFileStem(table.info.options.period, std::string_view(name).substr(0, name.size() - 3));
+    auto start =
+        ParsePeriodFileStem(table.info.options.period, std::string_view(name).substr(0, name.size() - 3));
     if (start.ok()) table.period_starts.insert(*start);
   }
   return Status::Ok();
@@ -153,15 +154,18 @@ Status EngineImpl::RecomputeSealedMaxima(TableState& table) {
   // largest sealed timestamp, so most series resolve in the first file.
   std::map<int64_t, Series*> unresolved;
   for (auto& [key, series] : table.series) unresolved.emplace(series->id, series.get());
-  for (auto it = table.period_starts.rbegin(); it != table.period_starts.rend() && !unresolved.empty(); ++it) {
-    CAIRN_ASSIGN_OR_RETURN(auto handle, GetPeriodFile(table.info.name, table.info.options.period, *it, PeriodAccess::kRead));
+  for (auto it = table.period_starts.rbegin(); it != table.period_starts.rend() && !unresolved.empty();
+       ++it) {
+    CAIRN_ASSIGN_OR_RETURN(
+        auto handle, GetPeriodFile(table.info.name, table.info.options.period, *it, PeriodAccess::kRead));
     std::lock_guard file_lock(handle->mutex);
     CAIRN_ASSIGN_OR_RETURN(std::vector<PeriodSeries> present, handle->file->ListSeries());
     for (const PeriodSeries& p : present) {
       auto u = unresolved.find(p.series_id);
       if (u == unresolved.end()) continue;
-      CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRow> chunks,
-                             handle->file->ReadChunks(p.series_id, INT64_MIN, INT64_MAX, /*with_data=*/false));
+      CAIRN_ASSIGN_OR_RETURN(
+          std::vector<ChunkRow> chunks,
+          handle->file->ReadChunks(p.series_id, INT64_MIN, INT64_MAX, /*with_data=*/false));
       if (chunks.empty()) continue;
       int64_t max_end = INT64_MIN;
       for (const ChunkRow& c : chunks) max_end = std::max(max_end, c.end_ns);
@@ -192,8 +196,8 @@ Status EngineImpl::SealWhere(const std::function<bool(const Series&)>& due) {
       for (auto& [key, series] : table->series) {
         if (series->head.empty() || !due(*series)) continue;
         Job job{table.get(), series.get(),
-                PeriodSeries{series->id, series->device_id, series->measure_name, series->shard, series->fields,
-                             series->dimensions},
+                PeriodSeries{series->id, series->device_id, series->measure_name, series->shard,
+                             series->fields, series->dimensions},
                 series->head};
         jobs.push_back(std::move(job));
       }
@@ -242,7 +246,8 @@ Status EngineImpl::SealWhere(const std::function<bool(const Series&)>& due) {
       if (batch.series.empty() || batch.series.back().series_id != job.meta.series_id) {
         batch.series.push_back(job.meta);
       }
-      CAIRN_RETURN_IF_ERROR(EncodeChunks(job.meta.series_id, job.meta.fields, records, lsns, options_.seal_records, &batch.chunks));
+      CAIRN_RETURN_IF_ERROR(EncodeChunks(job.meta.series_id, job.meta.fields, records, lsns,
+                                         options_.seal_records, &batch.chunks));
       batch.covered.push_back({&job, {begin, end}});
       begin = end;
     }
@@ -253,7 +258,8 @@ Status EngineImpl::SealWhere(const std::function<bool(const Series&)>& due) {
   std::vector<std::pair<TableState*, int64_t>> new_periods;
   uint64_t chunks_written = 0;
   for (auto& [key, batch] : batches) {
-    auto handle = GetPeriodFile(key.first, batch.table->info.options.period, batch.start, PeriodAccess::kCreate);
+    auto handle =
+        GetPeriodFile(key.first, batch.table->info.options.period, batch.start, PeriodAccess::kCreate);
     Status status = handle.status();
     if (status.ok()) {
       std::lock_guard file_lock((*handle)->mutex);
@@ -275,7 +281,8 @@ Status EngineImpl::SealWhere(const std::function<bool(const Series&)>& due) {
     // by one would be quadratic in the head's size).
     std::map<Series*, std::vector<const HeadEntry*>> sealed_by_series;
     for (auto& [job, range] : committed) {
-      for (size_t i = range.first; i < range.second; ++i) sealed_by_series[job->series].push_back(&job->entries[i]);
+      for (size_t i = range.first; i < range.second; ++i)
+        sealed_by_series[job->series].push_back(&job->entries[i]);
     }
     for (auto& [series, sealed] : sealed_by_series) {
       std::sort(sealed.begin(), sealed.end(), [](const HeadEntry* a, const HeadEntry* b) {
@@ -284,7 +291,8 @@ Status EngineImpl::SealWhere(const std::function<bool(const Series&)>& due) {
       size_t next_sealed = 0, kept = 0;
       for (size_t i = 0; i < series->head.size(); ++i) {
         HeadEntry& entry = series->head[i];
-        while (next_sealed < sealed.size() && sealed[next_sealed]->record.timestamp < entry.record.timestamp) {
+        while (next_sealed < sealed.size() &&
+               sealed[next_sealed]->record.timestamp < entry.record.timestamp) {
           ++next_sealed;
         }
         // A newer version written meanwhile has another LSN and stays.
@@ -345,58 +353,58 @@ Status EngineImpl::CompactPeriod(const std::string& table, Period period, int64_
   std::lock_guard file_lock(handle->mutex);
   CAIRN_ASSIGN_OR_RETURN(bool compacted, handle->file->IsCompacted());
   if (compacted) return Status::Ok();
-  return handle->file->Compact(
-      [&](const PeriodSeries& series, std::vector<ChunkRow>&& chunks) -> Result<std::vector<ChunkRow>> {
-        // Merge every chunk of the series: the highest version of each
-        // timestamp wins, expired records are dropped for good.
-        std::vector<ChunkField> schema;
-        std::map<int64_t, std::pair<ChunkRecord, uint64_t>> merged;  // ts -> record, lsn bound
-        uint64_t min_lsn = UINT64_MAX, max_lsn = 0;
-        for (const ChunkRow& chunk : chunks) {
-          min_lsn = std::min(min_lsn, chunk.min_lsn);
-          max_lsn = std::max(max_lsn, chunk.max_lsn);
-          CAIRN_ASSIGN_OR_RETURN(DecodedChunk decoded, DecodeChunk(chunk.data));
-          std::vector<size_t> column_to_schema;
-          for (const ChunkColumn& column : decoded.columns) {
-            auto it = std::find_if(schema.begin(), schema.end(),
-                                   [&](const ChunkField& f) { return f.name == column.field.name; });
-            if (it == schema.end()) {
-              schema.push_back(column.field);
-              it = schema.end() - 1;
-            }
-            column_to_schema.push_back(static_cast<size_t>(it - schema.begin()));
-          }
-          for (size_t i = 0; i < decoded.size(); ++i) {
-            ChunkRecord r;
-            r.timestamp = decoded.timestamps[i];
-            r.version = decoded.versions[i];
-            r.ttl = decoded.ttls[i];
-            r.values.resize(schema.size());
-            for (size_t c = 0; c < decoded.columns.size(); ++c) {
-              if (decoded.columns[c].present[i]) r.values[column_to_schema[c]] = decoded.columns[c].values[i];
-            }
-            auto [it, inserted] = merged.try_emplace(r.timestamp, r, chunk.max_lsn);
-            if (!inserted && r.version > it->second.first.version) it->second.first = std::move(r);
-          }
+  return handle->file->Compact([&](const PeriodSeries& series,
+                                   std::vector<ChunkRow>&& chunks) -> Result<std::vector<ChunkRow>> {
+    // Merge every chunk of the series: the highest version of each
+    // timestamp wins, expired records are dropped for good.
+    std::vector<ChunkField> schema;
+    std::map<int64_t, std::pair<ChunkRecord, uint64_t>> merged;  // ts -> record, lsn bound
+    uint64_t min_lsn = UINT64_MAX, max_lsn = 0;
+    for (const ChunkRow& chunk : chunks) {
+      min_lsn = std::min(min_lsn, chunk.min_lsn);
+      max_lsn = std::max(max_lsn, chunk.max_lsn);
+      CAIRN_ASSIGN_OR_RETURN(DecodedChunk decoded, DecodeChunk(chunk.data));
+      std::vector<size_t> column_to_schema;
+      for (const ChunkColumn& column : decoded.columns) {
+        auto it = std::find_if(schema.begin(), schema.end(),
+                               [&](const ChunkField& f) { return f.name == column.field.name; });
+        if (it == schema.end()) {
+          schema.push_back(column.field);
+          it = schema.end() - 1;
         }
-        std::vector<ChunkRecord> records;
-        std::vector<uint64_t> lsns;
-        for (auto& [ts, entry] : merged) {
-          if (Expired(entry.first, now)) continue;
-          entry.first.values.resize(schema.size());
-          records.push_back(std::move(entry.first));
-          lsns.push_back(entry.second);
+        column_to_schema.push_back(static_cast<size_t>(it - schema.begin()));
+      }
+      for (size_t i = 0; i < decoded.size(); ++i) {
+        ChunkRecord r;
+        r.timestamp = decoded.timestamps[i];
+        r.version = decoded.versions[i];
+        r.ttl = decoded.ttls[i];
+        r.values.resize(schema.size());
+        for (size_t c = 0; c < decoded.columns.size(); ++c) {
+          if (decoded.columns[c].present[i]) r.values[column_to_schema[c]] = decoded.columns[c].values[i];
         }
-        std::vector<ChunkRow> out;
-        if (records.empty()) return out;
-        CAIRN_RETURN_IF_ERROR(EncodeChunks(series.series_id, schema, records, lsns, kMaxRecordsPerChunk, &out));
-        // The LSN range of the merged chunks is the union of the inputs'.
-        for (ChunkRow& row : out) {
-          row.min_lsn = min_lsn;
-          row.max_lsn = max_lsn;
-        }
-        return out;
-      });
+        auto [it, inserted] = merged.try_emplace(r.timestamp, r, chunk.max_lsn);
+        if (!inserted && r.version > it->second.first.version) it->second.first = std::move(r);
+      }
+    }
+    std::vector<ChunkRecord> records;
+    std::vector<uint64_t> lsns;
+    for (auto& [ts, entry] : merged) {
+      if (Expired(entry.first, now)) continue;
+      entry.first.values.resize(schema.size());
+      records.push_back(std::move(entry.first));
+      lsns.push_back(entry.second);
+    }
+    std::vector<ChunkRow> out;
+    if (records.empty()) return out;
+    CAIRN_RETURN_IF_ERROR(EncodeChunks(series.series_id, schema, records, lsns, kMaxRecordsPerChunk, &out));
+    // The LSN range of the merged chunks is the union of the inputs'.
+    for (ChunkRow& row : out) {
+      row.min_lsn = min_lsn;
+      row.max_lsn = max_lsn;
+    }
+    return out;
+  });
 }
 
 Status EngineImpl::Maintain() {
@@ -427,8 +435,8 @@ Status EngineImpl::Maintain() {
   }
   const int64_t seal_age_ns = options_.seal_age_ms * kNanosPerMilli;
   Status status = SealWhere([&](const Series& s) {
-    return s.head.size() >= options_.seal_records || now_monotonic - s.head_since_monotonic_ns >= seal_age_ns ||
-           over_budget.count(&s) != 0;
+    return s.head.size() >= options_.seal_records ||
+           now_monotonic - s.head_since_monotonic_ns >= seal_age_ns || over_budget.count(&s) != 0;
   });
 
   // 2. Period files: the current and the next one exist before data needs
@@ -487,7 +495,8 @@ Status EngineImpl::Maintain() {
         Status compacted = CompactPeriod(t.name, t.period, start);
         if (compacted.ok()) {
           std::unique_lock state(state_mutex_);
-          if (auto it = tables_.find(t.name); it != tables_.end()) it->second->compacted_periods.insert(start);
+          if (auto it = tables_.find(t.name); it != tables_.end())
+            it->second->compacted_periods.insert(start);
         } else if (status.ok()) {
           status = compacted;
         }
@@ -539,7 +548,8 @@ EngineStats EngineImpl::Stats() {
     s.head_bytes = head_bytes_;
     for (const auto& [name, table] : tables_) {
       s.series += table->series.size();
-      for (int64_t start : table->period_starts) files.push_back(PeriodPath(name, table->info.options.period, start));
+      for (int64_t start : table->period_starts)
+        files.push_back(PeriodPath(name, table->info.options.period, start));
     }
   }
   if (log_) s.log_bytes = log_->BytesOnDisk();

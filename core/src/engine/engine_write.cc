@@ -29,28 +29,36 @@ std::string VfsNameFor(Env* env) {
 
 std::string_view AggregateFunctionName(AggregateFunction fn) {
   switch (fn) {
-    case AggregateFunction::kMin: return "min";
-    case AggregateFunction::kMax: return "max";
-    case AggregateFunction::kAvg: return "avg";
-    case AggregateFunction::kSum: return "sum";
-    case AggregateFunction::kCount: return "count";
-    case AggregateFunction::kFirst: return "first";
-    case AggregateFunction::kLast: return "last";
+    case AggregateFunction::kMin:
+      return "min";
+    case AggregateFunction::kMax:
+      return "max";
+    case AggregateFunction::kAvg:
+      return "avg";
+    case AggregateFunction::kSum:
+      return "sum";
+    case AggregateFunction::kCount:
+      return "count";
+    case AggregateFunction::kFirst:
+      return "first";
+    case AggregateFunction::kLast:
+      return "last";
   }
   return "unknown";
 }
 
 Result<AggregateFunction> ParseAggregateFunction(std::string_view name) {
-  for (auto fn : {AggregateFunction::kMin, AggregateFunction::kMax, AggregateFunction::kAvg, AggregateFunction::kSum,
-                  AggregateFunction::kCount, AggregateFunction::kFirst, AggregateFunction::kLast}) {
+  for (auto fn :
+       {AggregateFunction::kMin, AggregateFunction::kMax, AggregateFunction::kAvg, AggregateFunction::kSum,
+        AggregateFunction::kCount, AggregateFunction::kFirst, AggregateFunction::kLast}) {
     if (AggregateFunctionName(fn) == name) return fn;
   }
   return Status::InvalidArgument("unknown aggregate function '" + std::string(name) +
                                  "' (min, max, avg, sum, count, first, last)");
 }
 
-Result<std::unique_ptr<Engine>> Engine::Open(Env* env, const std::string& data_dir, const EngineOptions& options,
-                                             RecoveryReport* report) {
+Result<std::unique_ptr<Engine>> Engine::Open(Env* env, const std::string& data_dir,
+                                             const EngineOptions& options, RecoveryReport* report) {
   if (options.seal_records == 0) return Status::InvalidArgument("seal_records must be positive");
   auto engine = std::make_unique<EngineImpl>(env, data_dir, options);
   CAIRN_RETURN_IF_ERROR(engine->OpenAndRecover(report));
@@ -150,7 +158,8 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
       &replay, &corruption);
   if (!replayed.ok()) {
     if (replayed.Is(StatusCode::kCorruption)) {
-      return Status::Corruption(replayed.message() + " (run the log repair command to truncate the log there)");
+      return Status::Corruption(replayed.message() +
+                                " (run the log repair command to truncate the log there)");
     }
     return replayed;
   }
@@ -194,8 +203,8 @@ Status EngineImpl::ReplayRecord(const std::string& table_name, Record& record, u
     schema_changed = true;
   }
   if (schema_changed) {
-    CatalogSeries c{series->id, t.info.name, series->device_id, series->measure_name, series->shard,
-                    series->fields, series->dimensions};
+    CatalogSeries c{series->id,    t.info.name,    series->device_id, series->measure_name,
+                    series->shard, series->fields, series->dimensions};
     CAIRN_RETURN_IF_ERROR(catalog_->PutSeries({c}));
   }
   static const std::unordered_map<const Series*, std::map<int64_t, uint64_t>> kNoPending;
@@ -352,12 +361,14 @@ Result<uint64_t> EngineImpl::ExistingVersion(
   if (auto p = pending.find(&series); p != pending.end()) {
     if (auto v = p->second.find(timestamp); v != p->second.end()) return v->second + 1;
   }
-  if (size_t i = series.FindInHead(timestamp); i < series.head.size()) return series.head[i].record.version + 1;
+  if (size_t i = series.FindInHead(timestamp); i < series.head.size())
+    return series.head[i].record.version + 1;
   if (timestamp > series.sealed_max_timestamp) return uint64_t{0};
   // A late write into sealed time: look in the chunks that cover it.
   const int64_t start = PeriodStart(table.info.options.period, timestamp);
   if (!table.period_starts.count(start)) return uint64_t{0};
-  CAIRN_ASSIGN_OR_RETURN(auto handle, GetPeriodFile(table.info.name, table.info.options.period, start, PeriodAccess::kRead));
+  CAIRN_ASSIGN_OR_RETURN(
+      auto handle, GetPeriodFile(table.info.name, table.info.options.period, start, PeriodAccess::kRead));
   std::lock_guard file_lock(handle->mutex);
   CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRow> chunks,
                          handle->file->ReadChunks(series.id, timestamp, timestamp + 1, /*with_data=*/true));
@@ -400,10 +411,18 @@ void EngineImpl::CountOutcomes(const std::vector<PendingWrite*>& group) {
     if (!w->status.ok()) continue;
     for (const RecordResult& r : w->result.records) {
       switch (r.outcome) {
-        case WriteOutcome::kStored: ++w->result.stored; break;
-        case WriteOutcome::kDuplicate: ++w->result.duplicates; break;
-        case WriteOutcome::kRejectedVersion: ++w->result.rejected; break;
-        case WriteOutcome::kInvalid: ++w->result.invalid; break;
+        case WriteOutcome::kStored:
+          ++w->result.stored;
+          break;
+        case WriteOutcome::kDuplicate:
+          ++w->result.duplicates;
+          break;
+        case WriteOutcome::kRejectedVersion:
+          ++w->result.rejected;
+          break;
+        case WriteOutcome::kInvalid:
+          ++w->result.invalid;
+          break;
       }
     }
     records_written_ += w->result.stored;
@@ -452,7 +471,8 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group, bool* lo
           continue;
         }
         if (r.timestamp > now && r.timestamp - now > kMaxFutureSkewNanos) {
-          invalid("timestamp " + std::to_string(r.timestamp) + " is more than a day ahead of the gateway clock");
+          invalid("timestamp " + std::to_string(r.timestamp) +
+                  " is more than a day ahead of the gateway clock");
           continue;
         }
         // Types must agree with the series before anything changes.
@@ -463,7 +483,8 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group, bool* lo
           if (!existing) break;
           auto fi = existing->field_index.find(f.name);
           if (fi != existing->field_index.end() && existing->fields[fi->second].type != TypeOf(f.value)) {
-            conflict = "field '" + f.name + "' is " + std::string(FieldTypeName(existing->fields[fi->second].type)) +
+            conflict = "field '" + f.name + "' is " +
+                       std::string(FieldTypeName(existing->fields[fi->second].type)) +
                        " in this series, not " + std::string(FieldTypeName(TypeOf(f.value)));
             break;
           }

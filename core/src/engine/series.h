@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cairn/core/table.h"
+
 #include "chunk/chunk_codec.h"
 
 namespace cairn {
@@ -58,7 +59,7 @@ struct Series {
     auto it = std::lower_bound(head.begin(), head.end(), timestamp,
                                [](const HeadEntry& e, int64_t ts) { return e.record.timestamp < ts; });
     return (it != head.end() && it->record.timestamp == timestamp) ? static_cast<size_t>(it - head.begin())
-                                                                  : head.size();
+                                                                   : head.size();
   }
 
   void AddField(const std::string& name, FieldType type) {

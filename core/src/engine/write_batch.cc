@@ -1,8 +1,8 @@
 #include "engine/write_batch.h"
 
+#include <array>
 #include <cmath>
 #include <cstring>
-#include <array>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -90,7 +90,8 @@ std::string EncodeWriteBatch(const std::vector<LoggedRecord>& records) {
                                    strings.Index(r.measure_name)}));
     const int64_t units = r.timestamp / time_unit;
     // Unsigned subtraction: timestamps span the whole int64 range.
-    PutSignedVarint(&body, static_cast<int64_t>(static_cast<uint64_t>(units) - static_cast<uint64_t>(previous_units)));
+    PutSignedVarint(
+        &body, static_cast<int64_t>(static_cast<uint64_t>(units) - static_cast<uint64_t>(previous_units)));
     previous_units = units;
     const uint8_t flags = (r.version != 0 ? kHasVersion : 0) | (logged.ttl != 0 ? kHasTtl : 0) |
                           (!r.dimensions.empty() ? kHasDimensions : 0);
@@ -169,7 +170,8 @@ Result<std::vector<DecodedWriteRecord>> DecodeWriteBatch(std::string_view payloa
   if (version != kWriteBatchVersion) return corrupt("unknown version " + std::to_string(version));
   // Every entry takes at least one byte, which bounds a forged count.
   uint64_t string_count;
-  if (!reader.ReadVarint(&string_count) || string_count > reader.remaining()) return corrupt("bad dictionary size");
+  if (!reader.ReadVarint(&string_count) || string_count > reader.remaining())
+    return corrupt("bad dictionary size");
   std::vector<std::string_view> strings;
   strings.reserve(static_cast<size_t>(string_count));
   for (uint64_t i = 0; i < string_count; ++i) {
@@ -181,9 +183,12 @@ Result<std::vector<DecodedWriteRecord>> DecodeWriteBatch(std::string_view payloa
     }
     strings.push_back(s);
   }
-  const auto read_index = [&](uint64_t size, uint64_t* index) { return reader.ReadVarint(index) && *index < size; };
+  const auto read_index = [&](uint64_t size, uint64_t* index) {
+    return reader.ReadVarint(index) && *index < size;
+  };
   uint64_t series_count;
-  if (!reader.ReadVarint(&series_count) || series_count > reader.remaining()) return corrupt("bad series count");
+  if (!reader.ReadVarint(&series_count) || series_count > reader.remaining())
+    return corrupt("bad series count");
   std::vector<std::array<uint64_t, 3>> series(static_cast<size_t>(series_count));
   for (auto& s : series) {
     for (uint64_t& index : s) {
@@ -191,7 +196,8 @@ Result<std::vector<DecodedWriteRecord>> DecodeWriteBatch(std::string_view payloa
     }
   }
   uint8_t time_exponent;
-  if (!reader.ReadByte(&time_exponent) || time_exponent > kMaxTimeExponent) return corrupt("bad time exponent");
+  if (!reader.ReadByte(&time_exponent) || time_exponent > kMaxTimeExponent)
+    return corrupt("bad time exponent");
   const int64_t time_unit = PowerOfTen(time_exponent);
   const auto read_string = [&](std::string* out) {
     uint64_t index;
@@ -201,7 +207,8 @@ Result<std::vector<DecodedWriteRecord>> DecodeWriteBatch(std::string_view payloa
   };
 
   uint64_t record_count;
-  if (!reader.ReadVarint(&record_count) || record_count > reader.remaining()) return corrupt("bad record count");
+  if (!reader.ReadVarint(&record_count) || record_count > reader.remaining())
+    return corrupt("bad record count");
   std::vector<DecodedWriteRecord> records(static_cast<size_t>(record_count));
   int64_t previous_units = 0;
   for (DecodedWriteRecord& decoded : records) {
@@ -217,12 +224,14 @@ Result<std::vector<DecodedWriteRecord>> DecodeWriteBatch(std::string_view payloa
     if (!reader.ReadSignedVarint(&delta) || !reader.ReadByte(&flags) || (flags & ~kKnownFlags) != 0) {
       return corrupt("bad record header");
     }
-    const int64_t units = static_cast<int64_t>(static_cast<uint64_t>(previous_units) + static_cast<uint64_t>(delta));
+    const int64_t units =
+        static_cast<int64_t>(static_cast<uint64_t>(previous_units) + static_cast<uint64_t>(delta));
     previous_units = units;
     if (__builtin_mul_overflow(units, time_unit, &r.timestamp)) return corrupt("timestamp out of range");
     if ((flags & kHasVersion) && !reader.ReadVarint(&r.version)) return corrupt("truncated version");
     if ((flags & kHasTtl) && !reader.ReadSignedVarint(&r.ttl)) return corrupt("truncated ttl");
-    if (!reader.ReadVarint(&field_count) || field_count > kMaxFieldsPerRecord) return corrupt("bad field count");
+    if (!reader.ReadVarint(&field_count) || field_count > kMaxFieldsPerRecord)
+      return corrupt("bad field count");
     r.fields.resize(static_cast<size_t>(field_count));
     for (Field& field : r.fields) {
       uint8_t tag;

@@ -7,22 +7,32 @@ namespace cairn {
 
 std::string_view FieldTypeName(FieldType type) {
   switch (type) {
-    case FieldType::kDouble: return "double";
-    case FieldType::kInt64: return "int64";
-    case FieldType::kBool: return "bool";
-    case FieldType::kString: return "string";
-    case FieldType::kTimestamp: return "timestamp";
+    case FieldType::kDouble:
+      return "double";
+    case FieldType::kInt64:
+      return "int64";
+    case FieldType::kBool:
+      return "bool";
+    case FieldType::kString:
+      return "string";
+    case FieldType::kTimestamp:
+      return "timestamp";
   }
   return "unknown";
 }
 
 FieldType TypeOf(const Value& value) {
   switch (value.index()) {
-    case 1: return FieldType::kDouble;
-    case 2: return FieldType::kInt64;
-    case 3: return FieldType::kBool;
-    case 4: return FieldType::kString;
-    case 5: return FieldType::kTimestamp;
+    case 1:
+      return FieldType::kDouble;
+    case 2:
+      return FieldType::kInt64;
+    case 3:
+      return FieldType::kBool;
+    case 4:
+      return FieldType::kString;
+    case 5:
+      return FieldType::kTimestamp;
   }
   assert(false && "TypeOf(monostate)");
   return FieldType::kDouble;
@@ -68,7 +78,8 @@ Status CheckUtf8(std::string_view what, std::string_view s, bool forbid_control)
     uint32_t cp = 0;
     size_t n = DecodeUtf8(s, i, &cp);
     if (n == 0) {
-      return Status::InvalidArgument(std::string(what) + " is not valid UTF-8 (byte " + std::to_string(i) + ")");
+      return Status::InvalidArgument(std::string(what) + " is not valid UTF-8 (byte " + std::to_string(i) +
+                                     ")");
     }
     if (forbid_control && (cp < 0x20 || (cp >= 0x7F && cp < 0xA0))) {
       return Status::InvalidArgument(std::string(what) + " contains a control character (byte " +

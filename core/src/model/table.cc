@@ -38,10 +38,14 @@ int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0
 
 std::string_view PeriodName(Period period) {
   switch (period) {
-    case Period::kHour: return "hour";
-    case Period::kDay: return "day";
-    case Period::kWeek: return "week";
-    case Period::kMonth: return "month";
+    case Period::kHour:
+      return "hour";
+    case Period::kDay:
+      return "day";
+    case Period::kWeek:
+      return "week";
+    case Period::kMonth:
+      return "month";
   }
   return "unknown";
 }
@@ -59,8 +63,12 @@ int64_t PeriodStart(Period period, int64_t unix_nanos) {
   const int64_t days = FloorDiv(seconds, kSecondsPerDay);
   int64_t start_seconds = 0;
   switch (period) {
-    case Period::kHour: start_seconds = FloorDiv(seconds, 3600) * 3600; break;
-    case Period::kDay: start_seconds = days * kSecondsPerDay; break;
+    case Period::kHour:
+      start_seconds = FloorDiv(seconds, 3600) * 3600;
+      break;
+    case Period::kDay:
+      start_seconds = days * kSecondsPerDay;
+      break;
     case Period::kWeek:
       // 1970-01-01 was a Thursday; ISO weeks start on Monday.
       start_seconds = (days - (((days + 3) % 7) + 7) % 7) * kSecondsPerDay;
@@ -83,9 +91,15 @@ int64_t NextPeriodStart(Period period, int64_t unix_nanos) {
   const int64_t start = PeriodStart(period, unix_nanos);
   int64_t length = 0;
   switch (period) {
-    case Period::kHour: length = 3600 * kNanosPerSecond; break;
-    case Period::kDay: length = kSecondsPerDay * kNanosPerSecond; break;
-    case Period::kWeek: length = 7 * kSecondsPerDay * kNanosPerSecond; break;
+    case Period::kHour:
+      length = 3600 * kNanosPerSecond;
+      break;
+    case Period::kDay:
+      length = kSecondsPerDay * kNanosPerSecond;
+      break;
+    case Period::kWeek:
+      length = 7 * kSecondsPerDay * kNanosPerSecond;
+      break;
     case Period::kMonth: {
       int64_t y;
       unsigned m, d;
@@ -140,13 +154,22 @@ Result<int64_t> ParsePeriodFileStem(Period period, std::string_view stem) {
   char tail = 0;
   int parsed = 0;
   switch (period) {
-    case Period::kHour: parsed = sscanf(text.c_str(), "%4d-%2d-%2dT%2d%c", &year, &month, &day, &hour, &tail) - 4; break;
-    case Period::kDay: parsed = sscanf(text.c_str(), "%4d-%2d-%2d%c", &year, &month, &day, &tail) - 3; break;
-    case Period::kWeek: parsed = sscanf(text.c_str(), "%4d-W%2d%c", &year, &week, &tail) - 2; break;
-    case Period::kMonth: parsed = sscanf(text.c_str(), "%4d-%2d%c", &year, &month, &tail) - 2; break;
+    case Period::kHour:
+      parsed = sscanf(text.c_str(), "%4d-%2d-%2dT%2d%c", &year, &month, &day, &hour, &tail) - 4;
+      break;
+    case Period::kDay:
+      parsed = sscanf(text.c_str(), "%4d-%2d-%2d%c", &year, &month, &day, &tail) - 3;
+      break;
+    case Period::kWeek:
+      parsed = sscanf(text.c_str(), "%4d-W%2d%c", &year, &week, &tail) - 2;
+      break;
+    case Period::kMonth:
+      parsed = sscanf(text.c_str(), "%4d-%2d%c", &year, &month, &tail) - 2;
+      break;
   }
   const auto invalid = [&] {
-    return Status::InvalidArgument("'" + text + "' is not a " + std::string(PeriodName(period)) + " period name");
+    return Status::InvalidArgument("'" + text + "' is not a " + std::string(PeriodName(period)) +
+                                   " period name");
   };
   if (parsed != 0 || month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 || week < 1 ||
       week > 53) {
@@ -171,8 +194,8 @@ Status ValidateTableName(std::string_view name) {
   if (name.empty() || name.size() > 64) return Status::InvalidArgument("table name must be 1-64 bytes");
   if (name[0] == '-') return Status::InvalidArgument("table name must not start with '-'");
   for (char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-                    c == '-';
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
     if (!ok) {
       return Status::InvalidArgument("table name '" + std::string(name) +
                                      "' may contain only letters, digits, '_' and '-'");

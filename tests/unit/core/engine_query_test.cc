@@ -182,8 +182,9 @@ TEST_F(EngineQueryTest, AggregatesAgreeBetweenStatisticsAndDecoding) {
   q.from = base;
   q.to = base + 86400 * kSecond;
   q.step = 3600 * kSecond;
-  q.functions = {AggregateFunction::kMin, AggregateFunction::kMax, AggregateFunction::kAvg, AggregateFunction::kSum,
-                 AggregateFunction::kCount, AggregateFunction::kFirst, AggregateFunction::kLast};
+  q.functions = {AggregateFunction::kMin, AggregateFunction::kMax,   AggregateFunction::kAvg,
+                 AggregateFunction::kSum, AggregateFunction::kCount, AggregateFunction::kFirst,
+                 AggregateFunction::kLast};
   auto from_head = engine_->Aggregate(q);
   ASSERT_TRUE(from_head.ok()) << from_head.status().ToString();
   ASSERT_EQ(from_head->buckets.size(), 24u);

@@ -29,7 +29,8 @@ TEST_F(EngineStorageTest, SealWritesPeriodFilesAndCheckpointReleasesTheLog) {
   CreateTable();
   for (int b = 0; b < 50; ++b) {
     std::vector<Record> batch;
-    for (int i = 0; i < 20; ++i) batch.push_back(Temperature("d" + std::to_string(i), Now() - (1000 - b) * kSecond, b));
+    for (int i = 0; i < 20; ++i)
+      batch.push_back(Temperature("d" + std::to_string(i), Now() - (1000 - b) * kSecond, b));
     WriteOk(batch);
   }
   const uint64_t log_before = engine_->Stats().log_bytes;

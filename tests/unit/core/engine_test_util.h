@@ -1,13 +1,14 @@
 // Shared helpers of the engine unit tests.
 #pragma once
 
-#include <gtest/gtest.h>
-
 #include <memory>
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "cairn/core/engine.h"
+
 #include "manual_clock_env.h"
 #include "test_dirs.h"
 

@@ -1,10 +1,10 @@
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
+
+#include <gtest/gtest.h>
 
 #include "engine/write_batch.h"
 
@@ -17,7 +17,8 @@ uint64_t Bits(double d) {
   return b;
 }
 
-std::vector<DecodedWriteRecord> RoundTrip(const std::vector<std::string>& tables, const std::vector<Record>& records) {
+std::vector<DecodedWriteRecord> RoundTrip(const std::vector<std::string>& tables,
+                                          const std::vector<Record>& records) {
   std::vector<LoggedRecord> logged;
   for (size_t i = 0; i < records.size(); ++i) logged.push_back({&tables[i], &records[i], records[i].ttl});
   auto decoded = DecodeWriteBatch(EncodeWriteBatch(logged));
@@ -50,7 +51,11 @@ TEST(WriteBatchTest, EveryTypeAndExtremeRoundTrips) {
     ts = ts == INT64_MIN ? INT64_MAX : ts / 2;
     r.version = UINT64_MAX;
     r.ttl = 1'800'000'000;
-    r.fields = {{"d", d}, {"i", INT64_MIN}, {"j", INT64_MAX}, {"b", true}, {"s", std::string("x\0y", 3)},
+    r.fields = {{"d", d},
+                {"i", INT64_MIN},
+                {"j", INT64_MAX},
+                {"b", true},
+                {"s", std::string("x\0y", 3)},
                 {"t", Timestamp{-1}}};
     r.dimensions = {{"site", "north"}, {"rack", ""}};
     records.push_back(r);
@@ -85,7 +90,8 @@ TEST(WriteBatchTest, RandomDoublesRoundTripBitExactly) {
       std::memcpy(&d, &bits, sizeof d);
       if (!std::isfinite(d)) d = 1.5;
     } else {
-      d = static_cast<double>(static_cast<int64_t>(random() % 2000001) - 1000000) / (i % 3 == 1 ? 100.0 : 1e6);
+      d = static_cast<double>(static_cast<int64_t>(random() % 2000001) - 1000000) /
+          (i % 3 == 1 ? 100.0 : 1e6);
     }
     Record r;
     r.device_id = "d" + std::to_string(i % 10);
@@ -111,7 +117,8 @@ TEST(WriteBatchTest, SensorRecordsStayCompact) {
     r.device_id = "device-" + std::to_string(i % 200);
     r.measure_name = "env";
     r.timestamp = 1'700'000'000'000'000'000 + (i / 200) * 1'000'000'000LL + (i % 200) * 3'000'000LL;
-    r.fields = {{"temperature", 21.5 + (i % 7) * 0.01}, {"humidity", 40.0 + (i % 5) * 0.1},
+    r.fields = {{"temperature", 21.5 + (i % 7) * 0.01},
+                {"humidity", 40.0 + (i % 5) * 0.1},
                 {"pressure", 1013.2 + (i % 3) * 0.1}};
     records.push_back(r);
   }

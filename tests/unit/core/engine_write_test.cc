@@ -1,6 +1,6 @@
-#include <cmath>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <thread>
 
 #include "engine_test_util.h"
@@ -14,7 +14,10 @@ TEST_F(EngineWriteTest, StoresAndReadsBackOneRecord) {
   CreateTable();
   const int64_t ts = Now() - 10 * kSecond;
   Record r = MakeRecord("dev-1", "env", ts,
-                        {{"temperature", 21.5}, {"count", int64_t{7}}, {"ok", true}, {"note", std::string("a\0b", 3)},
+                        {{"temperature", 21.5},
+                         {"count", int64_t{7}},
+                         {"ok", true},
+                         {"note", std::string("a\0b", 3)},
                          {"seen", Timestamp{ts - 5}}});
   WriteResult w = WriteOk({r});
   ASSERT_EQ(w.records.size(), 1u);
@@ -41,10 +44,12 @@ TEST_F(EngineWriteTest, VersionRulesPerRecord) {
   CreateTable();
   const int64_t ts = Now() - kSecond;
   WriteOk({Temperature("d", ts, 20.0, 5)});
-  WriteResult w = WriteOk({Temperature("d", ts, 20.0, 5), Temperature("d", ts, 19.0, 4), Temperature("d", ts, 22.0, 6)});
+  WriteResult w =
+      WriteOk({Temperature("d", ts, 20.0, 5), Temperature("d", ts, 19.0, 4), Temperature("d", ts, 22.0, 6)});
   EXPECT_EQ(w.records[0].outcome, WriteOutcome::kDuplicate);
   EXPECT_EQ(w.records[1].outcome, WriteOutcome::kRejectedVersion);
-  EXPECT_NE(w.records[1].reason.find("lower than the stored version 5"), std::string::npos) << w.records[1].reason;
+  EXPECT_NE(w.records[1].reason.find("lower than the stored version 5"), std::string::npos)
+      << w.records[1].reason;
   EXPECT_EQ(w.records[2].outcome, WriteOutcome::kStored);
   auto got = engine_->Get("t", "d", "env", ts);
   ASSERT_TRUE(got.ok() && got->has_value());
@@ -164,7 +169,8 @@ TEST_F(EngineWriteTest, ConcurrentWritersAllLand) {
       for (int b = 0; b < kBatches; ++b) {
         std::vector<Record> batch;
         for (int i = 0; i < kPerBatch; ++i) {
-          batch.push_back(Temperature("dev-" + std::to_string(t), base + (b * kPerBatch + i) * kSecond, b + i * 0.5));
+          batch.push_back(
+              Temperature("dev-" + std::to_string(t), base + (b * kPerBatch + i) * kSecond, b + i * 0.5));
         }
         auto w = engine_->Write("t", batch);
         ASSERT_TRUE(w.ok());
@@ -232,7 +238,8 @@ TEST_F(EngineWriteTest, DroppingATableWhileOthersWriteToItIsSafe) {
   for (int t = 0; t < 3; ++t) {
     writers.emplace_back([&, t] {
       for (int i = 0; !stop && i < 2000; ++i) {
-        auto w = engine_->Write(t == 0 ? "other" : "victim", {Temperature("d" + std::to_string(t), Now() - i, i)});
+        auto w =
+            engine_->Write(t == 0 ? "other" : "victim", {Temperature("d" + std::to_string(t), Now() - i, i)});
         // Either stored, or the table is gone: never anything else.
         if (!w.ok()) {
           ASSERT_EQ(w.status().code(), StatusCode::kNotFound) << w.status().ToString();

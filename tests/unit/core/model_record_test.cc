@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include <cmath>
+
+#include <gtest/gtest.h>
 
 #include "cairn/core/record.h"
 
@@ -25,7 +25,7 @@ TEST(ValidateIdentifierTest, AcceptsUtf8AndRejectsControlAndMalformedBytes) {
   EXPECT_FALSE(ValidateIdentifier("x", std::string("a\0b", 3), 128).ok());  // NUL
   EXPECT_FALSE(ValidateIdentifier("x", "tab\there", 128).ok());
   EXPECT_FALSE(ValidateIdentifier("x", "del\x7f", 128).ok());
-  EXPECT_FALSE(ValidateIdentifier("x", "c1\xc2\x85", 128).ok());      // U+0085 NEL
+  EXPECT_FALSE(ValidateIdentifier("x", "c1\xc2\x85", 128).ok());  // U+0085 NEL
   EXPECT_FALSE(ValidateIdentifier("x", "overlong\xc0\xaf", 128).ok());
   EXPECT_FALSE(ValidateIdentifier("x", "overlong3\xe0\x80\xaf", 128).ok());
   EXPECT_FALSE(ValidateIdentifier("x", "surrogate\xed\xa0\x80", 128).ok());

@@ -22,7 +22,8 @@ TEST(PeriodTest, StartsAndStems) {
   const int64_t december = PeriodStart(Period::kMonth, int64_t{1'765'000'000} * kSecond);  // 2025-12-06
   EXPECT_EQ(PeriodFileStem(Period::kMonth, NextPeriodStart(Period::kMonth, december)), "2026-01");
   const int64_t feb2024 = int64_t{1'708'000'000} * kSecond;  // 2024-02-15
-  EXPECT_EQ(NextPeriodStart(Period::kMonth, feb2024) - PeriodStart(Period::kMonth, feb2024), 29 * 86400 * kSecond);
+  EXPECT_EQ(NextPeriodStart(Period::kMonth, feb2024) - PeriodStart(Period::kMonth, feb2024),
+            29 * 86400 * kSecond);
   // Before the epoch, periods still floor downwards.
   EXPECT_EQ(PeriodFileStem(Period::kDay, PeriodStart(Period::kDay, -1)), "1969-12-31");
   EXPECT_EQ(PeriodFileStem(Period::kHour, PeriodStart(Period::kHour, 0)), "1970-01-01T00");

@@ -39,7 +39,7 @@ enum class Durability : uint8_t {
 
 struct EngineOptions {
   Durability durability = Durability::kFull;
-  int64_t sync_interval_ms = 100;        // used with kInterval
+  int64_t sync_interval_ms = 100;  // used with kInterval
 
   uint64_t log_segment_bytes = 64ull << 20;  // a segment rolls over past this size
 
@@ -78,7 +78,7 @@ struct RecordResult {
 
 struct WriteResult {
   std::vector<RecordResult> records;  // one per input record, same order
-  uint64_t first_lsn = 0;  // LSN of the first stored record (0 if none stored)
+  uint64_t first_lsn = 0;             // LSN of the first stored record (0 if none stored)
   size_t stored = 0, duplicates = 0, rejected = 0, invalid = 0;
 };
 
@@ -89,7 +89,7 @@ struct RecordRow {
   int shard = 0;
   int64_t timestamp = 0;
   uint64_t version = 0;
-  int64_t ttl = 0;  // 0 = none
+  int64_t ttl = 0;            // 0 = none
   std::vector<Field> fields;  // only the fields this record carries, sorted by name
 };
 
@@ -105,8 +105,8 @@ struct RangeQuery {
   int64_t from = INT64_MIN;  // inclusive, ns
   int64_t to = INT64_MAX;    // exclusive, ns
   Order order = Order::kAscending;
-  size_t limit = 1000;        // at most this many rows; 0 = no limit
-  std::string page_token;     // from a previous RangeResult to continue it
+  size_t limit = 1000;     // at most this many rows; 0 = no limit
+  std::string page_token;  // from a previous RangeResult to continue it
 };
 
 struct RangeResult {
@@ -159,18 +159,18 @@ struct MeasureInfo {
 
 struct EngineStats {
   uint64_t records_written = 0, records_duplicate = 0, records_rejected = 0, records_invalid = 0;
-  uint64_t last_lsn = 0;         // highest LSN assigned
-  uint64_t checkpoint_lsn = 0;   // every record below it is in a period file
+  uint64_t last_lsn = 0;        // highest LSN assigned
+  uint64_t checkpoint_lsn = 0;  // every record below it is in a period file
   uint64_t head_records = 0, head_bytes = 0;
   uint64_t chunks_sealed = 0;
-  uint64_t log_bytes = 0;        // log segments on disk
+  uint64_t log_bytes = 0;  // log segments on disk
   uint64_t period_file_bytes = 0;
   uint64_t series = 0;
 };
 
 // What Open found while replaying the log.
 struct RecoveryReport {
-  uint64_t records_replayed = 0;          // log records at or past the checkpoint applied to the head
+  uint64_t records_replayed = 0;           // log records at or past the checkpoint applied to the head
   uint64_t torn_tail_bytes_truncated = 0;  // a write cut by a crash, dropped
 };
 
@@ -184,8 +184,7 @@ class Engine {
   // and offset; RepairLog then truncates the log after the last good record.
   // `env` must outlive the engine.
   static Result<std::unique_ptr<Engine>> Open(Env* env, const std::string& data_dir,
-                                              const EngineOptions& options,
-                                              RecoveryReport* report = nullptr);
+                                              const EngineOptions& options, RecoveryReport* report = nullptr);
 
   // Truncates the log after its last intact record so that Open can proceed,
   // losing the records after the corruption. Returns how many bytes were cut.

@@ -53,12 +53,12 @@ struct Field {
 
 // A record as written by a client.
 struct Record {
-  std::string device_id;     // UTF-8, 1-128 bytes, no control characters
-  std::string measure_name;  // UTF-8, 1-256 bytes, no control characters; '#' separates levels
-  int64_t timestamp = 0;     // nanoseconds since the Unix epoch, UTC
-  std::vector<Field> fields; // 1..kMaxFieldsPerRecord, unique names
-  int64_t ttl = 0;           // absolute expiry in Unix seconds; 0 = none (table default applies)
-  uint64_t version = 0;      // higher replaces, equal is a duplicate, lower is rejected
+  std::string device_id;      // UTF-8, 1-128 bytes, no control characters
+  std::string measure_name;   // UTF-8, 1-256 bytes, no control characters; '#' separates levels
+  int64_t timestamp = 0;      // nanoseconds since the Unix epoch, UTC
+  std::vector<Field> fields;  // 1..kMaxFieldsPerRecord, unique names
+  int64_t ttl = 0;            // absolute expiry in Unix seconds; 0 = none (table default applies)
+  uint64_t version = 0;       // higher replaces, equal is a duplicate, lower is rejected
   // Series metadata (site, rack, firmware ...): stored once per series in the
   // catalog, latest write wins. Empty leaves the stored dimensions unchanged.
   std::map<std::string, std::string> dimensions;
