@@ -30,7 +30,6 @@
 #include "pty_pair.h"
 #include "test_dirs.h"
 
-
 namespace cairn {
 namespace {
 
@@ -39,7 +38,6 @@ namespace {
 constexpr int kTimeoutMs = 60000;
 constexpr std::string_view kPrompt = "cairn> ";
 constexpr int64_t kMinute = int64_t{60} * 1'000'000'000;
-
 
 bool ExitedWith(const std::optional<int>& status, int code) {
   return status && WIFEXITED(*status) && WEXITSTATUS(*status) == code;

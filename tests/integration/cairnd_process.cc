@@ -1,16 +1,16 @@
 #include "cairnd_process.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <chrono>
 #include <fstream>
 #include <sstream>
 #include <thread>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cairnd_location.h"
 
@@ -29,7 +29,8 @@ std::string ReadWhole(const std::string& path) {
 
 }  // namespace
 
-CairndProcess::CairndProcess(const std::vector<std::string>& flags, std::string stderr_path, std::string stdout_path)
+CairndProcess::CairndProcess(const std::vector<std::string>& flags, std::string stderr_path,
+                             std::string stdout_path)
     : stderr_path_(std::move(stderr_path)), stdout_path_(std::move(stdout_path)) {
   std::vector<std::string> words;
   for (const char* const* word = kCairndLauncher; *word != nullptr; ++word) words.push_back(*word);

@@ -3,12 +3,12 @@
 // stderr in files the test reads afterwards.
 #pragma once
 
-#include <sys/types.h>
-
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <sys/types.h>
 
 namespace cairn {
 

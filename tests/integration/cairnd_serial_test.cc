@@ -26,7 +26,6 @@
 #include "pty_pair.h"
 #include "test_dirs.h"
 
-
 namespace cairn {
 namespace {
 

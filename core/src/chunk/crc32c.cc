@@ -69,7 +69,8 @@ uint32_t Crc32c(std::string_view data) { return Crc32cExtend(0, data); }
 Result<std::string_view> VerifyTrailingCrc32c(std::string_view bytes, std::string_view what) {
   constexpr size_t kChecksumBytes = 4;
   if (bytes.size() < kChecksumBytes) {
-    return Status::Corruption(std::string(what) + ": " + std::to_string(bytes.size()) + " bytes is too short");
+    return Status::Corruption(std::string(what) + ": " + std::to_string(bytes.size()) +
+                              " bytes is too short");
   }
   const std::string_view payload = bytes.substr(0, bytes.size() - kChecksumBytes);
   const auto* tail = reinterpret_cast<const unsigned char*>(bytes.data() + payload.size());

@@ -140,7 +140,6 @@ class SqliteDb {
   // bytes. FailedPrecondition on a read-only handle.
   Status Checkpoint();
 
-
   // Finalizes cached statements and closes the connection; a read-write
   // connection in WAL mode checkpoints and deletes its WAL as it closes.
   // Idempotent. Returns the close error if SQLite reported one.

@@ -400,12 +400,13 @@ TEST(LogWriterStartNewSegmentTest, LetsTheOldSegmentGoOnceCheckpointed) {
   ASSERT_TRUE((*writer)->Close().ok());
   LogReplayStats stats;
   std::vector<uint64_t> seen;
-  ASSERT_TRUE(ReplayLog(Env::Default(), log_dir, 1,
-                        [&](uint64_t lsn, uint32_t, std::string_view) {
-                          seen.push_back(lsn);
-                          return Status::Ok();
-                        },
-                        &stats)
+  ASSERT_TRUE(ReplayLog(
+                  Env::Default(), log_dir, 1,
+                  [&](uint64_t lsn, uint32_t, std::string_view) {
+                    seen.push_back(lsn);
+                    return Status::Ok();
+                  },
+                  &stats)
                   .ok());
   EXPECT_EQ(seen, std::vector<uint64_t>{4});
   EXPECT_EQ(stats.next_lsn, 5u);
