@@ -45,6 +45,13 @@ Status EncodeChunks(int64_t series_id, const std::vector<ChunkField>& schema,
   return Status::Ok();
 }
 
+// Closes a handle's file under its mutex. The lock must end before the
+// handle is erased from the cache: erasing may destroy the mutex.
+void CloseHandle(PeriodHandle& handle) {
+  std::lock_guard file_lock(handle.mutex);
+  (void)handle.file->Close();
+}
+
 }  // namespace
 
 std::string EngineImpl::TableDir(const std::string& table) const { return JoinPath(data_dir_, table); }
@@ -98,8 +105,7 @@ Result<std::shared_ptr<PeriodHandle>> EngineImpl::GetPeriodFile(const std::strin
            period_cache_.size() > options_.max_open_period_files && it != period_cache_.begin();) {
         --it;
         if (it->second.use_count() == 1) {
-          std::lock_guard file_lock(it->second->mutex);
-          (void)it->second->file->Close();
+          CloseHandle(*it->second);
           it = period_cache_.erase(it);
         }
       }
@@ -127,8 +133,7 @@ void EngineImpl::ForgetPeriodFiles(const std::string& table, int64_t start_or_al
     const bool match =
         in_table && (start_or_all == INT64_MIN || it->second->file->period_start_ns() == start_or_all);
     if (match) {
-      std::lock_guard file_lock(it->second->mutex);
-      (void)it->second->file->Close();
+      CloseHandle(*it->second);
       it = period_cache_.erase(it);
     } else {
       ++it;
