@@ -52,25 +52,9 @@ bool IsKnownType(uint8_t code) {
 
 bool HasType(const Value& value, FieldType type) { return value.index() == static_cast<size_t>(type); }
 
-const char* TypeLabel(FieldType type) {
-  switch (type) {
-    case FieldType::kDouble:
-      return "double";
-    case FieldType::kInt64:
-      return "int64";
-    case FieldType::kBool:
-      return "bool";
-    case FieldType::kString:
-      return "string";
-    case FieldType::kTimestamp:
-      return "timestamp";
-  }
-  return "unknown";
-}
-
-const char* ValueLabel(const Value& value) {
+std::string_view ValueLabel(const Value& value) {
   if (std::holds_alternative<std::monostate>(value)) return "absent";
-  return TypeLabel(static_cast<FieldType>(value.index()));
+  return FieldTypeName(TypeOf(value));
 }
 
 uint64_t PowerOfTen(int exponent) {
@@ -132,8 +116,8 @@ Status ValidateForEncoding(const std::vector<ChunkField>& schema, std::span<cons
       if (std::holds_alternative<std::monostate>(value)) continue;
       if (!HasType(value, schema[f].type)) {
         return Status::InvalidArgument("chunk record " + std::to_string(i) + " field \"" + schema[f].name +
-                                       "\" holds a " + ValueLabel(value) + " value, field type is " +
-                                       TypeLabel(schema[f].type));
+                                       "\" holds a " + std::string(ValueLabel(value)) +
+                                       " value, field type is " + std::string(FieldTypeName(schema[f].type)));
       }
       if (const double* number = std::get_if<double>(&value); number != nullptr && !std::isfinite(*number)) {
         return Status::InvalidArgument("chunk record " + std::to_string(i) + " field \"" + schema[f].name +

@@ -35,7 +35,7 @@ namespace cairn {
 // One `--name` option of a command.
 struct CommandOption {
   std::string name;        // without "--": a lowercase letter, then lowercase letters, digits, '-'
-  std::string value_name;  // placeholder shown in usage ("N", "TIME"); empty: a flag without value
+  std::string value_name;  // the value's name in usage ("N", "TIME"); empty: a flag without value
   std::string summary;     // one line for `help <command>`
 };
 
