@@ -237,8 +237,8 @@ Result<ChunkStats> DecodeChunkStats(std::string_view bytes, const std::vector<Ch
   }
   CAIRN_ASSIGN_OR_RETURN(std::string_view payload, VerifyTrailingCrc32c(bytes, "chunk stats"));
   ByteReader reader(payload);
-  uint8_t version;
-  reader.ReadByte(&version);
+  uint8_t version = 0;
+  if (!reader.ReadByte(&version)) return Status::Corruption("chunk stats: no format version");
   if (version != kStatsFormatVersion) {
     return Status::Corruption("chunk stats: unknown format version " + std::to_string(version));
   }
