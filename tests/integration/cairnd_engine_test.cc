@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstdint>
 #include <fstream>
-#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -27,6 +26,7 @@
 #include "cairn/transport/timestamp_format.h"
 
 #include "cairnd_process.h"
+#include "json_value.h"
 #include "pty_pair.h"
 #include "test_dirs.h"
 
@@ -43,179 +43,16 @@ bool ExitedWith(const std::optional<int>& status, int code) {
   return status && WIFEXITED(*status) && WEXITSTATUS(*status) == code;
 }
 
-// ---- a small JSON reader: enough to prove the shell's --json output parses --
-
-struct Json {
-  enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject };
-  Kind kind = Kind::kNull;
-  bool boolean = false;
-  double number = 0;
-  std::string text;
-  std::vector<Json> items;
-  std::map<std::string, Json> members;
-
-  const Json* Find(const std::string& key) const {
-    auto it = members.find(key);
-    return it == members.end() ? nullptr : &it->second;
-  }
-};
-
-class JsonReader {
- public:
-  explicit JsonReader(std::string_view text) : text_(text) {}
-
-  // The document, or nullopt unless `text` is exactly one JSON value
-  // (surrounding whitespace allowed).
-  std::optional<Json> Document() {
-    std::optional<Json> value = Value();
-    SkipSpace();
-    if (!value || pos_ != text_.size()) return std::nullopt;
-    return value;
-  }
-
- private:
-  void SkipSpace() {
-    while (pos_ < text_.size() &&
-           (text_[pos_] == ' ' || text_[pos_] == '\n' || text_[pos_] == '\r' || text_[pos_] == '\t')) {
-      ++pos_;
-    }
-  }
-
-  bool Literal(std::string_view word) {
-    if (text_.substr(pos_, word.size()) != word) return false;
-    pos_ += word.size();
-    return true;
-  }
-
-  std::optional<std::string> String() {
-    if (pos_ >= text_.size() || text_[pos_] != '"') return std::nullopt;
-    ++pos_;
-    std::string out;
-    while (pos_ < text_.size()) {
-      const char c = text_[pos_++];
-      if (c == '"') return out;
-      if (static_cast<unsigned char>(c) < 0x20) return std::nullopt;
-      if (c != '\\') {
-        out.push_back(c);
-        continue;
-      }
-      if (pos_ >= text_.size()) return std::nullopt;
-      const char escaped = text_[pos_++];
-      switch (escaped) {
-        case '"':
-        case '\\':
-        case '/':
-          out.push_back(escaped);
-          break;
-        case 'b':
-          out.push_back('\b');
-          break;
-        case 'f':
-          out.push_back('\f');
-          break;
-        case 'n':
-          out.push_back('\n');
-          break;
-        case 'r':
-          out.push_back('\r');
-          break;
-        case 't':
-          out.push_back('\t');
-          break;
-        case 'u':
-          // Kept as written: the tests compare ASCII values only.
-          if (pos_ + 4 > text_.size()) return std::nullopt;
-          out += "\\u" + std::string(text_.substr(pos_, 4));
-          pos_ += 4;
-          break;
-        default:
-          return std::nullopt;
-      }
-    }
-    return std::nullopt;
-  }
-
-  std::optional<Json> Value() {
-    if (++depth_ > 64) return std::nullopt;
-    SkipSpace();
-    Json value;
-    if (pos_ >= text_.size()) return std::nullopt;
-    const char c = text_[pos_];
-    if (c == '{') {
-      ++pos_;
-      value.kind = Json::Kind::kObject;
-      SkipSpace();
-      if (pos_ < text_.size() && text_[pos_] == '}') {
-        ++pos_;
-      } else {
-        for (;;) {
-          SkipSpace();
-          std::optional<std::string> key = String();
-          SkipSpace();
-          if (!key || !Literal(":")) return std::nullopt;
-          std::optional<Json> member = Value();
-          if (!member || value.members.count(*key) != 0) return std::nullopt;  // duplicate keys are a bug
-          value.members.emplace(std::move(*key), std::move(*member));
-          SkipSpace();
-          if (Literal("}")) break;
-          if (!Literal(",")) return std::nullopt;
-        }
-      }
-    } else if (c == '[') {
-      ++pos_;
-      value.kind = Json::Kind::kArray;
-      SkipSpace();
-      if (pos_ < text_.size() && text_[pos_] == ']') {
-        ++pos_;
-      } else {
-        for (;;) {
-          std::optional<Json> item = Value();
-          if (!item) return std::nullopt;
-          value.items.push_back(std::move(*item));
-          SkipSpace();
-          if (Literal("]")) break;
-          if (!Literal(",")) return std::nullopt;
-        }
-      }
-    } else if (c == '"') {
-      std::optional<std::string> text = String();
-      if (!text) return std::nullopt;
-      value.kind = Json::Kind::kString;
-      value.text = std::move(*text);
-    } else if (Literal("true")) {
-      value.kind = Json::Kind::kBool;
-      value.boolean = true;
-    } else if (Literal("false")) {
-      value.kind = Json::Kind::kBool;
-    } else if (Literal("null")) {
-      value.kind = Json::Kind::kNull;
-    } else {
-      const size_t start = pos_;
-      while (pos_ < text_.size() &&
-             std::string_view("+-0123456789.eE").find(text_[pos_]) != std::string::npos) {
-        ++pos_;
-      }
-      if (pos_ == start) return std::nullopt;
-      value.kind = Json::Kind::kNumber;
-      const auto [end, error] = std::from_chars(text_.data() + start, text_.data() + pos_, value.number);
-      if (error != std::errc() || end != text_.data() + pos_) return std::nullopt;
-    }
-    --depth_;
-    return value;
-  }
-
-  std::string_view text_;
-  size_t pos_ = 0;
-  int depth_ = 0;
-};
-
 // The JSON document a `--json` command printed: the answer between the
 // echoed command line and the prompt.
-std::optional<Json> ParseAnswer(const std::string& terminal) {
+std::optional<JsonValue> ParseAnswer(const std::string& terminal) {
   const size_t echo_end = terminal.find("\r\n");
   const size_t prompt = terminal.rfind(kPrompt);
   if (echo_end == std::string::npos || prompt == std::string::npos || prompt < echo_end) return std::nullopt;
-  return JsonReader(std::string_view(terminal).substr(echo_end + 2, prompt - echo_end - 2)).Document();
+  Result<JsonValue> parsed =
+      JsonValue::Parse(std::string_view(terminal).substr(echo_end + 2, prompt - echo_end - 2));
+  if (!parsed.ok()) return std::nullopt;
+  return std::move(parsed).value();
 }
 
 // ---- the fixture ------------------------------------------------------------
@@ -326,40 +163,40 @@ TEST_F(CairndEngineTest, WritesAndQueriesOverTheSerialLineAndKeepsDataAcrossARes
   EXPECT_TRUE(Contains(agg, base_text + "  21.5  25.5      5\r\n")) << agg;
 
   // --json: documents a program can read, carrying the values.
-  std::optional<Json> latest_json = ParseAnswer(Type("latest sensors d1 --json"));
+  std::optional<JsonValue> latest_json = ParseAnswer(Type("latest sensors d1 --json"));
   ASSERT_TRUE(latest_json.has_value());
-  const Json* rows = latest_json->Find("rows");
-  ASSERT_TRUE(rows != nullptr && rows->items.size() == 1);
-  ASSERT_TRUE(rows->items[0].Find("temperature") != nullptr);
-  EXPECT_EQ(rows->items[0].Find("temperature")->number, 25.5);
-  EXPECT_EQ(rows->items[0].Find("humidity")->number, 44);
-  EXPECT_EQ(rows->items[0].Find("time")->text, FormatTimestampUtc(base + 4 * kMinute));
+  const JsonValue* rows = latest_json->Find("rows");
+  ASSERT_TRUE(rows != nullptr && rows->elements().size() == 1);
+  ASSERT_TRUE(rows->elements()[0].Find("temperature") != nullptr);
+  EXPECT_EQ(rows->elements()[0].Find("temperature")->number(), 25.5);
+  EXPECT_EQ(rows->elements()[0].Find("humidity")->number(), 44);
+  EXPECT_EQ(rows->elements()[0].Find("time")->text(), FormatTimestampUtc(base + 4 * kMinute));
 
-  std::optional<Json> range_json = ParseAnswer(Type("range sensors d1 --limit 3 --json"));
+  std::optional<JsonValue> range_json = ParseAnswer(Type("range sensors d1 --limit 3 --json"));
   ASSERT_TRUE(range_json.has_value());
-  ASSERT_EQ(range_json->Find("rows")->items.size(), 3u);
-  EXPECT_EQ(range_json->Find("rows")->items[2].Find("temperature")->number, 23.5);
+  ASSERT_EQ(range_json->Find("rows")->elements().size(), 3u);
+  EXPECT_EQ(range_json->Find("rows")->elements()[2].Find("temperature")->number(), 23.5);
   ASSERT_TRUE(range_json->Find("next_page") != nullptr);
-  std::optional<Json> rest_json =
-      ParseAnswer(Type("range sensors d1 --limit 3 --json --page " + range_json->Find("next_page")->text));
+  std::optional<JsonValue> rest_json =
+      ParseAnswer(Type("range sensors d1 --limit 3 --json --page " + range_json->Find("next_page")->text()));
   ASSERT_TRUE(rest_json.has_value());
-  ASSERT_EQ(rest_json->Find("rows")->items.size(), 2u);
-  EXPECT_EQ(rest_json->Find("rows")->items[1].Find("temperature")->number, 25.5);
+  ASSERT_EQ(rest_json->Find("rows")->elements().size(), 2u);
+  EXPECT_EQ(rest_json->Find("rows")->elements()[1].Find("temperature")->number(), 25.5);
   EXPECT_EQ(rest_json->Find("next_page"), nullptr);
 
-  std::optional<Json> agg_json =
+  std::optional<JsonValue> agg_json =
       ParseAnswer(Type("agg sensors d1 env humidity --step 5m --fn avg,max --from " + base_text + " --json"));
   ASSERT_TRUE(agg_json.has_value());
-  ASSERT_EQ(agg_json->Find("rows")->items.size(), 1u);
-  EXPECT_EQ(agg_json->Find("rows")->items[0].Find("avg")->number, 42);
-  EXPECT_EQ(agg_json->Find("rows")->items[0].Find("max")->number, 44);
+  ASSERT_EQ(agg_json->Find("rows")->elements().size(), 1u);
+  EXPECT_EQ(agg_json->Find("rows")->elements()[0].Find("avg")->number(), 42);
+  EXPECT_EQ(agg_json->Find("rows")->elements()[0].Find("max")->number(), 44);
 
-  std::optional<Json> stats_json = ParseAnswer(Type("stats --json"));
+  std::optional<JsonValue> stats_json = ParseAnswer(Type("stats --json"));
   ASSERT_TRUE(stats_json.has_value());
-  EXPECT_EQ(stats_json->Find("records_written")->number, 5);
-  std::optional<Json> health_json = ParseAnswer(Type("health --json"));
+  EXPECT_EQ(stats_json->Find("records_written")->number(), 5);
+  std::optional<JsonValue> health_json = ParseAnswer(Type("health --json"));
   ASSERT_TRUE(health_json.has_value());
-  EXPECT_EQ(health_json->Find("status")->text, "ok");
+  EXPECT_EQ(health_json->Find("status")->text(), "ok");
 
   // Bad input: a clear error each time, and the daemon keeps serving.
   EXPECT_TRUE(Contains(Type("put sensors garbage"), "\r\nerror: put: line protocol: no fields"));
@@ -372,9 +209,9 @@ TEST_F(CairndEngineTest, WritesAndQueriesOverTheSerialLineAndKeepsDataAcrossARes
       Contains(Type("range sensors d1 --from yesterday"), "\r\nerror: --from: bad time 'yesterday': "));
   EXPECT_TRUE(
       Contains(Type("agg sensors d1 env temperature --step soon"), "\r\nerror: --step: bad duration 'soon'"));
-  std::optional<Json> error_json = ParseAnswer(Type("latest nope d1 --json"));
+  std::optional<JsonValue> error_json = ParseAnswer(Type("latest nope d1 --json"));
   ASSERT_TRUE(error_json.has_value());
-  EXPECT_EQ(error_json->Find("error")->Find("code")->text, "NotFound");
+  EXPECT_EQ(error_json->Find("error")->Find("code")->text(), "NotFound");
   EXPECT_TRUE(Contains(Type("version"), "\r\nversion "));
   daemon->WaitForExit(0);
   EXPECT_FALSE(daemon->exit_status().has_value()) << daemon->Stderr();
@@ -424,20 +261,20 @@ TEST_F(CairndEngineTest, DurabilityAndSealFlagsAreHonoured) {
         Type("put sensors env,device=d1 v=" + std::to_string(i) + "i " + std::to_string(base + i * kMinute)),
         "outcome  stored\r\n"));
   }
-  std::optional<Json> range = ParseAnswer(Type("range sensors d1 --json"));
+  std::optional<JsonValue> range = ParseAnswer(Type("range sensors d1 --json"));
   ASSERT_TRUE(range.has_value());
-  ASSERT_EQ(range->Find("rows")->items.size(), 5u);
+  ASSERT_EQ(range->Find("rows")->elements().size(), 5u);
   for (size_t i = 0; i < 5; ++i)
-    EXPECT_EQ(range->Find("rows")->items[i].Find("v")->number, static_cast<double>(i));
+    EXPECT_EQ(range->Find("rows")->elements()[i].Find("v")->number(), static_cast<double>(i));
   StopWithSigterm(daemon.get());
 
   // The stop sealed everything: the next start has nothing to replay.
   auto second = StartDaemon("second.log", {"--durability", "off"});
   EXPECT_FALSE(Contains(second->Stderr(), "recovered")) << second->Stderr();
-  std::optional<Json> stats = ParseAnswer(Type("stats --json"));
+  std::optional<JsonValue> stats = ParseAnswer(Type("stats --json"));
   ASSERT_TRUE(stats.has_value());
-  EXPECT_EQ(stats->Find("head_records")->number, 0);
-  EXPECT_EQ(ParseAnswer(Type("range sensors d1 --json"))->Find("rows")->items.size(), 5u);
+  EXPECT_EQ(stats->Find("head_records")->number(), 0);
+  EXPECT_EQ(ParseAnswer(Type("range sensors d1 --json"))->Find("rows")->elements().size(), 5u);
   StopWithSigterm(second.get());
 }
 

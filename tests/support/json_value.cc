@@ -1,9 +1,9 @@
-#include "json.h"
+#include "json_value.h"
 
 #include <charconv>
 #include <cmath>
 
-namespace cairn::bench {
+namespace cairn {
 
 namespace {
 
@@ -431,4 +431,4 @@ void JsonValue::SerializeTo(std::string* out) const {
 
 Result<JsonValue> JsonValue::Parse(std::string_view text) { return JsonParser(text).ParseDocument(); }
 
-}  // namespace cairn::bench
+}  // namespace cairn

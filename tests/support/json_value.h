@@ -1,5 +1,6 @@
-// JsonValue: the small JSON document model the benchmarks print, pass from a
-// measuring child process to its parent, and check with --self-check.
+// JsonValue: a small JSON document model for tests and the benchmark: the
+// benchmark prints it and passes it from a measuring child process to its
+// parent; tests parse cairn's --json output with it.
 //
 // Objects keep their members in insertion order so that the printed report
 // reads in the order it was built. Numbers keep the literal they were built
@@ -17,7 +18,7 @@
 
 #include "cairn/platform/status.h"
 
-namespace cairn::bench {
+namespace cairn {
 
 class JsonValue {
  public:
@@ -75,4 +76,4 @@ class JsonValue {
   std::vector<std::pair<std::string, JsonValue>> members_;
 };
 
-}  // namespace cairn::bench
+}  // namespace cairn
