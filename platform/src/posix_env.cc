@@ -21,6 +21,7 @@
 #include "cairn/platform/env.h"
 
 #include "posix_error.h"
+#include "posix_net.h"
 
 namespace cairn {
 namespace {
@@ -489,6 +490,15 @@ class PosixEnv final : public Env {
       return status;
     }
     return std::unique_ptr<SerialPort>(std::make_unique<PosixSerialPort>(fd, path));
+  }
+
+  Result<std::unique_ptr<TcpListener>> ListenTcp(const std::string& address, uint16_t port) override {
+    return platform_internal::PosixListenTcp(address, port);
+  }
+
+  Result<std::unique_ptr<TcpConnection>> ConnectTcp(const std::string& address, uint16_t port,
+                                                    int timeout_ms) override {
+    return platform_internal::PosixConnectTcp(address, port, timeout_ms);
   }
 
   Status RandomBytes(std::span<uint8_t> out) override {

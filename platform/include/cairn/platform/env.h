@@ -1,7 +1,7 @@
 // Env: the only door from cairn to the operating system.
 //
-// Everything that reads a clock, touches a file, opens a tty, draws random
-// bytes or starts a thread goes through an Env. The engine and the daemon take
+// Everything that reads a clock, touches a file, opens a tty or a TCP
+// socket, draws random bytes or starts a thread goes through an Env. The engine and the daemon take
 // an Env* at construction, so tests can substitute a manual clock or a
 // filesystem that fails on purpose or forgets unsynced bytes (tests/support).
 //
@@ -9,8 +9,8 @@
 // directory; Env does no path rewriting.
 //
 // Thread-safety: every Env method may be called from any thread concurrently.
-// File, FileLock and SerialPort objects are not thread-safe: one owner at a
-// time, except where a method says otherwise.
+// File, FileLock, SerialPort, TcpConnection and TcpListener objects are not
+// thread-safe: one owner at a time, except where a method says otherwise.
 #pragma once
 
 #include <cstdint>
@@ -97,6 +97,46 @@ class SerialPort {
   virtual const std::string& path() const = 0;
 };
 
+// A connected TCP stream (accepted by a TcpListener or opened by
+// Env::ConnectTcp). Closing it closes the socket; SIGPIPE is never raised.
+class TcpConnection {
+ public:
+  virtual ~TcpConnection() = default;
+
+  // Reads up to `n` bytes, waiting at most `timeout_ms` (< 0: no limit) for
+  // the first to arrive. Returns the number read, 0 when the peer closed its
+  // side in order. TimedOut when nothing arrived in time; Unavailable when the
+  // connection was reset or Shutdown() was called.
+  virtual Result<size_t> Read(char* dst, size_t n, int timeout_ms) = 0;
+
+  // Sends all of `data`, waiting at most `timeout_ms` in total (< 0: no
+  // limit) for the peer to make room. TimedOut or Unavailable (peer gone,
+  // Shutdown() called); then an unknown prefix of `data` was sent.
+  virtual Status Write(std::string_view data, int timeout_ms) = 0;
+
+  // Ends the connection in both directions and wakes a Read or Write blocked
+  // in another thread. The one method that may be called concurrently with
+  // the others. Idempotent.
+  virtual void Shutdown() = 0;
+
+  // The peer's numeric address without the port: "127.0.0.1", "::1".
+  virtual const std::string& peer_address() const = 0;
+};
+
+// A listening TCP socket.
+class TcpListener {
+ public:
+  virtual ~TcpListener() = default;
+
+  // Waits at most `timeout_ms` (< 0: no limit) for a connection. Returns it,
+  // or null when none came in time. Connections that failed before they
+  // were accepted are skipped silently.
+  virtual Result<std::unique_ptr<TcpConnection>> Accept(int timeout_ms) = 0;
+
+  // The bound port: the one the kernel chose when 0 was asked for.
+  virtual uint16_t port() const = 0;
+};
+
 class Env {
  public:
   virtual ~Env() = default;
@@ -163,6 +203,21 @@ class Env {
   // that is not a terminal.
   virtual Result<std::unique_ptr<SerialPort>> OpenSerialPort(const std::string& path, int baud) = 0;
 
+  // ---- network ---------------------------------------------------------------
+
+  // Listens on `address` (numeric IPv4 or IPv6: "0.0.0.0", "127.0.0.1",
+  // "::", "::1"; "::" also accepts IPv4 where the system allows) and `port`
+  // (0: any free port, see TcpListener::port). The socket may reuse a port
+  // left in TIME_WAIT. InvalidArgument for an address that is not numeric;
+  // AlreadyExists when the port is taken; PermissionDenied below 1024
+  // without the privilege.
+  virtual Result<std::unique_ptr<TcpListener>> ListenTcp(const std::string& address, uint16_t port) = 0;
+
+  // Connects to `address` (numeric, as above) and `port`, waiting at most
+  // `timeout_ms`. Unavailable when refused or unreachable; TimedOut.
+  virtual Result<std::unique_ptr<TcpConnection>> ConnectTcp(const std::string& address, uint16_t port,
+                                                            int timeout_ms) = 0;
+
   // ---- randomness and threads ----------------------------------------------
 
   // Fills `out` with cryptographically strong random bytes.
@@ -214,6 +269,13 @@ class EnvWrapper : public Env {
   }
   Result<std::unique_ptr<SerialPort>> OpenSerialPort(const std::string& path, int baud) override {
     return target_->OpenSerialPort(path, baud);
+  }
+  Result<std::unique_ptr<TcpListener>> ListenTcp(const std::string& address, uint16_t port) override {
+    return target_->ListenTcp(address, port);
+  }
+  Result<std::unique_ptr<TcpConnection>> ConnectTcp(const std::string& address, uint16_t port,
+                                                    int timeout_ms) override {
+    return target_->ConnectTcp(address, port, timeout_ms);
   }
   Status RandomBytes(std::span<uint8_t> out) override { return target_->RandomBytes(out); }
   std::thread StartThread(std::function<void()> fn) override { return target_->StartThread(std::move(fn)); }
