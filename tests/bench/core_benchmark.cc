@@ -20,7 +20,7 @@
 
 #include "bench_store.h"
 #include "child_process.h"
-#include "json_value.h"
+#include "cairn/transport/json_value.h"
 #include "sensor_generator.h"
 #include "system_probe.h"
 

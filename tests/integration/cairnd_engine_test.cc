@@ -26,7 +26,7 @@
 #include "cairn/transport/timestamp_format.h"
 
 #include "cairnd_process.h"
-#include "json_value.h"
+#include "cairn/transport/json_value.h"
 #include "pty_pair.h"
 #include "test_dirs.h"
 

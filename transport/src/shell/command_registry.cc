@@ -179,6 +179,12 @@ Result<CommandInvocation> CommandRegistry::Bind(std::string_view line, bool* wan
     invocation.options_.emplace(option->name, std::move(value));
   }
 
+  CAIRN_RETURN_IF_ERROR(CheckArgumentCount(invocation));
+  return invocation;
+}
+
+Status CommandRegistry::CheckArgumentCount(const CommandInvocation& invocation) {
+  const CommandSpec* spec = invocation.spec_;
   const size_t count = invocation.arguments_.size();
   if (count > spec->max_arguments) {
     if (spec->max_arguments == 0) {
@@ -195,6 +201,31 @@ Result<CommandInvocation> CommandRegistry::Bind(std::string_view line, bool* wan
                                    Plural(spec->min_arguments, "argument") + ", got " +
                                    std::to_string(count) + "; usage: " + CommandUsage(*spec));
   }
+  return Status::Ok();
+}
+
+Result<CommandInvocation> CommandRegistry::BindArguments(
+    std::string_view name, std::vector<std::string> arguments,
+    const std::vector<std::pair<std::string, std::string>>& options) const {
+  const CommandSpec* spec = Find(name);
+  if (spec == nullptr) return Status::InvalidArgument("unknown command '" + std::string(name) + "'");
+  CommandInvocation invocation(spec);
+  invocation.arguments_ = std::move(arguments);
+  for (const auto& [option_name, value] : options) {
+    const CommandOption* option = FindOption(*spec, option_name);
+    if (option == nullptr) {
+      return Status::InvalidArgument("unknown option " + option_name + " for " + spec->name);
+    }
+    if (invocation.Has(option->name)) {
+      return Status::InvalidArgument("option " + option->name + " is given more than once");
+    }
+    if (option->value_name.empty() != value.empty()) {
+      return Status::InvalidArgument(option->value_name.empty() ? "option " + option->name + " takes no value"
+                                                                : "option " + option->name + " needs a value");
+    }
+    invocation.options_.emplace(option->name, value);
+  }
+  CAIRN_RETURN_IF_ERROR(CheckArgumentCount(invocation));
   return invocation;
 }
 

@@ -366,6 +366,28 @@ class EngineCommands {
     return RecordTable(*rows);
   }
 
+  // Latest of many devices: a device column first, then as RecordTable.
+  CommandResult LatestBatch(const CommandInvocation& invocation) {
+    const std::vector<std::string>& args = invocation.arguments();
+    const std::vector<std::string> devices(args.begin() + 1, args.end());
+    const std::string measure(invocation.Value("measure").value_or(""));
+    Result<std::vector<RecordRow>> rows = engine_->LatestBatch(args[0], devices, measure);
+    if (!rows.ok()) return CommandResult::Error(ExplainTableError(rows.status()));
+    CommandResult records = RecordTable(*rows);
+    std::vector<std::string> columns = {"device"};
+    for (const std::string& column : records.columns()) {
+      columns.push_back(column == "device" ? "device (field)" : column);
+    }
+    std::vector<CommandResult::Row> table_rows;
+    table_rows.reserve(rows->size());
+    for (size_t i = 0; i < rows->size(); ++i) {
+      CommandResult::Row row = {(*rows)[i].device_id};
+      row.insert(row.end(), records.rows()[i].begin(), records.rows()[i].end());
+      table_rows.push_back(std::move(row));
+    }
+    return CommandResult::Table(std::move(columns), std::move(table_rows));
+  }
+
   CommandResult Range(const CommandInvocation& invocation) {
     const std::vector<std::string>& args = invocation.arguments();
     RangeQuery query;
@@ -727,6 +749,13 @@ Status RegisterEngineCommands(CommandRegistry* registry, Engine* engine, Env* en
                              .min_arguments = 2,
                              .max_arguments = 3},
                             &EngineCommands::Latest));
+  CAIRN_RETURN_IF_ERROR(add({.name = "latest-batch",
+                             .arguments = "TABLE DEVICE...",
+                             .summary = "the newest record per measure of several devices at once",
+                             .options = {{"measure", "M", "only measure M"}},
+                             .min_arguments = 2,
+                             .max_arguments = kMaxBatchDevices + 1},
+                            &EngineCommands::LatestBatch));
   CAIRN_RETURN_IF_ERROR(add({.name = "range",
                              .arguments = "TABLE DEVICE",
                              .summary = "a device's records between two times, oldest first",

@@ -1,4 +1,4 @@
-#include "json_value.h"
+#include "cairn/transport/json_value.h"
 
 #include <charconv>
 #include <cmath>

@@ -190,17 +190,21 @@ std::string RenderText(const CommandResult& result, const RenderOptions& options
   return out;
 }
 
-std::string RenderJson(const CommandResult& result, const RenderOptions& options) {
+std::string RenderJson(const CommandResult& result, const RenderOptions& options, std::string_view rows_member) {
   JsonWriter json;
   json.BeginObject();
   switch (result.kind()) {
     case CommandResult::Kind::kTable: {
       const std::vector<std::string>& columns = result.columns();
-      json.Key("columns");
-      json.BeginArray();
-      for (const std::string& column : columns) json.String(column);
-      json.EndArray();
-      json.Key("rows");
+      if (rows_member.empty()) {
+        json.Key("columns");
+        json.BeginArray();
+        for (const std::string& column : columns) json.String(column);
+        json.EndArray();
+        json.Key("rows");
+      } else {
+        json.Key(rows_member);
+      }
       json.BeginArray();
       const size_t candidates = RowsAllowed(result.rows().size(), options);
       size_t shown = 0;

@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cairn/platform/status.h"
@@ -116,6 +117,14 @@ class CommandRegistry {
   // or unexpected option value, a repeated option or a wrong argument count.
   Result<CommandInvocation> Parse(std::string_view line) const;
 
+  // Binds a command given as already separated parts, for front ends that
+  // are not a command line (the HTTP API maps a request onto a command).
+  // `options` are (name without "--", value) pairs; flags take "" as value.
+  // The same checks as Parse: unknown command or option, a flag given a
+  // value or an option none, a repeated option, a wrong argument count.
+  Result<CommandInvocation> BindArguments(std::string_view name, std::vector<std::string> arguments,
+                                          const std::vector<std::pair<std::string, std::string>>& options) const;
+
   // Runs the command's handler.
   CommandResult Run(const CommandInvocation& invocation) const;
 
@@ -133,6 +142,8 @@ class CommandRegistry {
   // Splits `line` into words one at a time and binds them; sets
   // `*wants_json` (when not null) once a --json option has been read.
   Result<CommandInvocation> Bind(std::string_view line, bool* wants_json) const;
+  // InvalidArgument unless the invocation's argument count fits its spec.
+  static Status CheckArgumentCount(const CommandInvocation& invocation);
 
   // std::map: node-based, so CommandInvocation may point at a spec.
   std::map<std::string, Command, std::less<>> commands_;

@@ -8,6 +8,7 @@
 //   devices TABLE                              devices and the measures they report
 //   measures TABLE                             measures: field types, dimensions, devices
 //   latest TABLE DEVICE [MEASURE]              the newest record per measure
+//   latest-batch TABLE DEVICE... [--measure M] the same for up to kMaxBatchDevices devices
 //   range TABLE DEVICE [--measure M | --prefix P] [--from T] [--to T] [--desc]
 //                      [--limit N] [--page TOKEN]
 //   agg TABLE DEVICE MEASURE FIELD --step D [--fn F,...] [--from T] [--to T]
@@ -44,6 +45,9 @@
 #include "cairn/transport/command_registry.h"
 
 namespace cairn {
+
+// The most devices one `latest-batch` asks for.
+inline constexpr size_t kMaxBatchDevices = 1000;
 
 struct EngineCommandOptions {
   // The engine's data directory: `health` reports its filesystem's free

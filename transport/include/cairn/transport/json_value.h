@@ -1,6 +1,7 @@
-// JsonValue: a small JSON document model for tests and the benchmark: the
-// benchmark prints it and passes it from a measuring child process to its
-// parent; tests parse cairn's --json output with it.
+// JsonValue: a small JSON document model. The HTTP API parses request
+// bodies with it; the benchmark prints its report with it; tests parse
+// cairn's JSON output with it. Parsing is bounded (64 levels of nesting) so
+// that hostile input cannot exhaust the stack.
 //
 // Objects keep their members in insertion order so that the printed report
 // reads in the order it was built. Numbers keep the literal they were built

@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 #include "cairn/core/record.h"
 #include "cairn/transport/command_result.h"
@@ -39,7 +40,11 @@ struct RenderOptions {
 };
 
 std::string RenderText(const CommandResult& result, const RenderOptions& options);
-std::string RenderJson(const CommandResult& result, const RenderOptions& options);
+// With `rows_member` set, a table renders as {"<rows_member>":[{...},...]}
+// without the "columns" member: the REST API names its collections
+// ("tables", "records", ...). It must differ from every note's key.
+std::string RenderJson(const CommandResult& result, const RenderOptions& options,
+                       std::string_view rows_member = {});
 
 // One value as the text renderer shows it (before terminal-safe escaping):
 // "-" for absent, "true"/"false", decimal integers, the shortest decimal that
