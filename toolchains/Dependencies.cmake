@@ -25,6 +25,7 @@ cairn_import_library(dep_paho_c MQTTAsync.h paho-mqtt3as)
 cairn_import_library(dep_paho_cpp mqtt/async_client.h paho-mqttpp3)
 set_property(TARGET dep_paho_cpp APPEND PROPERTY INTERFACE_LINK_LIBRARIES dep_paho_c Threads::Threads)
 cairn_import_library(dep_http_parser http_parser.h http_parser)
+cairn_import_library(dep_zlib zlib.h z)
 
 if(CAIRN_BUILD_TESTS)
   find_package(GTest REQUIRED)

@@ -32,7 +32,8 @@ HOST_PACKAGES=(
   crossbuild-essential-arm64 crossbuild-essential-armhf qemu-user
   clang-14 libclang-rt-14-dev
   libsqlite3-dev sqlite3 libmbedtls-dev libpaho-mqtt-dev libpaho-mqttpp-dev
-  libzstd-dev libhttp-parser-dev libgtest-dev libgmock-dev
+  libzstd-dev libhttp-parser-dev zlib1g-dev libgtest-dev libgmock-dev
+  curl openssl python3-influxdb python3-pil chromium
 )
 
 # Debian packages extracted into each ARM sysroot: the -dev packages cairn
@@ -44,6 +45,7 @@ SYSROOT_PACKAGES=(
   libpaho-mqtt-dev libpaho-mqtt1.3 libpaho-mqttpp-dev libpaho-mqttpp3-1 libssl3
   libzstd-dev libzstd1
   libhttp-parser-dev libhttp-parser2.9
+  zlib1g-dev zlib1g
   libgtest-dev libgmock-dev
 )
 

@@ -1,0 +1,385 @@
+// HttpApi in process: real engine, real command layer, real token store;
+// requests built directly, so every route, scope and error is checked
+// without sockets (the server has its own tests).
+
+#include <map>
+
+#include <zlib.h>
+
+#include <gtest/gtest.h>
+
+#include "cairn/core/engine.h"
+#include "cairn/transport/builtin_commands.h"
+#include "cairn/transport/engine_commands.h"
+#include "cairn/transport/http_api.h"
+#include "cairn/transport/json_value.h"
+#include "test_dirs.h"
+
+namespace cairn {
+namespace {
+
+constexpr int64_t kSecond = 1'000'000'000;
+
+class HttpApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    EngineOptions engine_options;
+    engine_options.maintenance_interval_ms = 0;
+    Result<std::unique_ptr<Engine>> engine = Engine::Open(env_, dir_.PathOf("data"), engine_options);
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    engine_ = std::move(*engine);
+    ASSERT_TRUE(engine_->CreateTable("sensors", TableOptions()).ok());
+    ASSERT_TRUE(engine_->CreateTable("other", TableOptions()).ok());
+    ASSERT_TRUE(RegisterBuiltinCommands(&commands_).ok());
+    EngineCommandOptions command_options;
+    command_options.data_dir = dir_.PathOf("data");
+    ASSERT_TRUE(RegisterEngineCommands(&commands_, engine_.get(), env_, command_options).ok());
+    Result<std::unique_ptr<TokenStore>> tokens = TokenStore::Open(env_, dir_.PathOf("data"));
+    ASSERT_TRUE(tokens.ok()) << tokens.status().ToString();
+    tokens_ = std::move(*tokens);
+    admin_ = NewToken("admin", {"admin"});
+    reader_ = NewToken("reader", {"read:sensors"});
+    writer_ = NewToken("writer", {"write:sensors"});
+    HttpApiOptions options;
+    options.data_dir = dir_.PathOf("data");
+    options.index_html = "<!doctype html><title>cairn</title>";
+    api_ = std::make_unique<HttpApi>(engine_.get(), env_, &commands_, tokens_.get(), &limiter_, &metrics_, options);
+  }
+
+  std::string NewToken(const std::string& name, std::vector<std::string> scopes) {
+    Result<CreatedToken> created = tokens_->Create(name, std::move(scopes));
+    EXPECT_TRUE(created.ok()) << created.status().ToString();
+    return created.ok() ? created->token : "";
+  }
+
+  HttpResponse Call(const std::string& method, const std::string& target, const std::string& token,
+                    const std::string& body = "", std::vector<std::pair<std::string, std::string>> headers = {},
+                    const std::string& peer = "192.0.2.7") {
+    HttpRequest request;
+    request.method = method;
+    const size_t question = target.find('?');
+    request.path = target.substr(0, question);
+    if (question != std::string::npos) request.query = target.substr(question + 1);
+    if (!token.empty()) headers.emplace_back("authorization", "Bearer " + token);
+    request.headers = std::move(headers);
+    request.body = body;
+    request.peer_address = peer;
+    return api_->Handle(request);
+  }
+
+  static JsonValue Json(const HttpResponse& response) {
+    Result<JsonValue> parsed = JsonValue::Parse(response.body);
+    EXPECT_TRUE(parsed.ok()) << response.body;
+    return parsed.ok() ? *parsed : JsonValue();
+  }
+
+  static std::string ErrorMessage(const HttpResponse& response) {
+    JsonValue json = Json(response);
+    const JsonValue* error = json.Find("error");
+    const JsonValue* message = error != nullptr ? error->Find("message") : nullptr;
+    return message != nullptr ? message->text() : "(no error message in " + response.body + ")";
+  }
+
+  // Line protocol for device `device`, temperatures at `now - i s`.
+  std::string Lines(const std::string& device, int count, int64_t base_seconds) {
+    std::string body, escaped;
+    for (char c : device) escaped += c == ' ' ? std::string("\\ ") : std::string(1, c);
+    for (int i = 0; i < count; ++i) {
+      body += "env,device=" + escaped + ",room=lab temperature=" + std::to_string(20 + i) + ",humidity=40i " +
+              std::to_string(base_seconds + i) + "\n";
+    }
+    return body;
+  }
+
+  Env* env_ = Env::Default();
+  ScopedTempDir dir_{"http-api"};
+  std::unique_ptr<Engine> engine_;
+  CommandRegistry commands_;
+  std::unique_ptr<TokenStore> tokens_;
+  AuthFailureLimiter limiter_;
+  ApiMetrics metrics_;
+  std::unique_ptr<HttpApi> api_;
+  std::string admin_, reader_, writer_;
+  const int64_t now_seconds_ = Env::Default()->NowUnixNanos() / kSecond;
+};
+
+TEST_F(HttpApiTest, InfluxWriteThenEveryQuery) {
+  const int64_t base = now_seconds_ - 600;
+  HttpResponse written = Call("POST", "/write?db=sensors&precision=s", writer_, Lines("pump-1", 30, base));
+  ASSERT_EQ(written.status, 204) << written.body;
+  ASSERT_EQ(Call("POST", "/write?db=sensors&precision=s", writer_, Lines("pump 2", 3, base)).status, 204);
+
+  HttpResponse devices = Call("GET", "/v1/tables/sensors/devices", reader_);
+  ASSERT_EQ(devices.status, 200) << devices.body;
+  JsonValue device_list = Json(devices);
+  ASSERT_NE(device_list.Find("devices"), nullptr) << devices.body;
+  ASSERT_EQ(device_list.Find("devices")->elements().size(), 2u);
+  EXPECT_EQ(device_list.Find("devices")->elements()[0].Find("device")->text(), "pump 2");
+
+  HttpResponse measures = Call("GET", "/v1/tables/sensors/measures", reader_);
+  ASSERT_EQ(measures.status, 200);
+  EXPECT_EQ(Json(measures).Find("measures")->elements()[0].Find("measure")->text(), "env");
+
+  // An encoded space in a path segment is part of the device id.
+  HttpResponse latest = Call("GET", "/v1/tables/sensors/devices/pump%202/latest", reader_);
+  ASSERT_EQ(latest.status, 200) << latest.body;
+  JsonValue latest_json = Json(latest);
+  ASSERT_EQ(latest_json.Find("records")->elements().size(), 1u);
+  EXPECT_EQ(latest_json.Find("records")->elements()[0].Find("temperature")->number(), 22);
+  EXPECT_EQ(latest_json.Find("records")->elements()[0].Find("humidity")->number(), 40);
+
+  HttpResponse page1 =
+      Call("GET", "/v1/tables/sensors/devices/pump-1/readings?measure=env&limit=20&order=asc", reader_);
+  ASSERT_EQ(page1.status, 200) << page1.body;
+  JsonValue page1_json = Json(page1);
+  ASSERT_EQ(page1_json.Find("records")->elements().size(), 20u);
+  ASSERT_NE(page1_json.Find("next_page"), nullptr);
+  HttpResponse page2 = Call("GET",
+                            "/v1/tables/sensors/devices/pump-1/readings?measure=env&limit=20&order=asc&page=" +
+                                page1_json.Find("next_page")->text(),
+                            reader_);
+  ASSERT_EQ(page2.status, 200) << page2.body;
+  JsonValue page2_json = Json(page2);
+  ASSERT_EQ(page2_json.Find("records")->elements().size(), 10u);
+  EXPECT_EQ(page2_json.Find("next_page"), nullptr);
+  EXPECT_EQ(page2_json.Find("records")->elements()[9].Find("temperature")->number(), 49);
+
+  HttpResponse descending =
+      Call("GET", "/v1/tables/sensors/devices/pump-1/readings?order=desc&limit=1&from=-1h", reader_);
+  ASSERT_EQ(descending.status, 200) << descending.body;
+  EXPECT_EQ(Json(descending).Find("records")->elements()[0].Find("temperature")->number(), 49);
+
+  HttpResponse aggregate = Call("GET",
+                                "/v1/tables/sensors/devices/pump-1/aggregate?measure=env&field=temperature&step=1h"
+                                "&fn=min,max,count&from=-2h",
+                                reader_);
+  ASSERT_EQ(aggregate.status, 200) << aggregate.body;
+  double minimum = 1e9, maximum = -1e9, count = 0;
+  const JsonValue aggregate_json = Json(aggregate);
+  for (const JsonValue& bucket : aggregate_json.Find("buckets")->elements()) {
+    minimum = std::min(minimum, bucket.Find("min")->number());
+    maximum = std::max(maximum, bucket.Find("max")->number());
+    count += bucket.Find("count")->number();
+  }
+  EXPECT_EQ(minimum, 20);
+  EXPECT_EQ(maximum, 49);
+  EXPECT_EQ(count, 30);
+
+  HttpResponse batch = Call("POST", "/v1/tables/sensors/latest", reader_, R"({"devices":["pump-1","pump 2","none"]})");
+  ASSERT_EQ(batch.status, 200) << batch.body;
+  JsonValue batch_json = Json(batch);
+  ASSERT_EQ(batch_json.Find("records")->elements().size(), 2u);
+  std::map<std::string, double> latest_by_device;
+  for (const JsonValue& record : batch_json.Find("records")->elements()) {
+    latest_by_device[record.Find("device")->text()] = record.Find("temperature")->number();
+  }
+  EXPECT_EQ(latest_by_device, (std::map<std::string, double>{{"pump 2", 22}, {"pump-1", 49}}));
+}
+
+TEST_F(HttpApiTest, PartialWriteStoresTheGoodLinesAndNamesTheBadOnes) {
+  const std::string body = "env,device=d1 temperature=1 " + std::to_string(now_seconds_) +
+                           "\n"
+                           "env,device=d1 temperature= " +
+                           std::to_string(now_seconds_ + 1) +
+                           "\n"
+                           "env temperature=3\n"
+                           "env,device=d1 temperature=4 " +
+                           std::to_string(now_seconds_ + 3) + "\n";
+  HttpResponse response = Call("POST", "/write?db=sensors&precision=s", writer_, body);
+  ASSERT_EQ(response.status, 400);
+  JsonValue json = Json(response);
+  EXPECT_EQ(json.Find("stored")->number(), 2);
+  ASSERT_EQ(json.Find("lines")->elements().size(), 2u);
+  EXPECT_EQ(json.Find("lines")->elements()[0].Find("line")->number(), 2);
+  EXPECT_EQ(json.Find("lines")->elements()[1].Find("line")->number(), 3);
+  EXPECT_NE(json.Find("lines")->elements()[1].Find("reason")->text().find("device"), std::string::npos);
+  EXPECT_NE(ErrorMessage(response).find("2 lines rejected, first: line 2"), std::string::npos);
+  HttpResponse readings = Call("GET", "/v1/tables/sensors/devices/d1/readings?from=-1h&to=%2B1h", reader_);
+  ASSERT_EQ(readings.status, 200) << readings.body;
+  EXPECT_EQ(Json(readings).Find("records")->elements().size(), 2u);
+}
+
+std::string Gzip(const std::string& text) {
+  z_stream stream = {};
+  EXPECT_EQ(deflateInit2(&stream, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out(deflateBound(&stream, text.size()), '\0');
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  stream.avail_in = static_cast<uInt>(text.size());
+  stream.next_out = reinterpret_cast<Bytef*>(out.data());
+  stream.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&stream, Z_FINISH), Z_STREAM_END);
+  out.resize(stream.total_out);
+  deflateEnd(&stream);
+  return out;
+}
+
+TEST_F(HttpApiTest, V2WriteAcceptsGzipAndPrecision) {
+  const std::string body = Lines("gz", 5, now_seconds_ * 1000 - 5000);
+  HttpResponse response = Call("POST", "/api/v2/write?bucket=sensors&org=x&precision=ms", writer_, Gzip(body),
+                               {{"content-encoding", "gzip"}});
+  ASSERT_EQ(response.status, 204) << response.body;
+  EXPECT_EQ(Json(Call("GET", "/v1/tables/sensors/devices/gz/readings?from=-1d", reader_))
+                .Find("records")
+                ->elements()
+                .size(),
+            5u);
+  HttpResponse damaged = Call("POST", "/api/v2/write?bucket=sensors", writer_, Gzip(body).substr(0, 20),
+                              {{"content-encoding", "gzip"}});
+  EXPECT_EQ(damaged.status, 400);
+  EXPECT_NE(ErrorMessage(damaged).find("gzip"), std::string::npos);
+  EXPECT_EQ(Call("POST", "/write?db=sensors", writer_, body, {{"content-encoding", "br"}}).status, 415);
+}
+
+TEST_F(HttpApiTest, GzipBombsAreRefused) {
+  HttpApiOptions options;
+  options.data_dir = dir_.PathOf("data");
+  options.max_decompressed_body_bytes = 1 << 20;
+  HttpApi small(engine_.get(), env_, &commands_, tokens_.get(), &limiter_, &metrics_, options);
+  HttpRequest request;
+  request.method = "POST";
+  request.path = "/write";
+  request.query = "db=sensors";
+  request.headers = {{"authorization", "Token " + writer_}, {"content-encoding", "gzip"}};
+  request.body = Gzip(std::string(8 << 20, '\n'));
+  HttpResponse response = small.Handle(request);
+  EXPECT_EQ(response.status, 413);
+}
+
+TEST_F(HttpApiTest, UnknownTablesAre404UnlessAutoCreated) {
+  HttpResponse missing = Call("POST", "/write?db=nope", admin_, Lines("d", 1, now_seconds_));
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_NE(ErrorMessage(missing).find("PUT /v1/tables/nope"), std::string::npos);
+  EXPECT_EQ(Call("GET", "/v1/tables/nope/devices", admin_).status, 404);
+
+  HttpApiOptions options;
+  options.data_dir = dir_.PathOf("data");
+  options.auto_create_tables = true;
+  HttpApi creating(engine_.get(), env_, &commands_, tokens_.get(), &limiter_, &metrics_, options);
+  HttpRequest request;
+  request.method = "POST";
+  request.path = "/write";
+  request.query = "db=fresh&precision=s";
+  request.headers = {{"authorization", "Bearer " + admin_}};
+  request.body = Lines("d", 2, now_seconds_);
+  EXPECT_EQ(creating.Handle(request).status, 204);
+  EXPECT_TRUE(engine_->GetTable("fresh").ok());
+}
+
+TEST_F(HttpApiTest, TablesAreCreatedListedAndDroppedByAdmins) {
+  HttpResponse created = Call("PUT", "/v1/tables/plant?retention=7d", admin_, R"({"period":"hour"})");
+  ASSERT_EQ(created.status, 201) << created.body;
+  Result<TableInfo> info = engine_->GetTable("plant");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->options.period, Period::kHour);
+  EXPECT_EQ(info->options.retention_seconds, 7 * 86400);
+  EXPECT_EQ(Call("PUT", "/v1/tables/plant", admin_).status, 409);
+  EXPECT_EQ(Call("PUT", "/v1/tables/bad", admin_, R"({"colour":"red"})").status, 400);
+  EXPECT_EQ(Call("PUT", "/v1/tables/bad", admin_, "{").status, 400);
+  EXPECT_EQ(Call("PUT", "/v1/tables/x", reader_).status, 403);
+
+  // A token sees only the tables it can read.
+  HttpResponse mine = Call("GET", "/v1/tables", reader_);
+  ASSERT_EQ(mine.status, 200);
+  ASSERT_EQ(Json(mine).Find("tables")->elements().size(), 1u);
+  EXPECT_EQ(Json(mine).Find("tables")->elements()[0].Find("table")->text(), "sensors");
+  EXPECT_EQ(Json(Call("GET", "/v1/tables", admin_)).Find("tables")->elements().size(), 3u);
+
+  EXPECT_EQ(Call("DELETE", "/v1/tables/plant", writer_).status, 403);
+  EXPECT_EQ(Call("DELETE", "/v1/tables/plant", admin_).status, 200);
+  EXPECT_EQ(engine_->GetTable("plant").status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(HttpApiTest, TokensAreCheckedAndScoped) {
+  HttpResponse anonymous = Call("GET", "/v1/tables/sensors/devices", "");
+  EXPECT_EQ(anonymous.status, 401);
+  EXPECT_NE(anonymous.body.find("needs a token"), std::string::npos);
+  bool challenged = false;
+  for (const auto& [name, value] : anonymous.headers) challenged |= name == "WWW-Authenticate";
+  EXPECT_TRUE(challenged);
+  EXPECT_EQ(Call("GET", "/v1/tables/sensors/devices", admin_ + "x").status, 401);
+
+  // Scopes: a table of its own, and only the granted access.
+  EXPECT_EQ(Call("GET", "/v1/tables/other/devices", reader_).status, 403);
+  EXPECT_EQ(Call("POST", "/write?db=sensors", reader_, Lines("d", 1, now_seconds_)).status, 403);
+  EXPECT_EQ(Call("POST", "/write?db=other", writer_, Lines("d", 1, now_seconds_)).status, 403);
+  EXPECT_EQ(Call("GET", "/v1/tables/sensors/devices", writer_).status, 403);
+  EXPECT_EQ(Call("GET", "/v1/stats", reader_).status, 403);
+  EXPECT_EQ(Call("GET", "/v1/stats", admin_).status, 200);
+
+  // InfluxDB 1.x clients: Basic auth with the token as password, or ?p=.
+  const std::string basic = "Basic " + std::string("dXNlcjo=");  // "user:" and no password
+  EXPECT_EQ(Call("GET", "/v1/tables/sensors/devices", "", "", {{"authorization", basic}}).status, 401);
+  EXPECT_EQ(Call("POST", "/write?db=sensors&u=any&p=" + writer_ + "&precision=s", "", Lines("p", 1, now_seconds_))
+                .status,
+            204);
+}
+
+TEST_F(HttpApiTest, RepeatedFailuresFromOneAddressAreRateLimited) {
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(Call("GET", "/v1/tables", "cairn_0000000000000000_guess", "", {}, "198.51.100.9").status, 401);
+  }
+  HttpResponse blocked = Call("GET", "/v1/tables", admin_, "", {}, "198.51.100.9");
+  EXPECT_EQ(blocked.status, 429);
+  bool retry_after = false;
+  for (const auto& [name, value] : blocked.headers) retry_after |= name == "Retry-After" && std::stoi(value) > 0;
+  EXPECT_TRUE(retry_after);
+  // Other addresses are not affected.
+  EXPECT_EQ(Call("GET", "/v1/tables", admin_, "", {}, "198.51.100.10").status, 200);
+}
+
+TEST_F(HttpApiTest, ErrorsAreJsonWithTheRightStatus) {
+  EXPECT_EQ(Call("GET", "/nowhere", admin_).status, 404);
+  EXPECT_EQ(Call("GET", "/v1/tables/sensors/devices/d/elsewhere", admin_).status, 404);
+  HttpResponse wrong_method = Call("POST", "/v1/tables/sensors/devices", admin_);
+  EXPECT_EQ(wrong_method.status, 405);
+  EXPECT_EQ(ErrorMessage(wrong_method), "method not allowed here; use GET");
+  HttpResponse typo = Call("GET", "/v1/tables/sensors/devices/d/readings?form=-1h", admin_);
+  EXPECT_EQ(typo.status, 400);
+  EXPECT_NE(ErrorMessage(typo).find("unknown query parameter 'form'"), std::string::npos);
+  HttpResponse bad_time = Call("GET", "/v1/tables/sensors/devices/d/readings?from=yesterday", admin_);
+  EXPECT_EQ(bad_time.status, 400);
+  EXPECT_NE(ErrorMessage(bad_time).find("yesterday"), std::string::npos);
+  EXPECT_EQ(Call("GET", "/v1/tables/sensors/devices/%zz/latest", admin_).status, 400);
+  EXPECT_EQ(Call("GET", "/v1/tables/sensors/devices/d/readings?order=up", admin_).status, 400);
+  EXPECT_EQ(Call("GET", "/v1/tables/sensors/devices/d/aggregate?measure=env", admin_).status, 400);
+  EXPECT_EQ(Call("POST", "/v1/tables/sensors/latest", admin_, R"({"devices":[]})").status, 400);
+  EXPECT_EQ(Call("POST", "/write", admin_, "x").status, 400);
+  EXPECT_EQ(Call("POST", "/write?db=sensors&precision=h", admin_, "x").status, 400);
+  // Every error above carried the JSON shape; spot-check one fully.
+  JsonValue json = Json(typo);
+  EXPECT_EQ(json.Find("error")->Find("code")->text(), "Bad Request");
+}
+
+TEST_F(HttpApiTest, PublicEndpointsNeedNoToken) {
+  HttpResponse page = Call("GET", "/", "");
+  EXPECT_EQ(page.status, 200);
+  EXPECT_EQ(page.content_type, "text/html; charset=utf-8");
+  EXPECT_EQ(page.body, "<!doctype html><title>cairn</title>");
+  HttpResponse health = Call("GET", "/healthz", "");
+  ASSERT_EQ(health.status, 200);
+  EXPECT_EQ(Json(health).Find("status")->text(), "ok");
+  EXPECT_EQ(Call("GET", "/ping", "").status, 204);
+  EXPECT_EQ(Call("GET", "/metrics", "").status, 401);
+}
+
+TEST_F(HttpApiTest, MetricsCountRequestsWritesAndFailures) {
+  ASSERT_EQ(Call("POST", "/write?db=sensors&precision=s", writer_, Lines("m", 4, now_seconds_ - 10)).status, 204);
+  ASSERT_EQ(Call("GET", "/v1/tables/sensors/devices", reader_).status, 200);
+  ASSERT_EQ(Call("GET", "/v1/tables/sensors/devices", "bad").status, 401);
+  HttpResponse metrics = Call("GET", "/metrics", reader_);
+  ASSERT_EQ(metrics.status, 200);
+  EXPECT_EQ(metrics.content_type, "text/plain; version=0.0.4; charset=utf-8");
+  const std::string& text = metrics.body;
+  EXPECT_NE(text.find("cairn_http_requests_total{route=\"/write\",code=\"204\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("cairn_http_requests_total{route=\"/v1/tables/{table}/devices\",code=\"200\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("cairn_write_records_total{outcome=\"stored\"} 4\n"), std::string::npos);
+  EXPECT_NE(text.find("cairn_auth_failures_total 1\n"), std::string::npos);
+  EXPECT_NE(text.find("cairn_queries_total{kind=\"devices\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("cairn_http_request_duration_seconds_count{route=\"/write\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE cairn_engine_log_bytes gauge\n"), std::string::npos);
+  EXPECT_NE(text.find("cairn_disk_free_bytes "), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cairn

@@ -1,0 +1,112 @@
+// HttpApi: cairnd's HTTP endpoints (DESIGN §7). It turns a request into a
+// command of the shared command layer (engine_commands.h) or a write, checks
+// the caller's token and renders the answer as JSON, so the serial shell and
+// HTTP answer every query with the same code.
+//
+// Without a token:
+//   GET  /                    the web page (its data comes from /v1 with a token)
+//   GET  /healthz             {"status":"ok",...}; 503 when the data directory is unusable
+//   GET  /ping                204 (InfluxDB clients probe it)
+// InfluxDB-compatible writes (scope write:<table>):
+//   POST /write?db=T&precision=ns|us|ms|s          InfluxDB 1.x
+//   POST /api/v2/write?bucket=T&precision=...      InfluxDB 2.x
+//        body: line protocol, `Content-Encoding: gzip` accepted. 204 once
+//        the stored records are durable; 400 with every bad line's number and
+//        reason (the good lines of the body are stored all the same); 404 for
+//        an unknown table unless auto_create_tables.
+// Queries, JSON (scope read:<table>):
+//   GET    /v1/tables                                     {"tables":[...]} (the tables the token can read)
+//   PUT    /v1/tables/{t}    (admin)  ?period=&retention=&ttl= or the same as a JSON object body
+//   DELETE /v1/tables/{t}    (admin)
+//   GET    /v1/tables/{t}/devices                         {"devices":[...]}
+//   GET    /v1/tables/{t}/measures                        {"measures":[...]}
+//   GET    /v1/tables/{t}/devices/{d}/latest[?measure=]   {"records":[...]}
+//   POST   /v1/tables/{t}/latest   {"devices":[...],"measure":"..."}  {"records":[...]} with a device member
+//   GET    /v1/tables/{t}/devices/{d}/readings?measure=|prefix=&from=&to=&order=asc|desc&limit=&page=
+//                                                         {"records":[...],"next_page":"..."}
+//   GET    /v1/tables/{t}/devices/{d}/aggregate?measure=&field=&step=&fn=&from=&to=
+//                                                         {"buckets":[...]}
+//   GET    /v1/stats         (admin)                      engine counters
+//   GET    /metrics          (any valid token)            Prometheus text
+//
+// Tokens: `Authorization: Bearer <t>` or `Token <t>`, or HTTP Basic with the
+// token as password, or InfluxDB 1.x's `?p=<t>` query parameter. A missing or
+// invalid token is 401, a valid one without the scope 403. An address that
+// failed authentication too often is answered 429 with Retry-After until its
+// window passes, whatever it sends.
+//
+// Every error is {"error":{"code":...,"message":...}} with the status of
+// HttpStatusFor (http_message.h), or 404/405 for an unknown route or method.
+//
+// Thread-safety: Handle may run concurrently on many threads.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "cairn/core/engine.h"
+#include "cairn/platform/env.h"
+#include "cairn/transport/api_metrics.h"
+#include "cairn/transport/auth_limiter.h"
+#include "cairn/transport/command_registry.h"
+#include "cairn/transport/http_message.h"
+#include "cairn/transport/token_store.h"
+
+namespace cairn {
+
+struct HttpApiOptions {
+  std::string data_dir;  // for /healthz: must not be empty
+  // The line-protocol tag that names the device.
+  std::string device_tag = "device";
+  // A write to an unknown table creates it with default options.
+  bool auto_create_tables = false;
+  // A gzip body may not inflate beyond this (a small bomb cannot fill memory).
+  size_t max_decompressed_body_bytes = 64 << 20;
+  size_t max_line_bytes = 64 * 1024;
+  // The page served at "/".
+  std::string_view index_html;
+};
+
+class HttpApi {
+ public:
+  // Nothing is owned; everything must outlive the API. `commands` must hold
+  // the builtin and engine commands (RegisterEngineCommands). `server_stats`
+  // (may be empty) feeds /metrics with the server's connection counts.
+  HttpApi(Engine* engine, Env* env, const CommandRegistry* commands, TokenStore* tokens,
+          AuthFailureLimiter* limiter, ApiMetrics* metrics, HttpApiOptions options,
+          std::function<HttpServerStats()> server_stats = {});
+
+  HttpResponse Handle(const HttpRequest& request);
+
+ private:
+  struct Route;
+  class Call;
+
+  HttpResponse Dispatch(Call* call, std::string* route_name);
+  HttpResponse RunCommand(Call* call, std::string_view command, std::vector<std::string> arguments,
+                          const std::vector<std::pair<std::string, std::string>>& options,
+                          std::string_view rows_member);
+  HttpResponse Write(Call* call, std::string_view table_parameter);
+  HttpResponse CreateTable(Call* call, const std::string& table);
+  HttpResponse LatestBatch(Call* call, const std::string& table);
+  HttpResponse Readings(Call* call, const std::string& table, const std::string& device);
+  HttpResponse Aggregate(Call* call, const std::string& table, const std::string& device);
+  HttpResponse Tables(Call* call);
+  HttpResponse Metrics();
+
+  Engine* const engine_;
+  Env* const env_;
+  const CommandRegistry* const commands_;
+  TokenStore* const tokens_;
+  AuthFailureLimiter* const limiter_;
+  ApiMetrics* const metrics_;
+  const HttpApiOptions options_;
+  const std::function<HttpServerStats()> server_stats_;
+  // Monotonic time of the last look at the token file.
+  std::atomic<int64_t> last_token_reload_nanos_{0};
+};
+
+}  // namespace cairn

@@ -1,0 +1,554 @@
+#include "cairn/transport/http_api.h"
+
+#include <algorithm>
+#include <atomic>
+#include <optional>
+#include <set>
+
+#include <zlib.h>
+
+#include "cairn/transport/engine_commands.h"
+#include "cairn/transport/json_value.h"
+#include "cairn/transport/json_writer.h"
+#include "cairn/transport/line_protocol.h"
+#include "cairn/transport/result_renderer.h"
+
+namespace cairn {
+namespace {
+
+constexpr size_t kMaxReportedLineErrors = 100;
+constexpr int64_t kTokenReloadIntervalNanos = 1'000'000'000;
+
+// Query parameters that carry credentials (InfluxDB 1.x) rather than a
+// query; every endpoint accepts and ignores them.
+bool IsCredentialParameter(std::string_view name) { return name == "u" || name == "p"; }
+
+// Inflates a gzip body, refusing to grow past `limit` bytes.
+Result<std::string> Gunzip(std::string_view compressed, size_t limit) {
+  z_stream stream = {};
+  if (inflateInit2(&stream, 16 + MAX_WBITS) != Z_OK) return Status::Internal("zlib inflateInit2 failed");
+  std::string out;
+  char buffer[64 * 1024];
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
+  stream.avail_in = static_cast<uInt>(compressed.size());
+  int result = Z_OK;
+  while (result != Z_STREAM_END) {
+    stream.next_out = reinterpret_cast<Bytef*>(buffer);
+    stream.avail_out = sizeof(buffer);
+    result = inflate(&stream, Z_NO_FLUSH);
+    if (result != Z_OK && result != Z_STREAM_END) {
+      inflateEnd(&stream);
+      return Status::InvalidArgument(std::string("the gzip body is damaged: ") +
+                                     (stream.msg != nullptr ? stream.msg : "truncated"));
+    }
+    out.append(buffer, sizeof(buffer) - stream.avail_out);
+    if (out.size() > limit) {
+      inflateEnd(&stream);
+      return Status::ResourceExhausted("the gzip body inflates to more than " + std::to_string(limit) + " bytes");
+    }
+    if (result == Z_OK && stream.avail_in == 0 && stream.avail_out != 0) {
+      inflateEnd(&stream);
+      return Status::InvalidArgument("the gzip body is truncated");
+    }
+  }
+  inflateEnd(&stream);
+  return out;
+}
+
+HttpResponse ErrorFor(const Status& status) {
+  return HttpResponse::Error(HttpStatusFor(status), status.message(), StatusCodeName(status.code()));
+}
+
+}  // namespace
+
+// What a request carries once routed: its decoded pieces and its token.
+class HttpApi::Call {
+ public:
+  explicit Call(const HttpRequest& request) : request_(request) {}
+
+  const HttpRequest& request() const { return request_; }
+  std::vector<std::string>& segments() { return segments_; }
+  std::vector<std::pair<std::string, std::string>>& parameters() { return parameters_; }
+  std::optional<TokenInfo>& token() { return token_; }
+
+  // The value of query parameter `name`, or nullopt.
+  std::optional<std::string> Parameter(std::string_view name) const {
+    for (const auto& [key, value] : parameters_) {
+      if (key == name) return value;
+    }
+    return std::nullopt;
+  }
+
+  // 400 naming the first parameter outside `allowed`, so that a typo
+  // (?form= for ?from=) is not silently a different query.
+  std::optional<HttpResponse> CheckParameters(std::initializer_list<std::string_view> allowed) const {
+    std::set<std::string_view> seen;
+    for (const auto& [key, value] : parameters_) {
+      if (IsCredentialParameter(key)) continue;
+      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+        std::string list;
+        for (std::string_view name : allowed) list += (list.empty() ? "" : ", ") + std::string(name);
+        return HttpResponse::Error(400, "unknown query parameter '" + key + "'" +
+                                            (list.empty() ? "; this endpoint takes none" : "; accepted: " + list));
+      }
+      if (!seen.insert(key).second) {
+        return HttpResponse::Error(400, "query parameter '" + key + "' is given more than once");
+      }
+    }
+    return std::nullopt;
+  }
+
+  // 403 unless the token grants `access` to `table`.
+  std::optional<HttpResponse> Require(Access access, std::string_view table) const {
+    if (token_ && token_->Allows(access, table)) return std::nullopt;
+    const std::string what = access == Access::kAdmin  ? "the admin scope"
+                             : access == Access::kRead ? "scope read:" + std::string(table)
+                                                       : "scope write:" + std::string(table);
+    return HttpResponse::Error(403, "token '" + (token_ ? token_->name : std::string()) + "' lacks " + what);
+  }
+
+ private:
+  const HttpRequest& request_;
+  std::vector<std::string> segments_;
+  std::vector<std::pair<std::string, std::string>> parameters_;
+  std::optional<TokenInfo> token_;
+};
+
+HttpApi::HttpApi(Engine* engine, Env* env, const CommandRegistry* commands, TokenStore* tokens,
+                 AuthFailureLimiter* limiter, ApiMetrics* metrics, HttpApiOptions options,
+                 std::function<HttpServerStats()> server_stats)
+    : engine_(engine),
+      env_(env),
+      commands_(commands),
+      tokens_(tokens),
+      limiter_(limiter),
+      metrics_(metrics),
+      options_(std::move(options)),
+      server_stats_(std::move(server_stats)) {}
+
+HttpResponse HttpApi::Handle(const HttpRequest& request) {
+  const int64_t started = env_->MonotonicNanos();
+  Call call(request);
+  std::string route = "unmatched";
+  HttpResponse response = Dispatch(&call, &route);
+  metrics_->RecordRequest(route, response.status, env_->MonotonicNanos() - started);
+  return response;
+}
+
+HttpResponse HttpApi::Dispatch(Call* call, std::string* route) {
+  const HttpRequest& request = call->request();
+  Result<std::vector<std::string>> segments = SplitPath(request.path);
+  if (!segments.ok()) return HttpResponse::Error(400, segments.status().message());
+  call->segments() = std::move(*segments);
+  Result<std::vector<std::pair<std::string, std::string>>> parameters = ParseQueryString(request.query);
+  if (!parameters.ok()) return HttpResponse::Error(400, parameters.status().message());
+  call->parameters() = std::move(*parameters);
+  const std::vector<std::string>& path = call->segments();
+  const std::string& method = request.method;
+  const bool get = method == "GET" || method == "HEAD";
+  const auto method_not_allowed = [](std::string_view allowed) {
+    HttpResponse response = HttpResponse::Error(405, "method not allowed here; use " + std::string(allowed));
+    response.headers.emplace_back("Allow", std::string(allowed));
+    return response;
+  };
+
+  // ---- without a token ----
+  if (path.empty()) {
+    *route = "/";
+    if (!get) return method_not_allowed("GET");
+    HttpResponse page;
+    page.content_type = "text/html; charset=utf-8";
+    page.body = std::string(options_.index_html);
+    page.headers.emplace_back("Cache-Control", "no-cache");
+    page.headers.emplace_back("Content-Security-Policy",
+                              "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+                              "img-src 'self' data:");
+    return page;
+  }
+  if (path.size() == 1 && path[0] == "healthz") {
+    *route = "/healthz";
+    if (!get) return method_not_allowed("GET");
+    Result<CommandInvocation> health = commands_->BindArguments("health", {}, {});
+    if (!health.ok()) return ErrorFor(health.status());
+    CommandResult result = commands_->Run(*health);
+    if (!result.ok()) {
+      return HttpResponse::Error(503, result.error().message(), StatusCodeName(result.error().code()));
+    }
+    return HttpResponse::Json(200, RenderJson(result, RenderOptions()));
+  }
+  if (path.size() == 1 && path[0] == "ping") {
+    *route = "/ping";
+    if (!get) return method_not_allowed("GET, HEAD");
+    HttpResponse pong;
+    pong.status = 204;
+    pong.headers.emplace_back("X-Influxdb-Version", "1.8-compatible (cairn)");
+    return pong;
+  }
+
+  // ---- everything else needs a token ----
+  const int64_t now = env_->MonotonicNanos();
+  if (limiter_->IsBlocked(request.peer_address, now)) {
+    metrics_->RecordRateLimited();
+    *route = "rate_limited";
+    HttpResponse response = HttpResponse::Error(
+        429, "too many failed authentications from " + request.peer_address + "; wait before trying again");
+    response.headers.emplace_back("Retry-After",
+                                  std::to_string(limiter_->RetryAfterSeconds(request.peer_address, now)));
+    return response;
+  }
+  std::optional<std::string> presented;
+  if (const std::string* authorization = request.Header("authorization")) {
+    Result<std::string> extracted = ExtractPresentedToken(*authorization);
+    if (!extracted.ok()) {
+      metrics_->RecordAuthFailure();
+      limiter_->RecordFailure(request.peer_address, now);
+      HttpResponse response = HttpResponse::Error(401, extracted.status().message());
+      response.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"cairn\"");
+      return response;
+    }
+    presented = std::move(*extracted);
+  } else if (std::optional<std::string> password = call->Parameter("p")) {
+    presented = std::move(*password);
+  }
+  if (!presented) {
+    HttpResponse response = HttpResponse::Error(
+        401, "this endpoint needs a token: send 'Authorization: Bearer <token>' (create one with `cairnd token "
+             "create`)");
+    response.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"cairn\"");
+    return response;
+  }
+  {
+    // A token created or revoked with `cairnd token` while cairnd runs is
+    // seen within a second. A file that fails to load keeps the tokens
+    // already loaded.
+    int64_t previous = last_token_reload_nanos_.load(std::memory_order_relaxed);
+    if (now - previous >= kTokenReloadIntervalNanos &&
+        last_token_reload_nanos_.compare_exchange_strong(previous, now, std::memory_order_relaxed)) {
+      static_cast<void>(tokens_->ReloadIfChanged());
+    }
+  }
+  Result<TokenInfo> token = tokens_->Authenticate(*presented);
+  if (!token.ok() && tokens_->ReloadIfChanged().ok()) {
+    // A token made with `cairnd token create` a moment ago works at once.
+    token = tokens_->Authenticate(*presented);
+  }
+  if (!token.ok()) {
+    metrics_->RecordAuthFailure();
+    limiter_->RecordFailure(request.peer_address, now);
+    HttpResponse response = HttpResponse::Error(401, "invalid token");
+    response.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"cairn\", error=\"invalid_token\"");
+    return response;
+  }
+  call->token() = std::move(*token);
+
+  // ---- InfluxDB writes ----
+  if (path.size() == 1 && path[0] == "write") {
+    *route = "/write";
+    if (method != "POST") return method_not_allowed("POST");
+    return Write(call, "db");
+  }
+  if (path.size() == 3 && path[0] == "api" && path[1] == "v2" && path[2] == "write") {
+    *route = "/api/v2/write";
+    if (method != "POST") return method_not_allowed("POST");
+    return Write(call, "bucket");
+  }
+  if (path.size() == 1 && path[0] == "metrics") {
+    *route = "/metrics";
+    if (!get) return method_not_allowed("GET");
+    if (auto bad = call->CheckParameters({})) return *bad;
+    return Metrics();
+  }
+  if (path[0] != "v1") return HttpResponse::Error(404, "no such endpoint: " + request.path);
+
+  // ---- /v1 ----
+  if (path.size() == 2 && path[1] == "stats") {
+    *route = "/v1/stats";
+    if (!get) return method_not_allowed("GET");
+    if (auto denied = call->Require(Access::kAdmin, "")) return *denied;
+    if (auto bad = call->CheckParameters({})) return *bad;
+    return RunCommand(call, "stats", {}, {}, "");
+  }
+  if (path.size() < 2 || path[1] != "tables") return HttpResponse::Error(404, "no such endpoint: " + request.path);
+  if (path.size() == 2) {
+    *route = "/v1/tables";
+    if (!get) return method_not_allowed("GET");
+    if (auto bad = call->CheckParameters({})) return *bad;
+    return Tables(call);
+  }
+  const std::string& table = path[2];
+  if (path.size() == 3) {
+    *route = "/v1/tables/{table}";
+    if (auto denied = call->Require(Access::kAdmin, table)) return *denied;
+    if (method == "PUT") return CreateTable(call, table);
+    if (method == "DELETE") {
+      if (auto bad = call->CheckParameters({})) return *bad;
+      return RunCommand(call, "drop-table", {table}, {}, "");
+    }
+    return method_not_allowed("PUT, DELETE");
+  }
+  if (path.size() == 4 && (path[3] == "devices" || path[3] == "measures")) {
+    *route = "/v1/tables/{table}/" + path[3];
+    if (!get) return method_not_allowed("GET");
+    if (auto denied = call->Require(Access::kRead, table)) return *denied;
+    if (auto bad = call->CheckParameters({})) return *bad;
+    return RunCommand(call, path[3], {table}, {}, path[3]);
+  }
+  if (path.size() == 4 && path[3] == "latest") {
+    *route = "/v1/tables/{table}/latest";
+    if (method != "POST") return method_not_allowed("POST");
+    if (auto denied = call->Require(Access::kRead, table)) return *denied;
+    return LatestBatch(call, table);
+  }
+  if (path.size() == 6 && path[3] == "devices") {
+    const std::string& device = path[4];
+    const std::string& what = path[5];
+    if (what != "latest" && what != "readings" && what != "aggregate") {
+      return HttpResponse::Error(404, "no such endpoint: " + request.path);
+    }
+    *route = "/v1/tables/{table}/devices/{device}/" + what;
+    if (!get) return method_not_allowed("GET");
+    if (auto denied = call->Require(Access::kRead, table)) return *denied;
+    if (what == "latest") {
+      if (auto bad = call->CheckParameters({"measure"})) return *bad;
+      std::vector<std::string> arguments = {table, device};
+      if (std::optional<std::string> measure = call->Parameter("measure")) arguments.push_back(*measure);
+      return RunCommand(call, "latest", std::move(arguments), {}, "records");
+    }
+    if (what == "readings") return Readings(call, table, device);
+    return Aggregate(call, table, device);
+  }
+  return HttpResponse::Error(404, "no such endpoint: " + request.path);
+}
+
+HttpResponse HttpApi::RunCommand(Call* call, std::string_view command, std::vector<std::string> arguments,
+                                 const std::vector<std::pair<std::string, std::string>>& options,
+                                 std::string_view rows_member) {
+  (void)call;
+  Result<CommandInvocation> invocation = commands_->BindArguments(command, std::move(arguments), options);
+  if (!invocation.ok()) return ErrorFor(invocation.status());
+  metrics_->RecordQuery(command);
+  CommandResult result = commands_->Run(*invocation);
+  if (!result.ok()) return ErrorFor(result.error());
+  return HttpResponse::Json(200, RenderJson(result, RenderOptions(), rows_member));
+}
+
+HttpResponse HttpApi::Tables(Call* call) {
+  Result<CommandInvocation> invocation = commands_->BindArguments("tables", {}, {});
+  if (!invocation.ok()) return ErrorFor(invocation.status());
+  metrics_->RecordQuery("tables");
+  CommandResult result = commands_->Run(*invocation);
+  if (!result.ok()) return ErrorFor(result.error());
+  // Only the tables this token may read.
+  const std::vector<std::string>& columns = result.columns();
+  const size_t name_column = static_cast<size_t>(std::find(columns.begin(), columns.end(), "table") - columns.begin());
+  std::vector<CommandResult::Row> readable;
+  for (const CommandResult::Row& row : result.rows()) {
+    if (name_column < row.size()) {
+      if (const std::string* name = std::get_if<std::string>(&row[name_column])) {
+        if (call->token()->Allows(Access::kRead, *name)) readable.push_back(row);
+      }
+    }
+  }
+  return HttpResponse::Json(200,
+                            RenderJson(CommandResult::Table(columns, std::move(readable)), RenderOptions(), "tables"));
+}
+
+HttpResponse HttpApi::CreateTable(Call* call, const std::string& table) {
+  if (auto bad = call->CheckParameters({"period", "retention", "ttl"})) return *bad;
+  std::vector<std::pair<std::string, std::string>> options;
+  for (const char* name : {"period", "retention", "ttl"}) {
+    if (std::optional<std::string> value = call->Parameter(name)) options.emplace_back(name, *value);
+  }
+  const std::string& body = call->request().body;
+  if (body.find_first_not_of(" \t\r\n") != std::string::npos) {
+    Result<JsonValue> document = JsonValue::Parse(body);
+    if (!document.ok()) return HttpResponse::Error(400, "the body is not JSON: " + document.status().message());
+    if (!document->is_object()) {
+      return HttpResponse::Error(400, "the body must be a JSON object like {\"period\":\"day\",\"retention\":\"30d\"}");
+    }
+    for (const auto& [key, value] : document->members()) {
+      if (key != "period" && key != "retention" && key != "ttl") {
+        return HttpResponse::Error(400, "unknown member '" + key + "'; accepted: period, retention, ttl");
+      }
+      if (!value.is_string()) return HttpResponse::Error(400, "member '" + key + "' must be a string like \"30d\"");
+      if (std::any_of(options.begin(), options.end(), [&](const auto& option) { return option.first == key; })) {
+        return HttpResponse::Error(400, "'" + key + "' is given both in the query and in the body");
+      }
+      options.emplace_back(key, value.text());
+    }
+  }
+  HttpResponse response = RunCommand(call, "create-table", {table}, options, "");
+  if (response.status == 200) response.status = 201;
+  return response;
+}
+
+HttpResponse HttpApi::LatestBatch(Call* call, const std::string& table) {
+  if (auto bad = call->CheckParameters({})) return *bad;
+  Result<JsonValue> document = JsonValue::Parse(call->request().body);
+  if (!document.ok()) return HttpResponse::Error(400, "the body is not JSON: " + document.status().message());
+  const JsonValue* devices = document->is_object() ? document->Find("devices") : nullptr;
+  if (devices == nullptr || devices->kind() != JsonValue::Kind::kArray || devices->elements().empty()) {
+    return HttpResponse::Error(400, "the body must be {\"devices\":[\"id\",...]} with at least one device");
+  }
+  if (devices->elements().size() > kMaxBatchDevices) {
+    return HttpResponse::Error(400, "at most " + std::to_string(kMaxBatchDevices) + " devices per request");
+  }
+  std::vector<std::string> arguments = {table};
+  for (const JsonValue& device : devices->elements()) {
+    if (!device.is_string()) return HttpResponse::Error(400, "every device must be a string");
+    arguments.push_back(device.text());
+  }
+  std::vector<std::pair<std::string, std::string>> options;
+  for (const auto& [key, value] : document->members()) {
+    if (key == "devices") continue;
+    if (key != "measure" || !value.is_string()) {
+      return HttpResponse::Error(400, "unexpected member '" + key + "'; accepted: devices, measure (a string)");
+    }
+    options.emplace_back("measure", value.text());
+  }
+  return RunCommand(call, "latest-batch", std::move(arguments), options, "records");
+}
+
+HttpResponse HttpApi::Readings(Call* call, const std::string& table, const std::string& device) {
+  if (auto bad = call->CheckParameters({"measure", "prefix", "from", "to", "order", "limit", "page"})) return *bad;
+  std::vector<std::pair<std::string, std::string>> options;
+  for (const char* name : {"measure", "prefix", "from", "to", "limit", "page"}) {
+    if (std::optional<std::string> value = call->Parameter(name)) options.emplace_back(name, *value);
+  }
+  if (std::optional<std::string> order = call->Parameter("order")) {
+    if (*order == "desc") {
+      options.emplace_back("desc", "");
+    } else if (*order != "asc") {
+      return HttpResponse::Error(400, "order must be asc or desc, not '" + *order + "'");
+    }
+  }
+  return RunCommand(call, "range", {table, device}, options, "records");
+}
+
+HttpResponse HttpApi::Aggregate(Call* call, const std::string& table, const std::string& device) {
+  if (auto bad = call->CheckParameters({"measure", "field", "step", "fn", "from", "to"})) return *bad;
+  std::optional<std::string> measure = call->Parameter("measure");
+  std::optional<std::string> field = call->Parameter("field");
+  if (!measure || !field) return HttpResponse::Error(400, "aggregate needs ?measure=M&field=F&step=D");
+  std::vector<std::pair<std::string, std::string>> options;
+  for (const char* name : {"step", "fn", "from", "to"}) {
+    if (std::optional<std::string> value = call->Parameter(name)) options.emplace_back(name, *value);
+  }
+  return RunCommand(call, "agg", {table, device, *measure, *field}, options, "buckets");
+}
+
+HttpResponse HttpApi::Write(Call* call, std::string_view table_parameter) {
+  if (auto bad = call->CheckParameters({table_parameter, "precision", "rp", "org", "consistency"})) return *bad;
+  std::optional<std::string> table = call->Parameter(table_parameter);
+  if (!table || table->empty()) {
+    return HttpResponse::Error(400, "missing ?" + std::string(table_parameter) + "=TABLE");
+  }
+  if (auto denied = call->Require(Access::kWrite, *table)) return *denied;
+  LineProtocolOptions parse_options;
+  if (std::optional<std::string> precision = call->Parameter("precision")) {
+    Result<TimestampPrecision> parsed = ParseTimestampPrecision(*precision);
+    if (!parsed.ok()) return HttpResponse::Error(400, parsed.status().message());
+    parse_options.precision = *parsed;
+  }
+  parse_options.default_timestamp = env_->NowUnixNanos();
+  parse_options.device_tag = options_.device_tag;
+  parse_options.max_line_bytes = options_.max_line_bytes;
+
+  const HttpRequest& request = call->request();
+  std::string inflated;
+  std::string_view body = request.body;
+  if (const std::string* encoding = request.Header("content-encoding")) {
+    if (*encoding == "gzip") {
+      Result<std::string> decoded = Gunzip(request.body, options_.max_decompressed_body_bytes);
+      if (!decoded.ok()) {
+        return HttpResponse::Error(decoded.status().code() == StatusCode::kResourceExhausted ? 413 : 400,
+                                   decoded.status().message());
+      }
+      inflated = std::move(*decoded);
+      body = inflated;
+    } else if (*encoding != "identity") {
+      return HttpResponse::Error(415, "Content-Encoding '" + *encoding + "' is not supported; use gzip or none");
+    }
+  }
+
+  LineProtocolBatch batch = ParseLineProtocol(body, parse_options);
+  Result<TableInfo> existing = engine_->GetTable(*table);
+  if (!existing.ok()) {
+    if (existing.status().code() != StatusCode::kNotFound) return ErrorFor(existing.status());
+    if (!options_.auto_create_tables) {
+      return HttpResponse::Error(404, "table '" + *table + "' does not exist; create it with PUT /v1/tables/" +
+                                          *table + " or the shell's create-table",
+                                 "NotFound");
+    }
+    Status created = engine_->CreateTable(*table, TableOptions());
+    if (!created.ok() && created.code() != StatusCode::kAlreadyExists) return ErrorFor(created);
+  }
+
+  std::vector<LineProtocolError> errors = std::move(batch.errors);
+  WriteResult written;
+  if (!batch.records.empty()) {
+    std::vector<Record> records;
+    records.reserve(batch.records.size());
+    for (LineProtocolRecord& line : batch.records) records.push_back(std::move(line.record));
+    Result<WriteResult> result = engine_->Write(*table, records);
+    if (!result.ok()) return ErrorFor(result.status());
+    written = std::move(*result);
+    for (size_t i = 0; i < written.records.size(); ++i) {
+      const RecordResult& outcome = written.records[i];
+      if (outcome.outcome == WriteOutcome::kInvalid || outcome.outcome == WriteOutcome::kRejectedVersion) {
+        errors.push_back({batch.records[i].line_number, outcome.reason});
+      }
+    }
+  }
+  metrics_->RecordWrite(written, errors.size());
+  if (errors.empty()) {
+    HttpResponse response;
+    response.status = 204;
+    return response;
+  }
+  std::sort(errors.begin(), errors.end(),
+            [](const LineProtocolError& a, const LineProtocolError& b) { return a.line_number < b.line_number; });
+  JsonWriter json;
+  json.BeginObject();
+  json.Key("error");
+  json.BeginObject();
+  json.Key("code");
+  json.String("InvalidArgument");
+  json.Key("message");
+  json.String(std::to_string(errors.size()) + " line" + (errors.size() == 1 ? "" : "s") +
+              " rejected, first: line " + std::to_string(errors[0].line_number) + ": " + errors[0].reason +
+              (written.stored + written.duplicates > 0 ? "; the other lines were stored" : ""));
+  json.EndObject();
+  json.Key("stored");
+  json.Uint(written.stored);
+  json.Key("duplicates");
+  json.Uint(written.duplicates);
+  json.Key("lines");
+  json.BeginArray();
+  for (size_t i = 0; i < errors.size() && i < kMaxReportedLineErrors; ++i) {
+    json.BeginObject();
+    json.Key("line");
+    json.Uint(errors[i].line_number);
+    json.Key("reason");
+    json.String(errors[i].reason);
+    json.EndObject();
+  }
+  json.EndArray();
+  if (errors.size() > kMaxReportedLineErrors) {
+    json.Key("lines_not_shown");
+    json.Uint(errors.size() - kMaxReportedLineErrors);
+  }
+  json.EndObject();
+  return HttpResponse::Json(400, json.text());
+}
+
+HttpResponse HttpApi::Metrics() {
+  Result<uint64_t> free = env_->FreeSpace(options_.data_dir);
+  HttpResponse response;
+  response.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  response.body = metrics_->RenderPrometheus(engine_->Stats(), server_stats_ ? server_stats_() : HttpServerStats(),
+                                             free.ok() ? *free : 0);
+  return response;
+}
+
+}  // namespace cairn
