@@ -5,11 +5,12 @@
 #
 # Installs the dependencies, builds cairnd (the `host` preset, RelWithDebInfo,
 # in build/host), starts it on its embedded defaults with a fresh data
-# directory and a pseudo-terminal as its serial console, and talks to it
-# through that terminal (firmware/quickstart_console.py): version, demo
-# readings for three devices written in line protocol, then devices, latest,
-# range and agg. Finally cairnd is stopped with SIGTERM and its exit status
-# reported.
+# directory, a pseudo-terminal as its serial console and its HTTP API on
+# loopback, and uses both (firmware/quickstart_console.py): demo readings for
+# three devices written over HTTP in line protocol as InfluxDB clients do,
+# latest and range queries over HTTP, then devices, latest, range and agg at
+# the serial console. Finally cairnd is stopped with SIGTERM and its exit
+# status reported.
 #
 # Can be run again at any time: the data directory is emptied first and the
 # build is incremental. Every step has a time limit; the script exits
@@ -45,7 +46,7 @@ run_step 10m "configuring the host preset" cmake --preset host
 run_step 90m "building cairnd" cmake --build --preset host --target cairnd
 [ -x "$CAIRND" ] || fail "the build did not produce $CAIRND"
 
-step "starting cairnd (data in $DATA_DIR, log in $LOG) and typing at its serial console"
+step "starting cairnd (data in $DATA_DIR, log in $LOG), writing over HTTP, querying over HTTP and serial"
 status=0
 timeout --kill-after=10 15m python3 "$ROOT/firmware/quickstart_console.py" \
   --cairnd "$CAIRND" --data-dir "$DATA_DIR" --log "$LOG" || status=$?
@@ -61,9 +62,11 @@ fi
 cat <<EOF
 
 ==> done
-cairnd answered every command and stopped cleanly. To explore on your own, start it again:
+cairnd answered every request and command and stopped cleanly. To explore on your own,
+start it again (the admin token shown above stays valid for this data directory):
 
-  $CAIRND --data-dir $DATA_DIR --serial /dev/ttyUSB0     # or any tty; then type help
+  $CAIRND --data-dir $DATA_DIR --http-plain --serial /dev/ttyUSB0   # any tty; then type help
+  curl -H "Authorization: Token \$TOKEN" http://127.0.0.1:8086/v1/tables
 
 The data written above is still in $DATA_DIR (emptied by the next quick start).
 EOF

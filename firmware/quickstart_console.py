@@ -1,20 +1,25 @@
 #!/usr/bin/env python3
-"""Drives cairnd's serial shell for the quick start (firmware/quickstart.sh).
+"""Drives cairnd for the quick start (firmware/quickstart.sh).
 
 Creates a pseudo-terminal pair, starts cairnd with the slave side as its
-serial console and a fresh data directory, then types at the master side the
-way an operator at a serial terminal would: version, demo readings for three
-devices written with `put` (temperature and humidity random walks over the
-last hour), then devices, latest, range and agg. Everything cairnd answers is
-printed. Finally cairnd is stopped with SIGTERM and its exit status reported.
+serial console, its HTTP API on loopback and a fresh data directory. From the
+serial banner it takes the admin token cairnd shows once at its first start.
+Then it writes demo readings for three devices over HTTP the way InfluxDB
+clients do (temperature and humidity random walks over the last hour, one
+POST /write), queries them over HTTP (latest, readings), and types at the
+serial console the way an operator would: version, devices, latest, range and
+agg. Everything cairnd answers is printed. Finally cairnd is stopped with
+SIGTERM and its exit status reported.
 
 Exits non-zero if cairnd does not start, a command answers with an error,
 a wait times out, or cairnd does not exit 0. Every wait is bounded.
 """
 
 import argparse
+import json
 import os
 import random
+import re
 import select
 import shutil
 import signal
@@ -22,6 +27,9 @@ import subprocess
 import sys
 import time
 import tty
+import urllib.error
+import urllib.parse
+import urllib.request
 
 PROMPT = b"cairn> "
 DEVICES = ("sensor-01", "sensor-02", "sensor-03")
@@ -106,6 +114,31 @@ def demo_readings(now_nanos, readings_per_device, seed):
     return lines
 
 
+def wait_for_http_port(log_path, process, timeout_seconds):
+    """The port cairnd reports in its "listening on" log line."""
+    deadline = time.monotonic() + timeout_seconds
+    while time.monotonic() < deadline:
+        with open(log_path, "rb") as log:
+            match = re.search(rb"listening on http://127\.0\.0\.1:(\d+)", log.read())
+        if match:
+            return int(match.group(1))
+        if process.poll() is not None:
+            raise QuickstartError("cairnd exited (status %d) before listening" % process.returncode)
+        time.sleep(0.05)
+    raise QuickstartError("cairnd did not report its HTTP port within %d s" % timeout_seconds)
+
+
+def http(method, url, token, body=None, timeout=60):
+    """One request; returns (status, body text). HTTP errors are answers too."""
+    request = urllib.request.Request(url, data=body, method=method,
+                                     headers={"Authorization": "Token " + token})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, response.read().decode("utf-8")
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode("utf-8")
+
+
 def stop(process, timeout_seconds):
     """SIGTERM, then wait; returns the exit status (None if it hung)."""
     if process.poll() is None:
@@ -141,27 +174,46 @@ def main():
     console = Console(master_fd, args.timeout)
 
     log = open(args.log, "wb")
-    command = [args.cairnd, "--data-dir", args.data_dir, "--serial", slave_path]
+    command = [args.cairnd, "--data-dir", args.data_dir, "--serial", slave_path,
+               "--http-listen", "127.0.0.1:0", "--http-plain"]
     print("starting: " + " ".join(command))
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
     status = None
     try:
-        banner = console.read_until_prompt(process)
-        print(banner.replace("\r\n", "\n").strip("\n"))
+        banner = console.read_until_prompt(process).replace("\r\n", "\n")
+        print(banner.strip("\n"))
+        match = re.search(r"shown once; store it now\):\n(cairn_\S+)", banner)
+        if not match:
+            raise QuickstartError("the first start showed no admin token on the console")
+        token = match.group(1)
+        port = wait_for_http_port(args.log, process, args.timeout)
+        base = "http://127.0.0.1:%d" % port
 
         show("version", console.run(process, "version"))
 
         lines = demo_readings(time.time_ns(), args.readings, args.seed)
-        print("writing %d demo readings for %d devices (one put each):" % (len(lines), len(DEVICES)))
-        for line in lines:
-            answer = console.run(process, "put sensors " + line)
-            outcome = dict(row.split(None, 1) for row in answer.splitlines() if " " in row)
-            if outcome.get("outcome") != "stored":
-                raise QuickstartError("'put sensors %s' answered:\n%s" % (line, answer))
-            print("cairn> put sensors %s\n  %s at %s, lsn %s"
-                  % (line, outcome["outcome"], outcome.get("time", "?"), outcome.get("lsn", "?")))
+        print("\nwriting %d demo readings for %d devices over HTTP, as InfluxDB clients do:" %
+              (len(lines), len(DEVICES)))
+        print("  curl -H 'Authorization: Token $TOKEN' --data-binary @readings.lp '%s/write?db=sensors'" % base)
+        for line in lines[:3]:
+            print("    " + line)
+        print("    ... (%d more lines)" % (len(lines) - 3))
+        status, answer = http("POST", base + "/write?db=sensors&precision=ns", token,
+                              ("\n".join(lines) + "\n").encode("utf-8"))
+        if status != 204:
+            raise QuickstartError("POST /write answered %d: %s" % (status, answer))
+        print("  -> 204 No Content: all %d readings are stored and durable" % len(lines))
 
         device = DEVICES[0]
+        for path in ("/v1/tables/sensors/devices/%s/latest" % device,
+                     "/v1/tables/sensors/devices/%s/readings?limit=3&order=desc" % device):
+            status, answer = http("GET", base + path, token)
+            if status != 200:
+                raise QuickstartError("GET %s answered %d: %s" % (path, status, answer))
+            print("\nGET %s -> %d" % (path, status))
+            print(json.dumps(json.loads(answer), indent=2))
+
+        print("\nand the same data at the serial console:")
         for query in ("devices sensors",
                       "measures sensors",
                       "latest sensors %s" % device,
@@ -169,6 +221,7 @@ def main():
                       "agg sensors %s env temperature --step 15m --fn min,max,avg,count --from -1h"
                       % device):
             show(query, console.run(process, query))
+        print("\nthe web page (tables, devices, latest values, a chart): %s/#token=%s" % (base, token))
     except QuickstartError as error:
         print("quickstart: %s" % error, file=sys.stderr)
         stop(process, args.timeout)

@@ -6,6 +6,7 @@
 #include "cairn/platform/process_signals.h"
 #include "cairn/transport/builtin_commands.h"
 #include "cairn/transport/engine_commands.h"
+#include "cairn/transport/web_assets.h"
 
 namespace cairn::cairnd {
 
@@ -35,13 +36,85 @@ Status Daemon::Start() {
   CAIRN_RETURN_IF_ERROR(OpenEngine());
   CAIRN_RETURN_IF_ERROR(CreateDefaultTable());
 
+  CAIRN_RETURN_IF_ERROR(OpenTokens());
+
   CAIRN_RETURN_IF_ERROR(RegisterBuiltinCommands(&commands_));
   EngineCommandOptions command_options;
   command_options.data_dir = dir;
+  command_options.device_tag = options_.device_tag;
   CAIRN_RETURN_IF_ERROR(RegisterEngineCommands(&commands_, engine_.get(), env_, command_options));
-  CAIRN_RETURN_IF_ERROR(StartSerialShell());
-  log_->Info("cairnd " + GetBuildInfo().version + " started: data directory " + dir + ", serial shell on " +
-             options_.serial_path + " at " + std::to_string(options_.baud) + " baud");
+  std::string serving;
+  if (!options_.serial_path.empty()) {
+    CAIRN_RETURN_IF_ERROR(StartSerialShell());
+    serving = ", serial shell on " + options_.serial_path + " at " + std::to_string(options_.baud) + " baud";
+  }
+  CAIRN_RETURN_IF_ERROR(StartHttp());
+  if (http_server_ != nullptr) {
+    const bool ipv6 = options_.http_address.find(':') != std::string::npos;
+    serving += std::string(", listening on ") + (http_server_->tls() ? "https" : "http") + "://" +
+               (ipv6 ? "[" + options_.http_address + "]" : options_.http_address) + ":" +
+               std::to_string(http_server_->port());
+  }
+  log_->Info("cairnd " + GetBuildInfo().version + " started: data directory " + dir + serving);
+  if (options_.http_enabled && http_server_ == nullptr) {
+    log_->Warn("the HTTP API is off: give --tls-cert and --tls-key for HTTPS, or --http-plain for plain HTTP");
+  }
+  return Status::Ok();
+}
+
+Status Daemon::OpenTokens() {
+  Result<std::unique_ptr<TokenStore>> tokens = TokenStore::Open(env_, options_.data_dir);
+  if (!tokens.ok()) return tokens.status().WithContext("cannot open the API tokens");
+  tokens_ = std::move(tokens).value();
+  Result<std::optional<CreatedToken>> first = tokens_->EnsureAdminToken();
+  if (!first.ok()) return first.status().WithContext("cannot create the first admin token");
+  if (first->has_value()) {
+    first_admin_token_ = (*first)->token;
+    // The one time this secret exists outside the operator's hands: the
+    // store keeps only its hash.
+    log_->Warn("first start: created the admin token (shown once; store it now): " + first_admin_token_);
+  }
+  return Status::Ok();
+}
+
+Status Daemon::StartHttp() {
+  if (!ServesHttp(options_)) return Status::Ok();
+  ConnectionWrapper wrapper;
+  if (!options_.tls_certificate_path.empty()) {
+    TlsServerOptions tls_options;
+    tls_options.certificate_path = options_.tls_certificate_path;
+    tls_options.private_key_path = options_.tls_private_key_path;
+    tls_options.client_ca_path = options_.tls_client_ca_path;
+    Result<std::unique_ptr<TlsServerContext>> tls = TlsServerContext::Create(env_, tls_options);
+    if (!tls.ok()) return tls.status().WithContext("cannot set up TLS for the HTTP API");
+    tls_ = std::move(tls).value();
+    wrapper = [tls = tls_.get()](std::unique_ptr<TcpConnection> connection) {
+      return tls->Accept(std::move(connection));
+    };
+  }
+  HttpApiOptions api_options;
+  api_options.data_dir = options_.data_dir;
+  api_options.device_tag = options_.device_tag;
+  api_options.auto_create_tables = options_.auto_create_tables;
+  api_options.index_html = kWebIndexHtml;
+  http_api_ = std::make_unique<HttpApi>(engine_.get(), env_, &commands_, tokens_.get(), &auth_limiter_,
+                                        &api_metrics_, api_options, [this] {
+                                          return http_server_ ? http_server_->stats() : HttpServerStats();
+                                        });
+  HttpServerOptions server_options;
+  server_options.listen_address = options_.http_address;
+  server_options.port = options_.http_port;
+  server_options.max_connections = options_.http_max_connections;
+  server_options.max_body_bytes = options_.http_max_body_bytes;
+  Logger* log = log_;
+  Result<std::unique_ptr<HttpServer>> server = HttpServer::Start(
+      env_, server_options, [api = http_api_.get()](const HttpRequest& request) { return api->Handle(request); },
+      std::move(wrapper), [log](const std::string& line) { log->Warn(line); });
+  if (!server.ok()) {
+    return server.status().WithContext("cannot listen for HTTP on " + options_.http_address + " port " +
+                                       std::to_string(options_.http_port));
+  }
+  http_server_ = std::move(server).value();
   return Status::Ok();
 }
 
@@ -95,7 +168,13 @@ Status Daemon::Run() {
         log_->Info("termination requested; stopping");
         return Status::Ok();
       case ProcessSignal::kReload: {
-        log_->Info("SIGHUP: reopening serial port " + options_.serial_path);
+        Status reloaded = tokens_->ReloadIfChanged();
+        if (!reloaded.ok()) log_->Error("SIGHUP: the tokens were not reread: " + reloaded.message());
+        if (options_.serial_path.empty()) {
+          log_->Info("SIGHUP: tokens reread");
+          break;
+        }
+        log_->Info("SIGHUP: tokens reread; reopening serial port " + options_.serial_path);
         StopSerialShell();
         Status status = StartSerialShell();
         if (!status.ok()) {
@@ -113,6 +192,7 @@ Status Daemon::Run() {
 }
 
 void Daemon::SuperviseSerialShell() {
+  if (options_.serial_path.empty()) return;
   if (serial_shell_ != nullptr) {
     if (!serial_shell_->ended()) return;
     log_->Error("serial session on " + options_.serial_path +
@@ -143,6 +223,11 @@ Status Daemon::StartSerialShell() {
   if (!port.ok()) return port.status().WithContext("cannot open serial port " + options_.serial_path);
   SerialShellOptions shell_options;
   shell_options.banner = SerialBanner();
+  if (!first_admin_token_.empty()) {
+    shell_options.banner += "\nfirst start: the admin token of the HTTP API is (shown once; store it now):\n" +
+                            first_admin_token_;
+    first_admin_token_.clear();
+  }
   serial_shell_ = std::make_unique<SerialShell>(env_, std::move(port).value(), &commands_, shell_options);
   serial_shell_->Start();
   return Status::Ok();
@@ -155,6 +240,11 @@ void Daemon::StopSerialShell() {
 }
 
 Status Daemon::Stop() {
+  if (http_server_ != nullptr) {
+    http_server_->Stop();
+    http_server_.reset();
+  }
+  http_api_.reset();
   StopSerialShell();
   if (engine_ == nullptr) return Status::Ok();
   Status result = engine_->SealAll();

@@ -2,16 +2,19 @@
 //
 // Start() opens the storage engine on the data directory (the engine takes
 // <data_dir>/LOCK, so no second cairnd can use it, and replays its log),
-// creates the table `sensors` when the directory holds no table yet, then
-// brings up the command layer (builtin and engine commands) and the serial
-// shell. Run() is the main thread's loop: it waits for the termination
+// creates the table `sensors` when the directory holds no table yet, opens
+// the API tokens (creating the first admin token on a fresh gateway and
+// showing it once, in the log and on the serial console), then brings up the
+// command layer (builtin and engine commands), the serial shell and the
+// HTTP(S) API. Run() is the main thread's loop: it waits for the termination
 // signals (process_signals.h) and keeps the serial shell alive. Stop() takes
 // everything down in reverse order: the shell, then the engine (every head
 // record sealed into its period file, the log synced, the lock released).
 //
 //   SIGTERM, SIGINT  Run() returns; the caller then Stop()s and exits 0
 //   SIGHUP           the serial port is closed and opened again (a USB
-//                    adapter re-plugged, a console server restarted)
+//                    adapter re-plugged, a console server restarted) and
+//                    the token file is read again
 //
 // A serial session that ends by itself (the port failed) is logged and the
 // port is reopened every kSerialRetrySeconds until that succeeds.
@@ -28,8 +31,14 @@
 #include "cairn/core/engine.h"
 #include "cairn/platform/env.h"
 #include "cairn/platform/status.h"
+#include "cairn/transport/api_metrics.h"
+#include "cairn/transport/auth_limiter.h"
 #include "cairn/transport/command_registry.h"
+#include "cairn/transport/http_api.h"
+#include "cairn/transport/http_server.h"
 #include "cairn/transport/serial_shell.h"
+#include "cairn/platform/tls.h"
+#include "cairn/transport/token_store.h"
 
 #include "cairnd/log.h"
 #include "cairnd/options.h"
@@ -63,7 +72,10 @@ class Daemon {
   // signals fails. Precondition: Start() succeeded.
   Status Run();
 
-  // Stops the serial shell, seals every head record, closes the engine and
+  // The HTTP port listened on (the chosen one for port 0); 0 without HTTP.
+  uint16_t http_port() const { return http_server_ ? http_server_->port() : 0; }
+
+  // Stops the HTTP server and the serial shell, seals every head record, closes the engine and
   // so releases the data directory. Idempotent. Returns the first failure of
   // sealing or closing (logged too); the log still holds every acknowledged
   // record then, and the next start replays it.
@@ -74,6 +86,11 @@ class Daemon {
   Status OpenEngine();
   // Creates kDefaultTable when the engine holds no table at all.
   Status CreateDefaultTable();
+  // Opens the token store; on a fresh data directory creates the admin
+  // token and logs it once.
+  Status OpenTokens();
+  // Starts the HTTP(S) server when the options ask for it.
+  Status StartHttp();
   // Opens the serial port and starts a shell on it.
   Status StartSerialShell();
   void StopSerialShell();
@@ -88,6 +105,15 @@ class Daemon {
   std::unique_ptr<Engine> engine_;
   CommandRegistry commands_;
   std::unique_ptr<SerialShell> serial_shell_;
+  std::unique_ptr<TokenStore> tokens_;
+  // An admin token created at this start, shown once on the serial
+  // console too; cleared once shown.
+  std::string first_admin_token_;
+  AuthFailureLimiter auth_limiter_;
+  ApiMetrics api_metrics_;
+  std::unique_ptr<TlsServerContext> tls_;
+  std::unique_ptr<HttpApi> http_api_;
+  std::unique_ptr<HttpServer> http_server_;
   // Monotonic time of the next attempt to open the serial port while it is
   // down.
   int64_t next_serial_attempt_nanos_ = 0;

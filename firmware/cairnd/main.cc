@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "cairn/core/engine.h"
@@ -19,6 +20,7 @@
 #include "cairnd/daemon.h"
 #include "cairnd/log.h"
 #include "cairnd/options.h"
+#include "cairnd/token_command.h"
 
 namespace {
 
@@ -53,6 +55,13 @@ int main(int argc, char** argv) {
   using cairn::cairnd::ParsedCommandLine;
 
   const std::span<const char* const> words(argv + 1, argc > 0 ? static_cast<size_t>(argc - 1) : 0);
+  if (!words.empty() && std::string_view(words[0]) == "token") {
+    std::string out, err;
+    const int status = cairn::cairnd::RunTokenCommand(cairn::Env::Default(), words.subspan(1), &out, &err);
+    std::fputs(out.c_str(), stdout);
+    std::fputs(err.c_str(), stderr);
+    return status;
+  }
   cairn::Result<ParsedCommandLine> parsed = cairn::cairnd::ParseCommandLine(words);
   if (!parsed.ok()) {
     std::fprintf(stderr, "cairnd: %s\nTry 'cairnd --help' for usage.\n", parsed.status().message().c_str());

@@ -15,8 +15,23 @@ struct FlagSpec {
 };
 
 constexpr FlagSpec kFlags[] = {
-    {"--data-dir", "DIR"},   {"--serial", "PATH"}, {"--baud", "N"}, {"--durability", "MODE"},
-    {"--seal-records", "N"}, {"--repair-log", ""}, {"--help", ""},  {"--version", ""},
+    {"--data-dir", "DIR"},
+    {"--serial", "PATH"},
+    {"--baud", "N"},
+    {"--http-listen", "ADDR:PORT"},
+    {"--tls-cert", "FILE"},
+    {"--tls-key", "FILE"},
+    {"--tls-client-ca", "FILE"},
+    {"--http-plain", ""},
+    {"--http-max-connections", "N"},
+    {"--http-max-body-bytes", "N"},
+    {"--device-tag", "TAG"},
+    {"--auto-create-tables", ""},
+    {"--durability", "MODE"},
+    {"--seal-records", "N"},
+    {"--repair-log", ""},
+    {"--help", ""},
+    {"--version", ""},
 };
 
 const FlagSpec* FindFlag(std::string_view name) {
@@ -66,21 +81,67 @@ Status ParseDurability(std::string_view text, EngineOptions* engine) {
                                  "' is not full, interval=MS or off");
 }
 
+// "0.0.0.0:8086", "127.0.0.1:0", "[::]:8086", "[::1]:8443", ":8086" (all
+// IPv4 addresses), or "off".
+Status ParseListen(std::string_view text, DaemonOptions* options) {
+  if (text == "off") {
+    options->http_enabled = false;
+    return Status::Ok();
+  }
+  const auto bad = [&] {
+    return Status::InvalidArgument("flag --http-listen: '" + std::string(text) +
+                                   "' is not ADDR:PORT (0.0.0.0:8086, [::]:8086, 127.0.0.1:0) or off");
+  };
+  const size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos) return bad();
+  std::string_view address = text.substr(0, colon);
+  const std::string_view port_text = text.substr(colon + 1);
+  if (address.size() >= 2 && address.front() == '[' && address.back() == ']') {
+    address = address.substr(1, address.size() - 2);
+  } else if (address.find(':') != std::string_view::npos) {
+    return bad();  // an IPv6 address needs its brackets
+  }
+  unsigned port = 0;
+  const auto [end, error] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (port_text.empty() || error != std::errc() || end != port_text.data() + port_text.size() || port > 65535) {
+    return bad();
+  }
+  options->http_enabled = true;
+  options->http_address = address.empty() ? "0.0.0.0" : std::string(address);
+  options->http_port = static_cast<uint16_t>(port);
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string UsageText() {
-  return "usage: cairnd [--data-dir DIR] --serial PATH [--baud N]\n"
+  return "usage: cairnd [--data-dir DIR] [--serial PATH [--baud N]]\n"
+         "              [--http-listen ADDR:PORT|off] [--tls-cert FILE --tls-key FILE\n"
+         "              [--tls-client-ca FILE] | --http-plain] [--http-max-connections N]\n"
+         "              [--http-max-body-bytes N] [--device-tag TAG] [--auto-create-tables]\n"
          "              [--durability full|interval=MS|off] [--seal-records N]\n"
          "       cairnd --repair-log [--data-dir DIR]\n"
+         "       cairnd token create|list|revoke ...   (cairnd token --help)\n"
          "       cairnd --help | --version\n"
          "\n"
          "cairn's daemon: keeps the storage engine's data directory and serves the\n"
-         "command shell on a serial line.\n"
+         "command shell on a serial line and the HTTP(S) API.\n"
          "\n"
          "  --data-dir DIR      data directory, created if missing (default /var/lib/cairn);\n"
          "                      only one cairnd may use it at a time\n"
          "  --serial PATH       tty of the command shell, e.g. /dev/ttyAMA0 or /dev/ttyUSB0\n"
          "  --baud N            serial line speed (default 115200)\n"
+         "  --http-listen A:P   address and port of the HTTP API (default 0.0.0.0:8086, the\n"
+         "                      port InfluxDB clients expect; [::]:8086 for IPv6; 127.0.0.1:0\n"
+         "                      picks a free port; off: no HTTP)\n"
+         "  --tls-cert FILE     PEM certificate (chain) of the HTTPS server\n"
+         "  --tls-key FILE      PEM private key of --tls-cert\n"
+         "  --tls-client-ca FILE  require client certificates signed by this PEM CA\n"
+         "  --http-plain        serve plain HTTP without TLS (only on a trusted network)\n"
+         "  --http-max-connections N  open connections before new ones get 503 (default 32)\n"
+         "  --http-max-body-bytes N   largest request body; larger ones get 413 (default 8 MiB)\n"
+         "  --device-tag TAG    line-protocol tag that names the device (default device)\n"
+         "  --auto-create-tables  a write to an unknown table creates it (default: 404)\n"
          "  --durability MODE   when a write is acknowledged: full (default, after fdatasync),\n"
          "                      interval=MS (before the sync; a power cut may lose the last\n"
          "                      MS milliseconds of acknowledged writes) or off (the OS syncs)\n"
@@ -92,8 +153,12 @@ std::string UsageText() {
          "  --help              show this text\n"
          "  --version           show the version and exit\n"
          "\n"
+         "Without --tls-cert/--tls-key or --http-plain the HTTP API is off. At the first\n"
+         "start cairnd creates an admin token and shows it once, in its log and on the\n"
+         "serial console; manage tokens with `cairnd token`.\n"
+         "\n"
          "Signals: SIGTERM or SIGINT seal the data and stop cairnd; SIGHUP reopens the\n"
-         "serial port.\n";
+         "serial port and rereads the tokens.\n";
 }
 
 Result<ParsedCommandLine> ParseCommandLine(std::span<const char* const> words) {
@@ -149,15 +214,51 @@ Result<ParsedCommandLine> ParseCommandLine(std::span<const char* const> words) {
       parsed.options.serial_path = std::string(*value);
     } else if (flag->name == "--baud") {
       CAIRN_ASSIGN_OR_RETURN(parsed.options.baud, ParsePositiveInt(flag->name, *value));
+    } else if (flag->name == "--http-listen") {
+      CAIRN_RETURN_IF_ERROR(ParseListen(*value, &parsed.options));
+    } else if (flag->name == "--tls-cert") {
+      parsed.options.tls_certificate_path = std::string(*value);
+    } else if (flag->name == "--tls-key") {
+      parsed.options.tls_private_key_path = std::string(*value);
+    } else if (flag->name == "--tls-client-ca") {
+      parsed.options.tls_client_ca_path = std::string(*value);
+    } else if (flag->name == "--http-plain") {
+      parsed.options.http_plain = true;
+    } else if (flag->name == "--http-max-connections") {
+      CAIRN_ASSIGN_OR_RETURN(const int connections, ParsePositiveInt(flag->name, *value));
+      parsed.options.http_max_connections = static_cast<size_t>(connections);
+    } else if (flag->name == "--http-max-body-bytes") {
+      CAIRN_ASSIGN_OR_RETURN(const int bytes, ParsePositiveInt(flag->name, *value));
+      parsed.options.http_max_body_bytes = static_cast<size_t>(bytes);
+    } else if (flag->name == "--device-tag") {
+      parsed.options.device_tag = std::string(*value);
+    } else if (flag->name == "--auto-create-tables") {
+      parsed.options.auto_create_tables = true;
     }
   }
-  if (parsed.action == ParsedCommandLine::Action::kRun && parsed.options.serial_path.empty()) {
-    return Status::InvalidArgument("missing --serial PATH (the tty of the command shell)");
+  const DaemonOptions& options = parsed.options;
+  if (options.tls_certificate_path.empty() != options.tls_private_key_path.empty()) {
+    return Status::InvalidArgument("--tls-cert and --tls-key go together");
+  }
+  if (!options.tls_client_ca_path.empty() && options.tls_certificate_path.empty()) {
+    return Status::InvalidArgument("--tls-client-ca needs --tls-cert and --tls-key");
+  }
+  if (options.http_plain && !options.tls_certificate_path.empty()) {
+    return Status::InvalidArgument("--http-plain and --tls-cert exclude each other: one listener is either "
+                                   "HTTPS or plain HTTP");
+  }
+  if (parsed.action == ParsedCommandLine::Action::kRun && options.serial_path.empty() && !ServesHttp(options)) {
+    return Status::InvalidArgument(
+        "nothing to serve: give --serial PATH for the shell and/or --tls-cert FILE --tls-key FILE (HTTPS) or "
+        "--http-plain (HTTP)");
   }
   if (parsed.action == ParsedCommandLine::Action::kRepairLog) {
     // Repair runs instead of the daemon: flags of a running daemon there are
     // most likely a mistaken command line, not something to ignore.
-    for (std::string_view flag : {"--serial", "--baud", "--durability", "--seal-records"}) {
+    for (std::string_view flag :
+         {"--serial", "--baud", "--durability", "--seal-records", "--http-listen", "--tls-cert", "--tls-key",
+          "--tls-client-ca", "--http-plain", "--http-max-connections", "--http-max-body-bytes", "--device-tag",
+          "--auto-create-tables"}) {
       if (seen.count(flag) != 0) {
         return Status::InvalidArgument("flag " + std::string(flag) + " does not go with --repair-log");
       }

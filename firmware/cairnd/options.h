@@ -1,8 +1,12 @@
 // cairnd's command line.
 //
-//   cairnd [--data-dir DIR] --serial PATH [--baud N]
+//   cairnd [--data-dir DIR] [--serial PATH [--baud N]]
+//          [--http-listen ADDR:PORT|off] [--tls-cert FILE --tls-key FILE
+//          [--tls-client-ca FILE] | --http-plain] [--http-max-connections N]
+//          [--http-max-body-bytes N] [--device-tag TAG] [--auto-create-tables]
 //          [--durability full|interval=MS|off] [--seal-records N]
 //   cairnd --repair-log [--data-dir DIR]
+//   cairnd token create|list|revoke ...      (token_command.h)
 //   cairnd --help | --version
 //
 // Flags take their value as the next word or after '=' (--baud=9600). A
@@ -13,6 +17,8 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 
@@ -25,11 +31,28 @@ namespace cairn::cairnd {
 // operator.
 struct DaemonOptions {
   std::string data_dir = "/var/lib/cairn";
-  std::string serial_path;  // the tty of the command shell, e.g. /dev/ttyAMA0
+  std::string serial_path;  // the tty of the command shell, e.g. /dev/ttyAMA0; empty: none
   int baud = 115200;
+
+  // The HTTP API (http_api.h). Served over TLS when a certificate and key
+  // are given, as plain HTTP only with http_plain, else not at all.
+  bool http_enabled = true;  // false: --http-listen off
+  std::string http_address = "0.0.0.0";
+  uint16_t http_port = 8086;
+  std::string tls_certificate_path, tls_private_key_path, tls_client_ca_path;
+  bool http_plain = false;
+  size_t http_max_connections = 32;
+  size_t http_max_body_bytes = 8 << 20;
+  std::string device_tag = "device";
+  bool auto_create_tables = false;
   // --durability and --seal-records; the rest are the engine's defaults.
   EngineOptions engine;
 };
+
+// Whether the HTTP API will be served with these options.
+inline bool ServesHttp(const DaemonOptions& options) {
+  return options.http_enabled && (options.http_plain || !options.tls_certificate_path.empty());
+}
 
 struct ParsedCommandLine {
   enum class Action { kRun, kRepairLog, kShowHelp, kShowVersion };

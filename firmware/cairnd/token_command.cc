@@ -1,0 +1,274 @@
+#include "cairnd/token_command.h"
+
+#include <memory>
+#include <optional>
+#include <set>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cairn/core/record.h"
+#include "cairn/transport/command_result.h"
+#include "cairn/transport/result_renderer.h"
+#include "cairn/transport/token_store.h"
+
+#include "cairnd/options.h"
+
+namespace cairn::cairnd {
+
+namespace {
+
+constexpr std::string_view kProgram = "cairnd token";
+constexpr int64_t kNanosPerSecond = 1'000'000'000;
+
+enum class Subcommand { kCreate, kList, kRevoke, kHelp };
+
+struct TokenCommandLine {
+  Subcommand subcommand = Subcommand::kHelp;
+  std::string data_dir = DaemonOptions{}.data_dir;
+  std::string name;                 // create
+  std::vector<std::string> scopes;  // create
+  std::string id_or_name;           // revoke
+  bool json = false;                // list
+};
+
+struct FlagSpec {
+  std::string_view name;  // with the leading "--"
+  bool takes_value;
+  bool repeatable;
+};
+
+constexpr FlagSpec kCreateFlags[] = {
+    {"--name", true, false}, {"--scope", true, true}, {"--data-dir", true, false}};
+constexpr FlagSpec kListFlags[] = {{"--json", false, false}, {"--data-dir", true, false}};
+constexpr FlagSpec kRevokeFlags[] = {{"--data-dir", true, false}};
+
+std::span<const FlagSpec> FlagsOf(Subcommand subcommand) {
+  switch (subcommand) {
+    case Subcommand::kCreate:
+      return kCreateFlags;
+    case Subcommand::kList:
+      return kListFlags;
+    case Subcommand::kRevoke:
+      return kRevokeFlags;
+    case Subcommand::kHelp:
+      break;
+  }
+  return {};
+}
+
+bool IsHelpWord(std::string_view word) { return word == "--help" || word == "-h"; }
+
+// InvalidArgument carries a usage error, to be shown after "cairnd token: ".
+Result<TokenCommandLine> ParseTokenCommandLine(std::span<const char* const> words) {
+  TokenCommandLine parsed;
+  if (words.empty()) return Status::InvalidArgument("missing subcommand: create, list or revoke");
+  for (const char* word : words) {
+    if (IsHelpWord(word)) return parsed;
+  }
+  const std::string_view subcommand = words[0];
+  if (subcommand == "help") return parsed;
+  if (subcommand == "create") {
+    parsed.subcommand = Subcommand::kCreate;
+  } else if (subcommand == "list") {
+    parsed.subcommand = Subcommand::kList;
+  } else if (subcommand == "revoke") {
+    parsed.subcommand = Subcommand::kRevoke;
+  } else {
+    return Status::InvalidArgument("unknown subcommand '" + std::string(subcommand) +
+                                   "' (expected create, list or revoke)");
+  }
+
+  const std::span<const FlagSpec> flags = FlagsOf(parsed.subcommand);
+  std::set<std::string_view> seen;
+  std::vector<std::string_view> arguments;
+  for (size_t i = 1; i < words.size(); ++i) {
+    const std::string_view word = words[i];
+    if (word.empty() || word[0] != '-') {
+      arguments.push_back(word);
+      continue;
+    }
+    std::string_view name = word;
+    std::optional<std::string_view> value;
+    if (const size_t equals = word.find('='); equals != std::string_view::npos) {
+      name = word.substr(0, equals);
+      value = word.substr(equals + 1);
+    }
+    const FlagSpec* flag = nullptr;
+    for (const FlagSpec& candidate : flags) {
+      if (candidate.name == name) flag = &candidate;
+    }
+    if (flag == nullptr) {
+      return Status::InvalidArgument("unknown flag '" + std::string(name) + "' for " +
+                                     std::string(subcommand));
+    }
+    if (!flag->repeatable && !seen.insert(flag->name).second) {
+      return Status::InvalidArgument("flag " + std::string(flag->name) + " is given more than once");
+    }
+    if (!flag->takes_value) {
+      if (value) return Status::InvalidArgument("flag " + std::string(flag->name) + " takes no value");
+    } else if (!value) {
+      if (i + 1 == words.size()) {
+        return Status::InvalidArgument("flag " + std::string(flag->name) + " needs a value");
+      }
+      value = words[++i];
+    }
+    if (value && value->empty()) {
+      return Status::InvalidArgument("flag " + std::string(flag->name) + " needs a non-empty value");
+    }
+
+    if (flag->name == "--data-dir") {
+      parsed.data_dir = std::string(*value);
+    } else if (flag->name == "--name") {
+      CAIRN_RETURN_IF_ERROR(ValidateTokenName(*value));
+      parsed.name = std::string(*value);
+    } else if (flag->name == "--scope") {
+      std::string_view list = *value;
+      for (;;) {
+        const size_t comma = list.find(',');
+        const std::string_view scope = list.substr(0, comma);
+        CAIRN_RETURN_IF_ERROR(ParseTokenScope(scope).status());
+        parsed.scopes.emplace_back(scope);
+        if (comma == std::string_view::npos) break;
+        list.remove_prefix(comma + 1);
+      }
+    } else if (flag->name == "--json") {
+      parsed.json = true;
+    }
+  }
+
+  switch (parsed.subcommand) {
+    case Subcommand::kCreate:
+      if (!arguments.empty()) {
+        return Status::InvalidArgument("unexpected argument '" + std::string(arguments[0]) +
+                                       "' (create takes --name and --scope)");
+      }
+      if (parsed.name.empty()) return Status::InvalidArgument("create needs --name NAME");
+      if (parsed.scopes.empty()) {
+        return Status::InvalidArgument(
+            "create needs at least one --scope (admin, read:TABLE or write:TABLE)");
+      }
+      break;
+    case Subcommand::kList:
+      if (!arguments.empty())
+        return Status::InvalidArgument("unexpected argument '" + std::string(arguments[0]) + "'");
+      break;
+    case Subcommand::kRevoke:
+      if (arguments.size() != 1) {
+        return Status::InvalidArgument("revoke needs exactly one token id or name, got " +
+                                       std::to_string(arguments.size()));
+      }
+      parsed.id_or_name = std::string(arguments[0]);
+      break;
+    case Subcommand::kHelp:
+      break;
+  }
+  return parsed;
+}
+
+int Fail(std::string* err, std::string_view message) {
+  *err += std::string(kProgram) + ": " + std::string(message) + "\n";
+  return 1;
+}
+
+Result<std::unique_ptr<TokenStore>> OpenStore(Env* env, const std::string& data_dir) {
+  Result<std::unique_ptr<TokenStore>> store = TokenStore::Open(env, data_dir);
+  if (!store.ok() && store.status().Is(StatusCode::kNotFound)) {
+    return Status::NotFound("data directory " + data_dir +
+                            " does not exist; check --data-dir (cairnd creates it on its first start)");
+  }
+  return store;
+}
+
+int RunCreate(Env* env, const TokenCommandLine& command, std::string* out, std::string* err) {
+  Result<std::unique_ptr<TokenStore>> store = OpenStore(env, command.data_dir);
+  if (!store.ok()) return Fail(err, store.status().message());
+  Result<CreatedToken> created = (*store)->Create(command.name, command.scopes);
+  if (!created.ok()) {
+    return Fail(err, "cannot create token '" + command.name + "': " + created.status().message());
+  }
+  *out += created->token + "\n";
+  *err += "shown once: store it now; cairn keeps only its hash (token " + created->info.id + ", name " +
+          created->info.name + ", scopes " + created->info.ScopesText() + ")\n";
+  return 0;
+}
+
+int RunList(Env* env, const TokenCommandLine& command, std::string* out, std::string* err) {
+  Result<std::unique_ptr<TokenStore>> store = OpenStore(env, command.data_dir);
+  if (!store.ok()) return Fail(err, store.status().message());
+  std::vector<CommandResult::Row> rows;
+  for (const TokenInfo& info : (*store)->List()) {
+    // Whole seconds: enough to tell tokens apart, and a column that lines up.
+    int64_t seconds = info.created_unix_nanos / kNanosPerSecond;
+    if (info.created_unix_nanos % kNanosPerSecond < 0) --seconds;
+    rows.push_back({info.id, info.name, info.ScopesText(), Timestamp{seconds * kNanosPerSecond}});
+  }
+  const CommandResult table = CommandResult::Table({"id", "name", "scopes", "created"}, std::move(rows));
+  *out += command.json ? RenderJson(table, RenderOptions{}) : RenderText(table, RenderOptions{});
+  return 0;
+}
+
+int RunRevoke(Env* env, const TokenCommandLine& command, std::string* out, std::string* err) {
+  Result<std::unique_ptr<TokenStore>> store = OpenStore(env, command.data_dir);
+  if (!store.ok()) return Fail(err, store.status().message());
+  TokenInfo revoked;
+  Status status = (*store)->Revoke(command.id_or_name, &revoked);
+  if (!status.ok()) return Fail(err, "cannot revoke: " + status.message());
+  *out += "revoked token " + revoked.id + " (" + revoked.name +
+          "); a running cairnd refuses it within a second\n";
+  return 0;
+}
+
+}  // namespace
+
+std::string TokenCommandUsage() {
+  return "usage: cairnd token create --name NAME --scope SCOPE [--scope SCOPE ...] [--data-dir DIR]\n"
+         "       cairnd token list [--json] [--data-dir DIR]\n"
+         "       cairnd token revoke ID|NAME [--data-dir DIR]\n"
+         "       cairnd token --help\n"
+         "\n"
+         "Manages the API tokens of cairnd's HTTP shell, kept in DIR/tokens as hashes only.\n"
+         "Safe while cairnd runs: it takes the change up within a second or on SIGHUP. Run it\n"
+         "as the user cairnd runs as, so that both can go on changing the token files.\n"
+         "\n"
+         "  create            make a token and print it on standard output; it is shown this\n"
+         "                    once and cannot be recovered, only revoked and replaced\n"
+         "  list              show every token's id, name, scopes and creation time\n"
+         "  revoke ID|NAME    remove a token; requests presenting it fail from then on\n"
+         "\n"
+         "  --name NAME       1-64 letters, digits, '-', '_' or '.'; unique\n"
+         "  --scope SCOPE     admin          everything, including tables and tokens\n"
+         "                    read:TABLE     queries of TABLE\n"
+         "                    write:TABLE    writes to TABLE (does not include read)\n"
+         "                    TABLE may be * for every table; repeat --scope or separate\n"
+         "                    scopes with commas to give several\n"
+         "  --data-dir DIR    cairnd's data directory (default " +
+         DaemonOptions{}.data_dir +
+         "); must exist\n"
+         "  --json            list as JSON\n"
+         "\n"
+         "Exit status: 0 done, 1 failed, 2 usage error.\n";
+}
+
+int RunTokenCommand(Env* env, std::span<const char* const> words, std::string* out, std::string* err) {
+  Result<TokenCommandLine> parsed = ParseTokenCommandLine(words);
+  if (!parsed.ok()) {
+    *err +=
+        std::string(kProgram) + ": " + parsed.status().message() + "\nTry 'cairnd token --help' for usage.\n";
+    return 2;
+  }
+  switch (parsed->subcommand) {
+    case Subcommand::kHelp:
+      *out += TokenCommandUsage();
+      return 0;
+    case Subcommand::kCreate:
+      return RunCreate(env, *parsed, out, err);
+    case Subcommand::kList:
+      return RunList(env, *parsed, out, err);
+    case Subcommand::kRevoke:
+      return RunRevoke(env, *parsed, out, err);
+  }
+  return 2;
+}
+
+}  // namespace cairn::cairnd
