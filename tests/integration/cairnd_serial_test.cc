@@ -203,7 +203,7 @@ TEST_F(CairndSerialTest, SighupReopensTheSerialPort) {
   EXPECT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
       << DescribeWaitStatus(status) << "\nlog:\n"
       << daemon->Stderr();
-  EXPECT_TRUE(Contains(daemon->Stderr(), "INFO SIGHUP: reopening serial port " + pty_->slave_path()))
+  EXPECT_TRUE(Contains(daemon->Stderr(), "INFO SIGHUP: tokens reread; reopening serial port " + pty_->slave_path()))
       << daemon->Stderr();
 }
 
