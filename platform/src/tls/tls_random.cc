@@ -18,7 +18,7 @@ TlsRandom::~TlsRandom() { mbedtls_ctr_drbg_free(&generator_); }
 
 Result<std::unique_ptr<TlsRandom>> TlsRandom::Create(Env* env) {
   std::unique_ptr<TlsRandom> random(new TlsRandom(env));
-  int result = mbedtls_ctr_drbg_seed(&random->generator_, &TlsRandom::GatherEntropy, env,
+  int result = mbedtls_ctr_drbg_seed(&random->generator_, &TlsRandom::GatherEntropy, random->env_,
                                      reinterpret_cast<const unsigned char*>(kPersonalisation.data()),
                                      kPersonalisation.size());
   if (result != 0) return Status::IOError("seeding the TLS random generator: " + MbedTlsErrorText(result));

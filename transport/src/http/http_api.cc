@@ -44,7 +44,8 @@ Result<std::string> Gunzip(std::string_view compressed, size_t limit) {
     out.append(buffer, sizeof(buffer) - stream.avail_out);
     if (out.size() > limit) {
       inflateEnd(&stream);
-      return Status::ResourceExhausted("the gzip body inflates to more than " + std::to_string(limit) + " bytes");
+      return Status::ResourceExhausted("the gzip body inflates to more than " + std::to_string(limit) +
+                                       " bytes");
     }
     if (result == Z_OK && stream.avail_in == 0 && stream.avail_out != 0) {
       inflateEnd(&stream);
@@ -88,8 +89,9 @@ class HttpApi::Call {
       if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
         std::string list;
         for (std::string_view name : allowed) list += (list.empty() ? "" : ", ") + std::string(name);
-        return HttpResponse::Error(400, "unknown query parameter '" + key + "'" +
-                                            (list.empty() ? "; this endpoint takes none" : "; accepted: " + list));
+        return HttpResponse::Error(400,
+                                   "unknown query parameter '" + key + "'" +
+                                       (list.empty() ? "; this endpoint takes none" : "; accepted: " + list));
       }
       if (!seen.insert(key).second) {
         return HttpResponse::Error(400, "query parameter '" + key + "' is given more than once");
@@ -212,8 +214,9 @@ HttpResponse HttpApi::Dispatch(Call* call, std::string* route) {
   }
   if (!presented) {
     HttpResponse response = HttpResponse::Error(
-        401, "this endpoint needs a token: send 'Authorization: Bearer <token>' (create one with `cairnd token "
-             "create`)");
+        401,
+        "this endpoint needs a token: send 'Authorization: Bearer <token>' (create one with `cairnd token "
+        "create`)");
     response.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"cairn\"");
     return response;
   }
@@ -268,7 +271,8 @@ HttpResponse HttpApi::Dispatch(Call* call, std::string* route) {
     if (auto bad = call->CheckParameters({})) return *bad;
     return RunCommand(call, "stats", {}, {}, "");
   }
-  if (path.size() < 2 || path[1] != "tables") return HttpResponse::Error(404, "no such endpoint: " + request.path);
+  if (path.size() < 2 || path[1] != "tables")
+    return HttpResponse::Error(404, "no such endpoint: " + request.path);
   if (path.size() == 2) {
     *route = "/v1/tables";
     if (!get) return method_not_allowed("GET");
@@ -340,7 +344,8 @@ HttpResponse HttpApi::Tables(Call* call) {
   if (!result.ok()) return ErrorFor(result.error());
   // Only the tables this token may read.
   const std::vector<std::string>& columns = result.columns();
-  const size_t name_column = static_cast<size_t>(std::find(columns.begin(), columns.end(), "table") - columns.begin());
+  const size_t name_column =
+      static_cast<size_t>(std::find(columns.begin(), columns.end(), "table") - columns.begin());
   std::vector<CommandResult::Row> readable;
   for (const CommandResult::Row& row : result.rows()) {
     if (name_column < row.size()) {
@@ -349,8 +354,8 @@ HttpResponse HttpApi::Tables(Call* call) {
       }
     }
   }
-  return HttpResponse::Json(200,
-                            RenderJson(CommandResult::Table(columns, std::move(readable)), RenderOptions(), "tables"));
+  return HttpResponse::Json(
+      200, RenderJson(CommandResult::Table(columns, std::move(readable)), RenderOptions(), "tables"));
 }
 
 HttpResponse HttpApi::CreateTable(Call* call, const std::string& table) {
@@ -362,16 +367,20 @@ HttpResponse HttpApi::CreateTable(Call* call, const std::string& table) {
   const std::string& body = call->request().body;
   if (body.find_first_not_of(" \t\r\n") != std::string::npos) {
     Result<JsonValue> document = JsonValue::Parse(body);
-    if (!document.ok()) return HttpResponse::Error(400, "the body is not JSON: " + document.status().message());
+    if (!document.ok())
+      return HttpResponse::Error(400, "the body is not JSON: " + document.status().message());
     if (!document->is_object()) {
-      return HttpResponse::Error(400, "the body must be a JSON object like {\"period\":\"day\",\"retention\":\"30d\"}");
+      return HttpResponse::Error(
+          400, "the body must be a JSON object like {\"period\":\"day\",\"retention\":\"30d\"}");
     }
     for (const auto& [key, value] : document->members()) {
       if (key != "period" && key != "retention" && key != "ttl") {
         return HttpResponse::Error(400, "unknown member '" + key + "'; accepted: period, retention, ttl");
       }
-      if (!value.is_string()) return HttpResponse::Error(400, "member '" + key + "' must be a string like \"30d\"");
-      if (std::any_of(options.begin(), options.end(), [&](const auto& option) { return option.first == key; })) {
+      if (!value.is_string())
+        return HttpResponse::Error(400, "member '" + key + "' must be a string like \"30d\"");
+      if (std::any_of(options.begin(), options.end(),
+                      [&key = key](const auto& option) { return option.first == key; })) {
         return HttpResponse::Error(400, "'" + key + "' is given both in the query and in the body");
       }
       options.emplace_back(key, value.text());
@@ -402,7 +411,8 @@ HttpResponse HttpApi::LatestBatch(Call* call, const std::string& table) {
   for (const auto& [key, value] : document->members()) {
     if (key == "devices") continue;
     if (key != "measure" || !value.is_string()) {
-      return HttpResponse::Error(400, "unexpected member '" + key + "'; accepted: devices, measure (a string)");
+      return HttpResponse::Error(400,
+                                 "unexpected member '" + key + "'; accepted: devices, measure (a string)");
     }
     options.emplace_back("measure", value.text());
   }
@@ -410,7 +420,8 @@ HttpResponse HttpApi::LatestBatch(Call* call, const std::string& table) {
 }
 
 HttpResponse HttpApi::Readings(Call* call, const std::string& table, const std::string& device) {
-  if (auto bad = call->CheckParameters({"measure", "prefix", "from", "to", "order", "limit", "page"})) return *bad;
+  if (auto bad = call->CheckParameters({"measure", "prefix", "from", "to", "order", "limit", "page"}))
+    return *bad;
   std::vector<std::pair<std::string, std::string>> options;
   for (const char* name : {"measure", "prefix", "from", "to", "limit", "page"}) {
     if (std::optional<std::string> value = call->Parameter(name)) options.emplace_back(name, *value);
@@ -438,7 +449,8 @@ HttpResponse HttpApi::Aggregate(Call* call, const std::string& table, const std:
 }
 
 HttpResponse HttpApi::Write(Call* call, std::string_view table_parameter) {
-  if (auto bad = call->CheckParameters({table_parameter, "precision", "rp", "org", "consistency"})) return *bad;
+  if (auto bad = call->CheckParameters({table_parameter, "precision", "rp", "org", "consistency"}))
+    return *bad;
   std::optional<std::string> table = call->Parameter(table_parameter);
   if (!table || table->empty()) {
     return HttpResponse::Error(400, "missing ?" + std::string(table_parameter) + "=TABLE");
@@ -467,7 +479,8 @@ HttpResponse HttpApi::Write(Call* call, std::string_view table_parameter) {
       inflated = std::move(*decoded);
       body = inflated;
     } else if (*encoding != "identity") {
-      return HttpResponse::Error(415, "Content-Encoding '" + *encoding + "' is not supported; use gzip or none");
+      return HttpResponse::Error(415,
+                                 "Content-Encoding '" + *encoding + "' is not supported; use gzip or none");
     }
   }
 
@@ -476,8 +489,9 @@ HttpResponse HttpApi::Write(Call* call, std::string_view table_parameter) {
   if (!existing.ok()) {
     if (existing.status().code() != StatusCode::kNotFound) return ErrorFor(existing.status());
     if (!options_.auto_create_tables) {
-      return HttpResponse::Error(404, "table '" + *table + "' does not exist; create it with PUT /v1/tables/" +
-                                          *table + " or the shell's create-table",
+      return HttpResponse::Error(404,
+                                 "table '" + *table + "' does not exist; create it with PUT /v1/tables/" +
+                                     *table + " or the shell's create-table",
                                  "NotFound");
     }
     Status created = engine_->CreateTable(*table, TableOptions());
@@ -506,8 +520,9 @@ HttpResponse HttpApi::Write(Call* call, std::string_view table_parameter) {
     response.status = 204;
     return response;
   }
-  std::sort(errors.begin(), errors.end(),
-            [](const LineProtocolError& a, const LineProtocolError& b) { return a.line_number < b.line_number; });
+  std::sort(errors.begin(), errors.end(), [](const LineProtocolError& a, const LineProtocolError& b) {
+    return a.line_number < b.line_number;
+  });
   JsonWriter json;
   json.BeginObject();
   json.Key("error");
@@ -546,8 +561,8 @@ HttpResponse HttpApi::Metrics() {
   Result<uint64_t> free = env_->FreeSpace(options_.data_dir);
   HttpResponse response;
   response.content_type = "text/plain; version=0.0.4; charset=utf-8";
-  response.body = metrics_->RenderPrometheus(engine_->Stats(), server_stats_ ? server_stats_() : HttpServerStats(),
-                                             free.ok() ? *free : 0);
+  response.body = metrics_->RenderPrometheus(
+      engine_->Stats(), server_stats_ ? server_stats_() : HttpServerStats(), free.ok() ? *free : 0);
   return response;
 }
 

@@ -220,8 +220,9 @@ Result<CommandInvocation> CommandRegistry::BindArguments(
       return Status::InvalidArgument("option " + option->name + " is given more than once");
     }
     if (option->value_name.empty() != value.empty()) {
-      return Status::InvalidArgument(option->value_name.empty() ? "option " + option->name + " takes no value"
-                                                                : "option " + option->name + " needs a value");
+      return Status::InvalidArgument(option->value_name.empty()
+                                         ? "option " + option->name + " takes no value"
+                                         : "option " + option->name + " needs a value");
     }
     invocation.options_.emplace(option->name, value);
   }
@@ -256,6 +257,8 @@ std::string CommandRegistry::Execute(std::string_view line, const RenderOptions&
     json = WantsJson(*tokens);
   }
   Result<CommandInvocation> invocation = Bind(line, verbatim ? &json : nullptr);
+  // The words alone cannot tell `--json` from an option's value ("--from --json").
+  if (invocation.ok()) json = invocation->json();
   const CommandResult result = invocation.ok() ? Run(*invocation) : CommandResult::Error(invocation.status());
   return json ? RenderJson(result, options) : RenderText(result, options);
 }
