@@ -57,7 +57,8 @@ Status Daemon::Start() {
   }
   log_->Info("cairnd " + GetBuildInfo().version + " started: data directory " + dir + serving);
   if (options_.http_enabled && http_server_ == nullptr) {
-    log_->Warn("the HTTP API is off: give --tls-cert and --tls-key for HTTPS, or --http-plain for plain HTTP");
+    log_->Warn(
+        "the HTTP API is off: give --tls-cert and --tls-key for HTTPS, or --http-plain for plain HTTP");
   }
   return Status::Ok();
 }
@@ -97,10 +98,9 @@ Status Daemon::StartHttp() {
   api_options.device_tag = options_.device_tag;
   api_options.auto_create_tables = options_.auto_create_tables;
   api_options.index_html = kWebIndexHtml;
-  http_api_ = std::make_unique<HttpApi>(engine_.get(), env_, &commands_, tokens_.get(), &auth_limiter_,
-                                        &api_metrics_, api_options, [this] {
-                                          return http_server_ ? http_server_->stats() : HttpServerStats();
-                                        });
+  http_api_ = std::make_unique<HttpApi>(
+      engine_.get(), env_, &commands_, tokens_.get(), &auth_limiter_, &api_metrics_, api_options,
+      [this] { return http_server_ ? http_server_->stats() : HttpServerStats(); });
   HttpServerOptions server_options;
   server_options.listen_address = options_.http_address;
   server_options.port = options_.http_port;
@@ -108,7 +108,8 @@ Status Daemon::StartHttp() {
   server_options.max_body_bytes = options_.http_max_body_bytes;
   Logger* log = log_;
   Result<std::unique_ptr<HttpServer>> server = HttpServer::Start(
-      env_, server_options, [api = http_api_.get()](const HttpRequest& request) { return api->Handle(request); },
+      env_, server_options,
+      [api = http_api_.get()](const HttpRequest& request) { return api->Handle(request); },
       std::move(wrapper), [log](const std::string& line) { log->Warn(line); });
   if (!server.ok()) {
     return server.status().WithContext("cannot listen for HTTP on " + options_.http_address + " port " +
@@ -224,8 +225,9 @@ Status Daemon::StartSerialShell() {
   SerialShellOptions shell_options;
   shell_options.banner = SerialBanner();
   if (!first_admin_token_.empty()) {
-    shell_options.banner += "\nfirst start: the admin token of the HTTP API is (shown once; store it now):\n" +
-                            first_admin_token_;
+    shell_options.banner +=
+        "\nfirst start: the admin token of the HTTP API is (shown once; store it now):\n" +
+        first_admin_token_;
     first_admin_token_.clear();
   }
   serial_shell_ = std::make_unique<SerialShell>(env_, std::move(port).value(), &commands_, shell_options);

@@ -103,7 +103,8 @@ Status ParseListen(std::string_view text, DaemonOptions* options) {
   }
   unsigned port = 0;
   const auto [end, error] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (port_text.empty() || error != std::errc() || end != port_text.data() + port_text.size() || port > 65535) {
+  if (port_text.empty() || error != std::errc() || end != port_text.data() + port_text.size() ||
+      port > 65535) {
     return bad();
   }
   options->http_enabled = true;
@@ -244,10 +245,12 @@ Result<ParsedCommandLine> ParseCommandLine(std::span<const char* const> words) {
     return Status::InvalidArgument("--tls-client-ca needs --tls-cert and --tls-key");
   }
   if (options.http_plain && !options.tls_certificate_path.empty()) {
-    return Status::InvalidArgument("--http-plain and --tls-cert exclude each other: one listener is either "
-                                   "HTTPS or plain HTTP");
+    return Status::InvalidArgument(
+        "--http-plain and --tls-cert exclude each other: one listener is either "
+        "HTTPS or plain HTTP");
   }
-  if (parsed.action == ParsedCommandLine::Action::kRun && options.serial_path.empty() && !ServesHttp(options)) {
+  if (parsed.action == ParsedCommandLine::Action::kRun && options.serial_path.empty() &&
+      !ServesHttp(options)) {
     return Status::InvalidArgument(
         "nothing to serve: give --serial PATH for the shell and/or --tls-cert FILE --tls-key FILE (HTTPS) or "
         "--http-plain (HTTP)");
@@ -257,8 +260,8 @@ Result<ParsedCommandLine> ParseCommandLine(std::span<const char* const> words) {
     // most likely a mistaken command line, not something to ignore.
     for (std::string_view flag :
          {"--serial", "--baud", "--durability", "--seal-records", "--http-listen", "--tls-cert", "--tls-key",
-          "--tls-client-ca", "--http-plain", "--http-max-connections", "--http-max-body-bytes", "--device-tag",
-          "--auto-create-tables"}) {
+          "--tls-client-ca", "--http-plain", "--http-max-connections", "--http-max-body-bytes",
+          "--device-tag", "--auto-create-tables"}) {
       if (seen.count(flag) != 0) {
         return Status::InvalidArgument("flag " + std::string(flag) + " does not go with --repair-log");
       }

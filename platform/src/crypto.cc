@@ -15,10 +15,9 @@ Sha256Digest Sha256(std::string_view data) {
 
 Sha256Digest HmacSha256(std::string_view key, std::string_view data) {
   Sha256Digest digest;
-  static_cast<void>(mbedtls_md_hmac(mbedtls_md_info_from_type(MBEDTLS_MD_SHA256),
-                                    reinterpret_cast<const unsigned char*>(key.data()), key.size(),
-                                    reinterpret_cast<const unsigned char*>(data.data()), data.size(),
-                                    digest.data()));
+  static_cast<void>(mbedtls_md_hmac(
+      mbedtls_md_info_from_type(MBEDTLS_MD_SHA256), reinterpret_cast<const unsigned char*>(key.data()),
+      key.size(), reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest.data()));
   return digest;
 }
 

@@ -260,10 +260,11 @@ Result<std::unique_ptr<TcpListener>> PosixListenTcp(const std::string& address, 
     CloseSocket(fd);
     return error;
   }
-  uint16_t bound_port = bound.ss_family == AF_INET ? ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port)
-                                                   : ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
-  return std::unique_ptr<TcpListener>(
-      std::make_unique<PosixTcpListener>(fd, "tcp " + address + " port " + std::to_string(bound_port), bound_port));
+  uint16_t bound_port = bound.ss_family == AF_INET
+                            ? ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port)
+                            : ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
+  return std::unique_ptr<TcpListener>(std::make_unique<PosixTcpListener>(
+      fd, "tcp " + address + " port " + std::to_string(bound_port), bound_port));
 }
 
 Result<std::unique_ptr<TcpConnection>> PosixConnectTcp(const std::string& address, uint16_t port,
@@ -284,7 +285,8 @@ Result<std::unique_ptr<TcpConnection>> PosixConnectTcp(const std::string& addres
       request.fd = fd;
       request.events = POLLOUT;
       int ready = ::poll(&request, 1, RemainingMillis(deadline));
-      if (ready == 0) return fail(Status::TimedOut("connect to " + subject + ": no answer before the deadline"));
+      if (ready == 0)
+        return fail(Status::TimedOut("connect to " + subject + ": no answer before the deadline"));
       if (ready > 0) break;
       if (errno != EINTR) return fail(PosixError("poll", subject, errno));
     }

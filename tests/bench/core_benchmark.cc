@@ -17,10 +17,10 @@
 #include <sqlite3.h>
 
 #include "cairn/platform/env.h"
+#include "cairn/transport/json_value.h"
 
 #include "bench_store.h"
 #include "child_process.h"
-#include "cairn/transport/json_value.h"
 #include "sensor_generator.h"
 #include "system_probe.h"
 

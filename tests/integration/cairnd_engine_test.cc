@@ -23,10 +23,10 @@
 #include <unistd.h>
 
 #include "cairn/platform/env.h"
+#include "cairn/transport/json_value.h"
 #include "cairn/transport/timestamp_format.h"
 
 #include "cairnd_process.h"
-#include "cairn/transport/json_value.h"
 #include "pty_pair.h"
 #include "test_dirs.h"
 

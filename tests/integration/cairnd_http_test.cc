@@ -19,8 +19,9 @@
 #include <sys/wait.h>
 
 #include "cairn/platform/env.h"
-#include "cairn/transport/json_value.h"
 #include "cairn/platform/tls.h"
+#include "cairn/transport/json_value.h"
+
 #include "cairnd_location.h"
 #include "cairnd_process.h"
 #include "http_test_client.h"
@@ -131,9 +132,10 @@ TEST_F(CairndHttpTest, FirstStartShowsOneAdminTokenAndTokenCommandsWorkWhileRunn
   EXPECT_EQ(file->find(admin.substr(admin.rfind('_') + 1)), std::string::npos);
 
   // A token created with the CLI while cairnd runs.
-  auto [created_status, created] = RunCommand(CairndCommandLine() + " token create --data-dir " +
-                                              dir_.PathOf("data") + " --name grafana --scope read:sensors",
-                                              /*with_stderr=*/false);
+  auto [created_status, created] =
+      RunCommand(CairndCommandLine() + " token create --data-dir " + dir_.PathOf("data") +
+                     " --name grafana --scope read:sensors",
+                 /*with_stderr=*/false);
   ASSERT_EQ(created_status, 0) << created;
   const std::string reader = created.substr(0, created.find('\n'));
   ASSERT_EQ(reader.rfind("cairn_", 0), 0u) << created;
@@ -146,16 +148,17 @@ TEST_F(CairndHttpTest, FirstStartShowsOneAdminTokenAndTokenCommandsWorkWhileRunn
         client->Request("PUT", "/v1/tables/plant", {{"Authorization", "Bearer " + admin}});
     ASSERT_TRUE(created_table.ok());
     EXPECT_EQ(created_table->status, 201) << created_table->body;
-    Result<HttpTestResponse> other = client->Request("GET", "/v1/tables/plant/devices",
-                                                     {{"Authorization", "Bearer " + reader}});
+    Result<HttpTestResponse> other =
+        client->Request("GET", "/v1/tables/plant/devices", {{"Authorization", "Bearer " + reader}});
     ASSERT_TRUE(other.ok());
     EXPECT_EQ(other->status, 403) << other->body;
-    Result<HttpTestResponse> write = client->Request("POST", "/write?db=sensors",
-                                                     {{"Authorization", "Bearer " + reader}}, "env,device=d t=1");
+    Result<HttpTestResponse> write = client->Request(
+        "POST", "/write?db=sensors", {{"Authorization", "Bearer " + reader}}, "env,device=d t=1");
     ASSERT_TRUE(write.ok());
     EXPECT_EQ(write->status, 403) << write->body;
   }
-  auto [listed_status, listed] = RunCommand(CairndCommandLine() + " token list --data-dir " + dir_.PathOf("data"));
+  auto [listed_status, listed] =
+      RunCommand(CairndCommandLine() + " token list --data-dir " + dir_.PathOf("data"));
   EXPECT_EQ(listed_status, 0);
   EXPECT_NE(listed.find("grafana"), std::string::npos);
   EXPECT_NE(listed.find("read:sensors"), std::string::npos);
@@ -183,7 +186,8 @@ TEST_F(CairndHttpTest, AcknowledgedHttpWritesSurviveKill9) {
     std::string body;
     for (int i = 0; i < 50; ++i) {
       const int n = batch * 50 + i;
-      body += "env,device=k9 temperature=" + std::to_string(n) + " " + std::to_string(now_seconds - 3000 + n) + "\n";
+      body += "env,device=k9 temperature=" + std::to_string(n) + " " +
+              std::to_string(now_seconds - 3000 + n) + "\n";
     }
     Result<HttpTestClient> client = HttpTestClient::Connect("127.0.0.1", port_);
     ASSERT_TRUE(client.ok());
@@ -216,8 +220,8 @@ class CairndHttpsTest : public CairndHttpTest {
   }
 
   std::string Curl(const std::string& arguments) {
-    return "curl -sS --max-time 30 -o /dev/null -w '%{http_code}' " + arguments + " https://127.0.0.1:" +
-           std::to_string(port_) + "/healthz";
+    return "curl -sS --max-time 30 -o /dev/null -w '%{http_code}' " + arguments +
+           " https://127.0.0.1:" + std::to_string(port_) + "/healthz";
   }
 
   TestPki pki_;
@@ -246,8 +250,8 @@ TEST_F(CairndHttpsTest, ServesTheApiOverTlsAndCurlChecksTheCertificate) {
                      "env,device=tls-1 temperature=21.5 " + std::to_string(now_seconds) + "\n");
   ASSERT_TRUE(written.ok()) << written.status().ToString();
   EXPECT_EQ(written->status, 204) << written->body;
-  Result<HttpTestResponse> latest =
-      client.Request("GET", "/v1/tables/sensors/devices/tls-1/latest", {{"Authorization", "Bearer " + admin}});
+  Result<HttpTestResponse> latest = client.Request("GET", "/v1/tables/sensors/devices/tls-1/latest",
+                                                   {{"Authorization", "Bearer " + admin}});
   ASSERT_TRUE(latest.ok());
   EXPECT_NE(latest->body.find("\"temperature\":21.5"), std::string::npos) << latest->body;
 
@@ -271,8 +275,8 @@ TEST_F(CairndHttpsTest, ServesTheApiOverTlsAndCurlChecksTheCertificate) {
 }
 
 TEST_F(CairndHttpsTest, MutualTlsRequiresAClientCertificate) {
-  StartDaemon({"--tls-cert", pki_.server_certificate_path, "--tls-key", pki_.server_key_path, "--tls-client-ca",
-               pki_.ca_certificate_path});
+  StartDaemon({"--tls-cert", pki_.server_certificate_path, "--tls-key", pki_.server_key_path,
+               "--tls-client-ca", pki_.ca_certificate_path});
   auto [anonymous_status, anonymous_output] = RunCommand(Curl("--cacert " + pki_.ca_certificate_path));
   EXPECT_NE(anonymous_status, 0) << anonymous_output;
   auto [client_status, client_output] =

@@ -203,7 +203,8 @@ TEST_F(CairndSerialTest, SighupReopensTheSerialPort) {
   EXPECT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
       << DescribeWaitStatus(status) << "\nlog:\n"
       << daemon->Stderr();
-  EXPECT_TRUE(Contains(daemon->Stderr(), "INFO SIGHUP: tokens reread; reopening serial port " + pty_->slave_path()))
+  EXPECT_TRUE(
+      Contains(daemon->Stderr(), "INFO SIGHUP: tokens reread; reopening serial port " + pty_->slave_path()))
       << daemon->Stderr();
 }
 
@@ -259,19 +260,24 @@ INSTANTIATE_TEST_SUITE_P(
                        "flag --baud: -9600 is not a positive number"},
         BadCommandLine{{"--serial", "/dev/null", "--baud", "99999999999"},
                        "flag --baud: 99999999999 is out of range"},
-        BadCommandLine{{"--data-dir", "/tmp/x"},
-                       "nothing to serve: give --serial PATH for the shell and/or --tls-cert FILE --tls-key FILE "
-                       "(HTTPS) or --http-plain (HTTP)"},
-        BadCommandLine{{"--http-plain", "--http-listen", "127.0.0.1"},
-                       "flag --http-listen: '127.0.0.1' is not ADDR:PORT (0.0.0.0:8086, [::]:8086, 127.0.0.1:0) "
-                       "or off"},
-        BadCommandLine{{"--http-plain", "--http-listen", "::1:80"},
-                       "flag --http-listen: '::1:80' is not ADDR:PORT (0.0.0.0:8086, [::]:8086, 127.0.0.1:0) or "
-                       "off"},
-        BadCommandLine{{"--tls-cert", "c.pem", "--serial", "/dev/null"}, "--tls-cert and --tls-key go together"},
-        BadCommandLine{{"--tls-cert", "c.pem", "--tls-key", "k.pem", "--http-plain"},
-                       "--http-plain and --tls-cert exclude each other: one listener is either HTTPS or plain "
-                       "HTTP"},
+        BadCommandLine{
+            {"--data-dir", "/tmp/x"},
+            "nothing to serve: give --serial PATH for the shell and/or --tls-cert FILE --tls-key FILE "
+            "(HTTPS) or --http-plain (HTTP)"},
+        BadCommandLine{
+            {"--http-plain", "--http-listen", "127.0.0.1"},
+            "flag --http-listen: '127.0.0.1' is not ADDR:PORT (0.0.0.0:8086, [::]:8086, 127.0.0.1:0) "
+            "or off"},
+        BadCommandLine{
+            {"--http-plain", "--http-listen", "::1:80"},
+            "flag --http-listen: '::1:80' is not ADDR:PORT (0.0.0.0:8086, [::]:8086, 127.0.0.1:0) or "
+            "off"},
+        BadCommandLine{{"--tls-cert", "c.pem", "--serial", "/dev/null"},
+                       "--tls-cert and --tls-key go together"},
+        BadCommandLine{
+            {"--tls-cert", "c.pem", "--tls-key", "k.pem", "--http-plain"},
+            "--http-plain and --tls-cert exclude each other: one listener is either HTTPS or plain "
+            "HTTP"},
         BadCommandLine{{"--http-plain", "--http-max-connections", "0"},
                        "flag --http-max-connections: 0 is not a positive number"},
         BadCommandLine{{"--serial", "a", "--serial", "b"}, "flag --serial is given more than once"},

@@ -21,9 +21,9 @@ Result<HttpTestClient> HttpTestClient::Connect(const std::string& address, uint1
 
 Status HttpTestClient::Send(std::string_view bytes) { return connection_->Write(bytes, timeout_ms_); }
 
-Result<HttpTestResponse> HttpTestClient::Request(std::string_view method, std::string_view target,
-                                                 const std::vector<std::pair<std::string, std::string>>& headers,
-                                                 std::string_view body) {
+Result<HttpTestResponse> HttpTestClient::Request(
+    std::string_view method, std::string_view target,
+    const std::vector<std::pair<std::string, std::string>>& headers, std::string_view body) {
   std::string request = std::string(method) + " " + std::string(target) + " HTTP/1.1\r\nHost: cairn-test\r\n";
   for (const auto& [name, value] : headers) request += name + ": " + value + "\r\n";
   if (!body.empty() || method == "POST" || method == "PUT") {

@@ -1,10 +1,10 @@
 // SHA-256 and HMAC-SHA256 against published test vectors, and the
 // constant-time comparison.
+#include "cairn/platform/crypto.h"
+
 #include <string>
 
 #include <gtest/gtest.h>
-
-#include "cairn/platform/crypto.h"
 
 namespace cairn {
 namespace {
@@ -34,8 +34,9 @@ TEST(CryptoTest, HmacSha256MatchesRfc4231Vectors) {
   EXPECT_EQ(Hex(HmacSha256("Jefe", "what do ya want for nothing?")),
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
   // Test case 6: a key longer than the block size is hashed first.
-  EXPECT_EQ(Hex(HmacSha256(std::string(131, '\xaa'), "Test Using Larger Than Block-Size Key - Hash Key First")),
-            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+  EXPECT_EQ(
+      Hex(HmacSha256(std::string(131, '\xaa'), "Test Using Larger Than Block-Size Key - Hash Key First")),
+      "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
 }
 
 TEST(CryptoTest, ConstantTimeEqualComparesWholeContents) {

@@ -2,17 +2,18 @@
 // requests built directly, so every route, scope and error is checked
 // without sockets (the server has its own tests).
 
+#include "cairn/transport/http_api.h"
+
 #include <map>
 
-#include <zlib.h>
-
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include "cairn/core/engine.h"
 #include "cairn/transport/builtin_commands.h"
 #include "cairn/transport/engine_commands.h"
-#include "cairn/transport/http_api.h"
 #include "cairn/transport/json_value.h"
+
 #include "test_dirs.h"
 
 namespace cairn {
@@ -43,7 +44,8 @@ class HttpApiTest : public ::testing::Test {
     HttpApiOptions options;
     options.data_dir = dir_.PathOf("data");
     options.index_html = "<!doctype html><title>cairn</title>";
-    api_ = std::make_unique<HttpApi>(engine_.get(), env_, &commands_, tokens_.get(), &limiter_, &metrics_, options);
+    api_ = std::make_unique<HttpApi>(engine_.get(), env_, &commands_, tokens_.get(), &limiter_, &metrics_,
+                                     options);
   }
 
   std::string NewToken(const std::string& name, std::vector<std::string> scopes) {
@@ -53,7 +55,8 @@ class HttpApiTest : public ::testing::Test {
   }
 
   HttpResponse Call(const std::string& method, const std::string& target, const std::string& token,
-                    const std::string& body = "", std::vector<std::pair<std::string, std::string>> headers = {},
+                    const std::string& body = "",
+                    std::vector<std::pair<std::string, std::string>> headers = {},
                     const std::string& peer = "192.0.2.7") {
     HttpRequest request;
     request.method = method;
@@ -134,10 +137,11 @@ TEST_F(HttpApiTest, InfluxWriteThenEveryQuery) {
   JsonValue page1_json = Json(page1);
   ASSERT_EQ(page1_json.Find("records")->elements().size(), 20u);
   ASSERT_NE(page1_json.Find("next_page"), nullptr);
-  HttpResponse page2 = Call("GET",
-                            "/v1/tables/sensors/devices/pump-1/readings?measure=env&limit=20&order=asc&page=" +
-                                page1_json.Find("next_page")->text(),
-                            reader_);
+  HttpResponse page2 =
+      Call("GET",
+           "/v1/tables/sensors/devices/pump-1/readings?measure=env&limit=20&order=asc&page=" +
+               page1_json.Find("next_page")->text(),
+           reader_);
   ASSERT_EQ(page2.status, 200) << page2.body;
   JsonValue page2_json = Json(page2);
   ASSERT_EQ(page2_json.Find("records")->elements().size(), 10u);
@@ -149,10 +153,11 @@ TEST_F(HttpApiTest, InfluxWriteThenEveryQuery) {
   ASSERT_EQ(descending.status, 200) << descending.body;
   EXPECT_EQ(Json(descending).Find("records")->elements()[0].Find("temperature")->number(), 49);
 
-  HttpResponse aggregate = Call("GET",
-                                "/v1/tables/sensors/devices/pump-1/aggregate?measure=env&field=temperature&step=1h"
-                                "&fn=min,max,count&from=-2h",
-                                reader_);
+  HttpResponse aggregate =
+      Call("GET",
+           "/v1/tables/sensors/devices/pump-1/aggregate?measure=env&field=temperature&step=1h"
+           "&fn=min,max,count&from=-2h",
+           reader_);
   ASSERT_EQ(aggregate.status, 200) << aggregate.body;
   double minimum = 1e9, maximum = -1e9, count = 0;
   const JsonValue aggregate_json = Json(aggregate);
@@ -165,7 +170,8 @@ TEST_F(HttpApiTest, InfluxWriteThenEveryQuery) {
   EXPECT_EQ(maximum, 49);
   EXPECT_EQ(count, 30);
 
-  HttpResponse batch = Call("POST", "/v1/tables/sensors/latest", reader_, R"({"devices":["pump-1","pump 2","none"]})");
+  HttpResponse batch =
+      Call("POST", "/v1/tables/sensors/latest", reader_, R"({"devices":["pump-1","pump 2","none"]})");
   ASSERT_EQ(batch.status, 200) << batch.body;
   JsonValue batch_json = Json(batch);
   ASSERT_EQ(batch_json.Find("records")->elements().size(), 2u);
@@ -309,9 +315,10 @@ TEST_F(HttpApiTest, TokensAreCheckedAndScoped) {
   // InfluxDB 1.x clients: Basic auth with the token as password, or ?p=.
   const std::string basic = "Basic " + std::string("dXNlcjo=");  // "user:" and no password
   EXPECT_EQ(Call("GET", "/v1/tables/sensors/devices", "", "", {{"authorization", basic}}).status, 401);
-  EXPECT_EQ(Call("POST", "/write?db=sensors&u=any&p=" + writer_ + "&precision=s", "", Lines("p", 1, now_seconds_))
-                .status,
-            204);
+  EXPECT_EQ(
+      Call("POST", "/write?db=sensors&u=any&p=" + writer_ + "&precision=s", "", Lines("p", 1, now_seconds_))
+          .status,
+      204);
 }
 
 TEST_F(HttpApiTest, RepeatedFailuresFromOneAddressAreRateLimited) {
@@ -321,7 +328,8 @@ TEST_F(HttpApiTest, RepeatedFailuresFromOneAddressAreRateLimited) {
   HttpResponse blocked = Call("GET", "/v1/tables", admin_, "", {}, "198.51.100.9");
   EXPECT_EQ(blocked.status, 429);
   bool retry_after = false;
-  for (const auto& [name, value] : blocked.headers) retry_after |= name == "Retry-After" && std::stoi(value) > 0;
+  for (const auto& [name, value] : blocked.headers)
+    retry_after |= name == "Retry-After" && std::stoi(value) > 0;
   EXPECT_TRUE(retry_after);
   // Other addresses are not affected.
   EXPECT_EQ(Call("GET", "/v1/tables", admin_, "", {}, "198.51.100.10").status, 200);
@@ -363,14 +371,16 @@ TEST_F(HttpApiTest, PublicEndpointsNeedNoToken) {
 }
 
 TEST_F(HttpApiTest, MetricsCountRequestsWritesAndFailures) {
-  ASSERT_EQ(Call("POST", "/write?db=sensors&precision=s", writer_, Lines("m", 4, now_seconds_ - 10)).status, 204);
+  ASSERT_EQ(Call("POST", "/write?db=sensors&precision=s", writer_, Lines("m", 4, now_seconds_ - 10)).status,
+            204);
   ASSERT_EQ(Call("GET", "/v1/tables/sensors/devices", reader_).status, 200);
   ASSERT_EQ(Call("GET", "/v1/tables/sensors/devices", "bad").status, 401);
   HttpResponse metrics = Call("GET", "/metrics", reader_);
   ASSERT_EQ(metrics.status, 200);
   EXPECT_EQ(metrics.content_type, "text/plain; version=0.0.4; charset=utf-8");
   const std::string& text = metrics.body;
-  EXPECT_NE(text.find("cairn_http_requests_total{route=\"/write\",code=\"204\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("cairn_http_requests_total{route=\"/write\",code=\"204\"} 1\n"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("cairn_http_requests_total{route=\"/v1/tables/{table}/devices\",code=\"200\"} 1\n"),
             std::string::npos);
   EXPECT_NE(text.find("cairn_write_records_total{outcome=\"stored\"} 4\n"), std::string::npos);

@@ -1,13 +1,14 @@
 // HttpServer over real loopback sockets: keep-alive, pipelining, framing,
 // and every limit (slow clients, sizes, connection cap).
 
+#include "cairn/transport/http_server.h"
+
 #include <atomic>
 #include <chrono>
 #include <thread>
 
 #include <gtest/gtest.h>
 
-#include "cairn/transport/http_server.h"
 #include "http_test_client.h"
 
 namespace cairn {
@@ -18,18 +19,19 @@ class HttpServerTest : public ::testing::Test {
   void StartServer(HttpServerOptions options = {}) {
     options.listen_address = "127.0.0.1";
     options.port = 0;
-    Result<std::unique_ptr<HttpServer>> server = HttpServer::Start(
-        Env::Default(), options,
-        [this](const HttpRequest& request) {
-          ++handled_;
-          if (request.path == "/slow") std::this_thread::sleep_for(std::chrono::milliseconds(300));
-          HttpResponse response;
-          response.content_type = "text/plain";
-          response.body = request.method + " " + request.path + "?" + request.query + " " +
-                          std::to_string(request.body.size()) + ":" + request.body;
-          return response;
-        },
-        {}, {});
+    Result<std::unique_ptr<HttpServer>> server =
+        HttpServer::Start(Env::Default(), options,
+                          [this](const HttpRequest& request) {
+                            ++handled_;
+                            if (request.path == "/slow")
+                              std::this_thread::sleep_for(std::chrono::milliseconds(300));
+                            HttpResponse response;
+                            response.content_type = "text/plain";
+                            response.body = request.method + " " + request.path + "?" + request.query + " " +
+                                            std::to_string(request.body.size()) + ":" + request.body;
+                            return response;
+                          },
+                          {}, {});
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     server_ = std::move(*server);
   }
@@ -64,10 +66,12 @@ TEST_F(HttpServerTest, AnswersSeveralRequestsOnOneConnection) {
 TEST_F(HttpServerTest, AnswersPipelinedRequestsInOrder) {
   StartServer();
   HttpTestClient client = Client();
-  ASSERT_TRUE(client
-                  .Send("GET /one HTTP/1.1\r\nHost: x\r\n\r\nPOST /two HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n"
-                        "abcGET /three HTTP/1.1\r\nHost: x\r\n\r\n")
-                  .ok());
+  ASSERT_TRUE(
+      client
+          .Send(
+              "GET /one HTTP/1.1\r\nHost: x\r\n\r\nPOST /two HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n"
+              "abcGET /three HTTP/1.1\r\nHost: x\r\n\r\n")
+          .ok());
   for (const char* expected : {"GET /one? 0:", "POST /two? 3:abc", "GET /three? 0:"}) {
     Result<HttpTestResponse> response = client.ReadResponse();
     ASSERT_TRUE(response.ok()) << response.status().ToString();
@@ -126,8 +130,9 @@ TEST_F(HttpServerTest, RefusesADeclaredBodyOverTheLimitBeforeReadingIt) {
   Result<HttpTestResponse> response = client.ReadResponse();
   ASSERT_TRUE(response.ok()) << response.status().ToString();
   EXPECT_EQ(response->status, 413);
-  EXPECT_NE(response->body.find("\"message\":\"request body of 1000000 bytes is larger than the limit of 1000"),
-            std::string::npos)
+  EXPECT_NE(
+      response->body.find("\"message\":\"request body of 1000000 bytes is larger than the limit of 1000"),
+      std::string::npos)
       << response->body;
   EXPECT_TRUE(client.ServerClosed(5000));
   EXPECT_EQ(handled_, 0);
@@ -138,8 +143,9 @@ TEST_F(HttpServerTest, RefusesAChunkedBodyThatGrowsOverTheLimit) {
   options.max_body_bytes = 10;
   StartServer(options);
   HttpTestClient client = Client();
-  ASSERT_TRUE(client.Send("POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n12345678\r\n"
-                          "8\r\n12345678\r\n0\r\n\r\n")
+  ASSERT_TRUE(client
+                  .Send("POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n12345678\r\n"
+                        "8\r\n12345678\r\n0\r\n\r\n")
                   .ok());
   Result<HttpTestResponse> response = client.ReadResponse();
   ASSERT_TRUE(response.ok());
@@ -213,7 +219,8 @@ TEST_F(HttpServerTest, IdleConnectionsAreClosed) {
 TEST_F(HttpServerTest, AnswersExpectContinue) {
   StartServer();
   HttpTestClient client = Client();
-  ASSERT_TRUE(client.Send("POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n").ok());
+  ASSERT_TRUE(
+      client.Send("POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n").ok());
   Result<HttpTestResponse> interim = client.ReadResponse();
   ASSERT_TRUE(interim.ok());
   EXPECT_EQ(interim->status, 100);

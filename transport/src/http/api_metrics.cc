@@ -107,7 +107,8 @@ std::string ApiMetrics::RenderPrometheus(const EngineStats& engine, const HttpSe
       out += "cairn_http_request_duration_seconds_bucket{" + label + ",le=\"+Inf\"} " +
              std::to_string(latency.count) + "\n";
       out += "cairn_http_request_duration_seconds_sum{" + label + "} " + Number(latency.sum_seconds) + "\n";
-      out += "cairn_http_request_duration_seconds_count{" + label + "} " + std::to_string(latency.count) + "\n";
+      out +=
+          "cairn_http_request_duration_seconds_count{" + label + "} " + std::to_string(latency.count) + "\n";
     }
     Header(&out, "cairn_queries_total", "counter", "Queries answered, by kind.");
     for (const auto& [kind, count] : queries_) {
@@ -116,7 +117,8 @@ std::string ApiMetrics::RenderPrometheus(const EngineStats& engine, const HttpSe
   }
   Header(&out, "cairn_write_records_total", "counter", "Records received by writes, by outcome.");
   out += "cairn_write_records_total{outcome=\"stored\"} " + std::to_string(records_stored_.load()) + "\n";
-  out += "cairn_write_records_total{outcome=\"duplicate\"} " + std::to_string(records_duplicate_.load()) + "\n";
+  out +=
+      "cairn_write_records_total{outcome=\"duplicate\"} " + std::to_string(records_duplicate_.load()) + "\n";
   out += "cairn_write_records_total{outcome=\"rejected\"} " + std::to_string(records_rejected_.load()) + "\n";
   out += "cairn_write_records_total{outcome=\"invalid\"} " + std::to_string(records_invalid_.load()) + "\n";
   Single(&out, "cairn_write_lines_rejected_total", "counter", "Line-protocol lines refused by writes.",
@@ -132,15 +134,16 @@ std::string ApiMetrics::RenderPrometheus(const EngineStats& engine, const HttpSe
          server.connections_refused);
   Single(&out, "cairn_http_connections_failed_total", "counter", "Connections whose TLS handshake failed.",
          server.connections_failed);
-  Single(&out, "cairn_http_requests_timed_out_total", "counter", "Requests that were too slow to arrive (408).",
-         server.requests_timed_out);
+  Single(&out, "cairn_http_requests_timed_out_total", "counter",
+         "Requests that were too slow to arrive (408).", server.requests_timed_out);
   Single(&out, "cairn_http_requests_malformed_total", "counter", "Requests the parser refused.",
          server.requests_malformed);
   Single(&out, "cairn_http_open_connections", "gauge", "Connections open now.", server.open_connections);
 
-  Single(&out, "cairn_engine_records_written_total", "counter", "Records stored by the engine since it opened.",
-         engine.records_written);
-  Single(&out, "cairn_engine_last_lsn", "gauge", "The highest log sequence number assigned.", engine.last_lsn);
+  Single(&out, "cairn_engine_records_written_total", "counter",
+         "Records stored by the engine since it opened.", engine.records_written);
+  Single(&out, "cairn_engine_last_lsn", "gauge", "The highest log sequence number assigned.",
+         engine.last_lsn);
   Single(&out, "cairn_engine_checkpoint_lsn", "gauge", "Every record below this LSN is in a period file.",
          engine.checkpoint_lsn);
   Single(&out, "cairn_engine_head_records", "gauge", "Records in memory not yet sealed into chunks.",
@@ -149,7 +152,8 @@ std::string ApiMetrics::RenderPrometheus(const EngineStats& engine, const HttpSe
   Single(&out, "cairn_engine_chunks_sealed_total", "counter", "Chunks sealed since the engine opened.",
          engine.chunks_sealed);
   Single(&out, "cairn_engine_log_bytes", "gauge", "Write-ahead log bytes on disk.", engine.log_bytes);
-  Single(&out, "cairn_engine_period_file_bytes", "gauge", "Period file bytes on disk.", engine.period_file_bytes);
+  Single(&out, "cairn_engine_period_file_bytes", "gauge", "Period file bytes on disk.",
+         engine.period_file_bytes);
   Single(&out, "cairn_engine_series", "gauge", "Series known to the engine.", engine.series);
   Single(&out, "cairn_disk_free_bytes", "gauge", "Free bytes on the data directory's filesystem.",
          disk_free_bytes);

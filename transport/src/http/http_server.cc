@@ -142,12 +142,14 @@ void HttpServer::AcceptLoop() {
     }
     if (refuse) {
       if (!wrapper_) {
-        HttpResponse response = HttpResponse::Error(
-            503, "too many open connections (limit " + std::to_string(options_.max_connections) + "); retry later");
+        HttpResponse response =
+            HttpResponse::Error(503, "too many open connections (limit " +
+                                         std::to_string(options_.max_connections) + "); retry later");
         response.headers.emplace_back("Retry-After", "1");
         const std::string body = response.body;
-        static_cast<void>(stream->Write(ResponseHead(response, false, body.size(), HttpDate(env_->NowUnixNanos())) + body,
-                      kRefusalWriteMs));
+        static_cast<void>(
+            stream->Write(ResponseHead(response, false, body.size(), HttpDate(env_->NowUnixNanos())) + body,
+                          kRefusalWriteMs));
       }
       continue;
     }
@@ -183,7 +185,8 @@ void HttpServer::Serve(Connection* connection) {
     std::lock_guard<std::mutex> lock(connection->mutex);
     connection->active = stream.get();
   }
-  if (!stopping_.load(std::memory_order_acquire)) ServeRequests(connection, stream.get(), static_cast<bool>(wrapper_));
+  if (!stopping_.load(std::memory_order_acquire))
+    ServeRequests(connection, stream.get(), static_cast<bool>(wrapper_));
   {
     std::lock_guard<std::mutex> lock(connection->mutex);
     connection->active = nullptr;
@@ -239,11 +242,11 @@ void HttpServer::ServeRequests(Connection* connection, TcpConnection* stream, bo
           std::lock_guard<std::mutex> lock(mutex_);
           ++stats_.requests_timed_out;
         }
-        WriteResponse(stream,
-                      HttpResponse::Error(408, reader.headers_complete()
-                                                   ? "the request body did not arrive in time"
-                                                   : "the request head did not arrive in time"),
-                      false, false);
+        WriteResponse(
+            stream,
+            HttpResponse::Error(408, reader.headers_complete() ? "the request body did not arrive in time"
+                                                               : "the request head did not arrive in time"),
+            false, false);
         return;
       }
       if (*got == 0) {
@@ -260,7 +263,8 @@ void HttpServer::ServeRequests(Connection* connection, TcpConnection* stream, bo
         ++stats_.requests_malformed;
       }
       if (!peer_closed || reader.error_status() != 400) {
-        WriteResponse(stream, HttpResponse::Error(reader.error_status(), reader.error_message()), false, false);
+        WriteResponse(stream, HttpResponse::Error(reader.error_status(), reader.error_message()), false,
+                      false);
       }
       return;
     }
@@ -292,7 +296,8 @@ void HttpServer::ServeRequests(Connection* connection, TcpConnection* stream, bo
 
 bool HttpServer::WriteResponse(TcpConnection* stream, const HttpResponse& response, bool keep_alive,
                                bool head_only) {
-  std::string message = ResponseHead(response, keep_alive, response.body.size(), HttpDate(env_->NowUnixNanos()));
+  std::string message =
+      ResponseHead(response, keep_alive, response.body.size(), HttpDate(env_->NowUnixNanos()));
   if (!head_only && response.status != 204 && response.status != 304) message += response.body;
   return stream->Write(message, options_.write_timeout_ms).ok();
 }

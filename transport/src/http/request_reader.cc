@@ -103,8 +103,8 @@ int RequestReader::OnMessageBegin(http_parser* parser) {
 int RequestReader::OnUrl(http_parser* parser, const char* at, size_t length) {
   RequestReader* self = Self(parser);
   if (self->target_.size() + length > self->limits_.max_target_bytes) {
-    return self->Fail(414, "request target longer than " + std::to_string(self->limits_.max_target_bytes) +
-                               " bytes");
+    return self->Fail(
+        414, "request target longer than " + std::to_string(self->limits_.max_target_bytes) + " bytes");
   }
   self->target_.append(at, length);
   return 0;
@@ -118,8 +118,8 @@ int RequestReader::OnHeaderField(http_parser* parser, const char* at, size_t len
   }
   self->header_bytes_ += length;
   if (self->header_bytes_ > self->limits_.max_header_bytes) {
-    return self->Fail(431, "request headers larger than " + std::to_string(self->limits_.max_header_bytes) +
-                               " bytes");
+    return self->Fail(
+        431, "request headers larger than " + std::to_string(self->limits_.max_header_bytes) + " bytes");
   }
   if (self->header_name_.empty() && self->request_.headers.size() >= self->limits_.max_headers) {
     return self->Fail(431, "more than " + std::to_string(self->limits_.max_headers) + " request headers");
@@ -133,8 +133,8 @@ int RequestReader::OnHeaderValue(http_parser* parser, const char* at, size_t len
   self->reading_value_ = true;
   self->header_bytes_ += length;
   if (self->header_bytes_ > self->limits_.max_header_bytes) {
-    return self->Fail(431, "request headers larger than " + std::to_string(self->limits_.max_header_bytes) +
-                               " bytes");
+    return self->Fail(
+        431, "request headers larger than " + std::to_string(self->limits_.max_header_bytes) + " bytes");
   }
   self->header_value_.append(at, length);
   return 0;

@@ -190,7 +190,8 @@ std::string RenderText(const CommandResult& result, const RenderOptions& options
   return out;
 }
 
-std::string RenderJson(const CommandResult& result, const RenderOptions& options, std::string_view rows_member) {
+std::string RenderJson(const CommandResult& result, const RenderOptions& options,
+                       std::string_view rows_member) {
   JsonWriter json;
   json.BeginObject();
   switch (result.kind()) {

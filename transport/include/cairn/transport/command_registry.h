@@ -122,8 +122,9 @@ class CommandRegistry {
   // `options` are (name without "--", value) pairs; flags take "" as value.
   // The same checks as Parse: unknown command or option, a flag given a
   // value or an option none, a repeated option, a wrong argument count.
-  Result<CommandInvocation> BindArguments(std::string_view name, std::vector<std::string> arguments,
-                                          const std::vector<std::pair<std::string, std::string>>& options) const;
+  Result<CommandInvocation> BindArguments(
+      std::string_view name, std::vector<std::string> arguments,
+      const std::vector<std::pair<std::string, std::string>>& options) const;
 
   // Runs the command's handler.
   CommandResult Run(const CommandInvocation& invocation) const;
