@@ -29,4 +29,16 @@ cairn_import_library(dep_zlib zlib.h z)
 
 if(CAIRN_BUILD_TESTS)
   find_package(GTest REQUIRED)
+  # libpq, for the PostgreSQL test harness (tests/support/postgres_cluster).
+  # Host only: the integration tests that start PostgreSQL run natively, and
+  # the ARM sysroots carry no libpq. Debian keeps its header in postgresql/.
+  if(NOT CMAKE_CROSSCOMPILING)
+    find_path(dep_libpq_INCLUDE_DIR libpq-fe.h PATH_SUFFIXES postgresql REQUIRED)
+    find_library(dep_libpq_LIBRARY NAMES pq REQUIRED)
+    add_library(dep_libpq UNKNOWN IMPORTED GLOBAL)
+    set_target_properties(dep_libpq PROPERTIES
+      IMPORTED_LOCATION "${dep_libpq_LIBRARY}"
+      INTERFACE_SYSTEM_INCLUDE_DIRECTORIES "${dep_libpq_INCLUDE_DIR}"
+      INTERFACE_INCLUDE_DIRECTORIES "${dep_libpq_INCLUDE_DIR}")
+  endif()
 endif()

@@ -34,6 +34,7 @@ HOST_PACKAGES=(
   libsqlite3-dev sqlite3 libmbedtls-dev libpaho-mqtt-dev libpaho-mqttpp-dev
   libzstd-dev libhttp-parser-dev zlib1g-dev libgtest-dev libgmock-dev
   curl openssl python3-influxdb python3-pil chromium
+  mosquitto mosquitto-clients postgresql libpq-dev
 )
 
 # Debian packages extracted into each ARM sysroot: the -dev packages cairn
@@ -93,6 +94,15 @@ if [ -n "$missing" ]; then
   log "installing host packages:" $missing
   # shellcheck disable=SC2086
   apt-get install -y -q --no-install-recommends $missing
+fi
+
+# The integration tests run as root, but PostgreSQL refuses to: the test
+# harness (tests/support/postgres_cluster) runs initdb, pg_ctl and the server
+# as this system user. The harness creates it too when missing; creating it
+# here keeps the test run from editing /etc/passwd.
+if ! id -u cairn-pg >/dev/null 2>&1; then
+  log "creating system user cairn-pg for the PostgreSQL tests"
+  useradd --system --no-create-home --shell /usr/sbin/nologin cairn-pg
 fi
 
 build_sysroot() {
