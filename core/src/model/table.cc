@@ -1,5 +1,7 @@
 #include "cairn/core/table.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 namespace cairn {
@@ -199,6 +201,19 @@ Status ValidateTableName(std::string_view name) {
     if (!ok) {
       return Status::InvalidArgument("table name '" + std::string(name) +
                                      "' may contain only letters, digits, '_' and '-'");
+    }
+  }
+  // A table's directory sits beside the engine's and the daemon's own files
+  // in the data directory: a table named like one of them would mix its
+  // period files into them, and dropping it would delete them (`log` is the
+  // write-ahead log). Compared without case, for filesystems that ignore it.
+  for (std::string_view reserved : kReservedTableNames) {
+    if (name.size() == reserved.size() &&
+        std::equal(name.begin(), name.end(), reserved.begin(), [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+        })) {
+      return Status::InvalidArgument("table name '" + std::string(name) +
+                                     "' is reserved for cairn's own files in the data directory");
     }
   }
   return Status::Ok();

@@ -309,7 +309,8 @@ TEST(EngineConcurrencyTest, WritersReadersAndSealerShareTheEngine) {
           ASSERT_GT(row.timestamp, previous);  // ordered, one row per timestamp
           previous = row.timestamp;
           ASSERT_EQ(row.version, 1u);  // both versions are in one batch: never the old one
-          ASSERT_EQ(std::get<double>(row.fields[0].value), static_cast<double>((row.timestamp - base) / kSecond));
+          ASSERT_EQ(std::get<double>(row.fields[0].value),
+                    static_cast<double>((row.timestamp - base) / kSecond));
         }
         auto latest = engine->Latest("t", q.device_id);
         ASSERT_TRUE(latest.ok());
@@ -328,6 +329,29 @@ TEST(EngineConcurrencyTest, WritersReadersAndSealerShareTheEngine) {
   }
   EXPECT_GT(engine->Stats().chunks_sealed, 0u);
   ASSERT_TRUE(engine->Close().ok());
+}
+
+}  // namespace
+}  // namespace cairn::testing
+
+namespace cairn::testing {
+namespace {
+
+// A table named like the write-ahead log's directory once shared it, and
+// dropping it deleted the log with every acknowledged record in it.
+TEST_F(EngineWriteTest, TablesCannotTakeTheNamesOfTheEnginesOwnFiles) {
+  CreateTable();
+  const int64_t time = Now();
+  WriteOk({Temperature("d1", time, 21.5)});
+  for (const char* reserved : {"log", "LOCK", "tokens"}) {
+    Status created = engine_->CreateTable(reserved, TableOptions());
+    EXPECT_EQ(created.code(), StatusCode::kInvalidArgument) << reserved;
+    EXPECT_EQ(engine_->DropTable(reserved).code(), StatusCode::kNotFound) << reserved;
+  }
+  Reopen();
+  auto row = engine_->Get("t", "d1", "env", time);
+  ASSERT_TRUE(row.ok()) << row.status().ToString();
+  EXPECT_TRUE(row->has_value());
 }
 
 }  // namespace

@@ -64,6 +64,15 @@ TEST(TableOptionsTest, NamesAndRanges) {
   EXPECT_FALSE(ValidateTableName("../etc").ok());
   EXPECT_FALSE(ValidateTableName("a b").ok());
   EXPECT_FALSE(ValidateTableName(std::string(65, 'a')).ok());
+  // The data directory's own entries: a table there would share (and its
+  // drop would delete) the write-ahead log, the lock or the token file.
+  for (const char* reserved : {"log", "LOG", "Log", "LOCK", "lock", "tokens", "TOKENS", "sync", "tmp"}) {
+    Status status = ValidateTableName(reserved);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << reserved;
+    EXPECT_NE(status.message().find("reserved"), std::string::npos) << status.message();
+  }
+  EXPECT_TRUE(ValidateTableName("logs").ok());
+  EXPECT_TRUE(ValidateTableName("syslog").ok());
   EXPECT_TRUE(ValidateTableOptions({}).ok());
   TableOptions o;
   o.retention_seconds = 0;

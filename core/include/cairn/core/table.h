@@ -49,8 +49,12 @@ struct TableInfo {
   int64_t created_unix_nanos = 0;
 };
 
+// Names that belong to the files beside the tables' directories in a data
+// directory (the log, the lock, the daemon's tokens, and two kept for later).
+inline constexpr std::string_view kReservedTableNames[] = {"log", "LOCK", "tokens", "sync", "tmp"};
+
 // Table names: 1-64 bytes of [A-Za-z0-9_-], not starting with '-' (they name
-// directories).
+// directories), and none of kReservedTableNames in any case.
 Status ValidateTableName(std::string_view name);
 
 // Checks ranges: retention > 0, default ttl >= 0, shards == 1 and
