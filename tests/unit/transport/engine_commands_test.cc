@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "cairn/core/engine.h"
 #include "cairn/transport/builtin_commands.h"
 #include "cairn/transport/command_registry.h"
+#include "cairn/transport/json_value.h"
 #include "cairn/transport/result_renderer.h"
 
 #include "manual_clock_env.h"
@@ -432,6 +434,32 @@ TEST_F(EngineCommandsTest, LatestShowsVersionAndTtlOnlyWhenPresent) {
   EXPECT_EQ(Run("latest sensors d1"),
             "time                  measure  version  ttl                   time (field)\n"
             "2023-11-14T22:12:20Z  env            3  2023-11-14T23:13:20Z           1.5\n");
+}
+
+TEST_F(EngineCommandsTest, FieldNamesNeverMakeDuplicateColumns) {
+  Record record;
+  record.device_id = "d1";
+  record.measure_name = "env";
+  record.timestamp = kNow - kMinute;
+  record.fields = {{"time", 1.0}, {"time (field)", 2.0}, {"device", 3.0}, {"device (field)", 4.0}};
+  Result<WriteResult> written = engine_->Write("sensors", {record});
+  ASSERT_TRUE(written.ok());
+  ASSERT_EQ(written->stored, 1u);
+  // JSON objects with a repeated key lose one of the values in most parsers.
+  for (const std::string& command :
+       {std::string("latest sensors d1 --json"), std::string("latest-batch sensors d1 --json")}) {
+    const std::string json = Run(command);
+    Result<JsonValue> parsed = JsonValue::Parse(json);
+    ASSERT_TRUE(parsed.ok()) << json;
+    const JsonValue& row = parsed->Find("rows")->elements()[0];
+    std::set<std::string> keys;
+    std::set<double> values;
+    for (const auto& [key, value] : row.members()) {
+      EXPECT_TRUE(keys.insert(key).second) << command << ": duplicate key " << key << " in " << json;
+      if (value.is_number() && key != "time") values.insert(value.number());
+    }
+    EXPECT_EQ(values, (std::set<double>{1, 2, 3, 4})) << json;
+  }
 }
 
 TEST(EngineCommandsRegistrationTest, RefusesAMissingDataDirectoryAndBadLimits) {

@@ -227,6 +227,15 @@ std::string FormatBytes(uint64_t bytes) {
   return buffer;
 }
 
+// `name` + " (field)", repeated until no column in `used` has that name;
+// the result is added to `used`.
+std::string UniqueColumnName(const std::string& name, std::set<std::string>* used) {
+  std::string candidate = name + " (field)";
+  while (used->count(candidate) != 0) candidate += " (field)";
+  used->insert(candidate);
+  return candidate;
+}
+
 // Records as a table: time and measure, version and ttl when any record has
 // one, then one column per field name (absent where a record lacks it).
 CommandResult RecordTable(const std::vector<RecordRow>& rows) {
@@ -243,9 +252,11 @@ CommandResult RecordTable(const std::vector<RecordRow>& rows) {
   const std::set<std::string> fixed(columns.begin(), columns.end());
   const size_t first_field = columns.size();
   std::vector<std::string> ordered_fields(field_names.begin(), field_names.end());
+  std::set<std::string> used = fixed;
+  used.insert(field_names.begin(), field_names.end());
   for (const std::string& name : ordered_fields) {
     // A field called like a fixed column must not make a duplicate JSON key.
-    columns.push_back(fixed.count(name) != 0 ? name + " (field)" : name);
+    columns.push_back(fixed.count(name) != 0 ? UniqueColumnName(name, &used) : name);
   }
 
   std::vector<CommandResult::Row> table_rows;
@@ -375,8 +386,10 @@ class EngineCommands {
     if (!rows.ok()) return CommandResult::Error(ExplainTableError(rows.status()));
     CommandResult records = RecordTable(*rows);
     std::vector<std::string> columns = {"device"};
+    std::set<std::string> used(records.columns().begin(), records.columns().end());
+    used.insert("device");
     for (const std::string& column : records.columns()) {
-      columns.push_back(column == "device" ? "device (field)" : column);
+      columns.push_back(column == "device" ? UniqueColumnName(column, &used) : column);
     }
     std::vector<CommandResult::Row> table_rows;
     table_rows.reserve(rows->size());
