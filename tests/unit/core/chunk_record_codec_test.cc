@@ -1,0 +1,514 @@
+#include <bit>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cairn/core/record_codec.h"
+
+#include "chunk/chunk_codec.h"
+#include "chunk/coding.h"
+
+namespace cairn {
+namespace {
+
+constexpr int64_t kMinInt64 = std::numeric_limits<int64_t>::min();
+constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
+constexpr int64_t kSecond = 1'000'000'000;
+constexpr int64_t kStart = 1'700'000'000 * kSecond;
+
+RecordRow Row(std::string device_id, std::string measure_name, int64_t timestamp, std::vector<Field> fields,
+              uint64_t version = 0, int64_t ttl = 0, int shard = 0) {
+  RecordRow row;
+  row.device_id = std::move(device_id);
+  row.measure_name = std::move(measure_name);
+  row.shard = shard;
+  row.timestamp = timestamp;
+  row.version = version;
+  row.ttl = ttl;
+  row.fields = std::move(fields);
+  return row;
+}
+
+bool SameValue(const Value& a, const Value& b) {
+  if (a.index() != b.index()) return false;
+  if (const double* x = std::get_if<double>(&a)) {
+    return std::bit_cast<uint64_t>(*x) == std::bit_cast<uint64_t>(std::get<double>(b));
+  }
+  return a == b;
+}
+
+std::string Describe(const RecordRow& row) {
+  std::ostringstream out;
+  out << "(" << row.device_id << ", " << row.measure_name << ", shard " << row.shard
+      << ") t=" << row.timestamp << " v=" << row.version << " ttl=" << row.ttl << " fields:";
+  for (const Field& field : row.fields) {
+    out << " " << field.name << "=";
+    if (const double* d = std::get_if<double>(&field.value)) {
+      out << "0x" << std::hex << std::bit_cast<uint64_t>(*d) << std::dec;
+    } else if (const int64_t* i = std::get_if<int64_t>(&field.value)) {
+      out << *i;
+    } else if (const bool* b = std::get_if<bool>(&field.value)) {
+      out << (*b ? "true" : "false");
+    } else if (const std::string* s = std::get_if<std::string>(&field.value)) {
+      out << "'" << *s << "'";
+    } else if (const Timestamp* t = std::get_if<Timestamp>(&field.value)) {
+      out << "ts " << t->unix_nanos;
+    }
+  }
+  return out.str();
+}
+
+bool SameRow(const RecordRow& a, const RecordRow& b) {
+  if (a.device_id != b.device_id || a.measure_name != b.measure_name || a.shard != b.shard ||
+      a.timestamp != b.timestamp || a.version != b.version || a.ttl != b.ttl ||
+      a.fields.size() != b.fields.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.fields.size(); ++i) {
+    if (a.fields[i].name != b.fields[i].name || !SameValue(a.fields[i].value, b.fields[i].value))
+      return false;
+  }
+  return true;
+}
+
+void ExpectSameRows(const std::vector<RecordRow>& expected, const std::vector<RecordRow>& actual) {
+  ASSERT_EQ(expected.size(), actual.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_TRUE(SameRow(expected[i], actual[i]))
+        << "row " << i << "\n expected " << Describe(expected[i]) << "\n actual   " << Describe(actual[i]);
+  }
+}
+
+// The order record_codec.h promises: series by first appearance, records by
+// timestamp (ties in input order), fields by name.
+std::vector<RecordRow> InBlockOrder(std::vector<RecordRow> rows) {
+  std::map<std::tuple<std::string, std::string, int>, size_t> first_seen;
+  for (const RecordRow& row : rows)
+    first_seen.emplace(std::tuple(row.device_id, row.measure_name, row.shard), first_seen.size());
+  for (RecordRow& row : rows) {
+    std::stable_sort(row.fields.begin(), row.fields.end(),
+                     [](const Field& a, const Field& b) { return a.name < b.name; });
+  }
+  std::stable_sort(rows.begin(), rows.end(), [&](const RecordRow& a, const RecordRow& b) {
+    const size_t series_a = first_seen.at(std::tuple(a.device_id, a.measure_name, a.shard));
+    const size_t series_b = first_seen.at(std::tuple(b.device_id, b.measure_name, b.shard));
+    if (series_a != series_b) return series_a < series_b;
+    return a.timestamp < b.timestamp;
+  });
+  return rows;
+}
+
+RecordBlock RoundTrip(const std::vector<RecordRow>& rows,
+                      const std::vector<SeriesDimensions>& dimensions = {}) {
+  Result<std::string> bytes = EncodeRecordBlock(rows, dimensions);
+  EXPECT_TRUE(bytes.ok()) << bytes.status().ToString();
+  if (!bytes.ok()) return {};
+  Result<RecordBlock> block = DecodeRecordBlock(*bytes);
+  EXPECT_TRUE(block.ok()) << block.status().ToString();
+  if (!block.ok()) return {};
+  return std::move(block).value();
+}
+
+TEST(RecordCodecTest, MixedSeriesRoundTripInBlockOrder) {
+  std::vector<RecordRow> rows;
+  for (int i = 0; i < 50; ++i) {
+    const int64_t t = kStart + i * kSecond;
+    rows.push_back(
+        Row("pump-1", "env", t, {{"temperature", 20.0 + i * 0.25}, {"humidity", int64_t{40 + i % 3}}}));
+    rows.push_back(Row("pump-2", "env", t + 7, {{"temperature", -5.5 + i * 0.125}}, 0, 1'800'000'000));
+    rows.push_back(
+        Row("pump-1", "state", t, {{"open", i % 2 == 0}, {"mode", std::string(i % 5 ? "auto" : "manual")}}));
+    rows.push_back(Row("pump-1", "env", t, {{"temperature", 1.0}}, 0, 0, /*shard=*/3));
+  }
+  // Out of order arrivals within a series.
+  rows.push_back(Row("pump-2", "env", kStart - kSecond, {{"temperature", 3.5}}, 9));
+  rows.push_back(Row("pump-1", "state", kStart + 1, {{"seen", Timestamp{kStart}}}));
+
+  RecordBlock block = RoundTrip(rows);
+  ExpectSameRows(InBlockOrder(rows), block.records);
+  EXPECT_TRUE(block.dimensions.empty());
+}
+
+TEST(RecordCodecTest, EmptyInputIsAnEmptyBlock) {
+  Result<std::string> bytes = EncodeRecordBlock({});
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  Result<RecordBlock> block = DecodeRecordBlock(*bytes);
+  ASSERT_TRUE(block.ok()) << block.status().ToString();
+  EXPECT_TRUE(block->records.empty());
+  EXPECT_TRUE(block->dimensions.empty());
+}
+
+TEST(RecordCodecTest, ExtremeIntegersAndTimestamps) {
+  std::vector<RecordRow> rows = {
+      Row("d", "m", kMinInt64, {{"i", kMinInt64}, {"t", Timestamp{kMaxInt64}}},
+          std::numeric_limits<uint64_t>::max(), kMaxInt64),
+      Row("d", "m", kMinInt64 + 1, {{"i", kMaxInt64}, {"t", Timestamp{kMinInt64}}}, 0, 0),
+      Row("d", "m", -1, {{"i", int64_t{-1}}}, 1, 1),
+      Row("d", "m", 0, {{"i", int64_t{0}}}),
+      // 1677-09-21 and 2262-04-11, the ends of int64 nanoseconds.
+      Row("d", "m", kMaxInt64 - 1, {{"i", int64_t{1}}}, 2),
+      Row("d", "m", kMaxInt64, {{"t", Timestamp{0}}}, 3, 4'102'444'800),
+  };
+  ExpectSameRows(InBlockOrder(rows), RoundTrip(rows).records);
+}
+
+TEST(RecordCodecTest, DoublesAreBitExact) {
+  const std::vector<double> values = {0.0,
+                                      -0.0,
+                                      0.1,
+                                      -273.15,
+                                      DBL_MAX,
+                                      -DBL_MAX,
+                                      DBL_MIN,
+                                      DBL_TRUE_MIN,
+                                      -DBL_TRUE_MIN,
+                                      1e300,
+                                      3.141592653589793,
+                                      1.0 / 3,
+                                      123456.789012,
+                                      2.5e-10,
+                                      9007199254740993.0};
+  std::vector<RecordRow> rows;
+  for (size_t i = 0; i < values.size(); ++i) {
+    rows.push_back(Row("d", "m", kStart + static_cast<int64_t>(i), {{"v", values[i]}}));
+  }
+  ExpectSameRows(rows, RoundTrip(rows).records);
+}
+
+TEST(RecordCodecTest, UnicodeIdentifiersAndStringBytes) {
+  std::string with_controls = std::string("line1\nline2\ttab") + '\0' + "nul \x7f del";
+  std::vector<RecordRow> rows = {
+      Row("Gerät-ü-7", "温度#室内", kStart, {{"état", with_controls}, {"📈", 1.5}}),
+      Row("Gerät-ü-7", "温度#室内", kStart + 1, {{"état", std::string(kMaxStringValueBytes, 'x')}}),
+      Row(std::string(kMaxDeviceIdBytes, 'd'), std::string(kMaxMeasureNameBytes, 'm'), kStart,
+          {{std::string(kMaxFieldNameBytes, 'f'), std::string()}}),
+  };
+  ExpectSameRows(InBlockOrder(rows), RoundTrip(rows).records);
+}
+
+TEST(RecordCodecTest, RepeatedIdentitiesAreKeptInInputOrder) {
+  // A rewrite with a higher version and a retried duplicate in one batch.
+  std::vector<RecordRow> rows = {
+      Row("d", "m", kStart + 2, {{"v", 1.0}}, 1), Row("d", "m", kStart, {{"v", 2.0}}, 1),
+      Row("d", "m", kStart + 2, {{"v", 3.0}}, 2), Row("d", "m", kStart + 1, {{"v", 4.0}}),
+      Row("d", "m", kStart + 2, {{"v", 3.0}}, 2), Row("d", "m", kStart, {{"w", int64_t{5}}}, 0),
+  };
+  RecordBlock block = RoundTrip(rows);
+  ExpectSameRows(InBlockOrder(rows), block.records);
+  ASSERT_EQ(block.records.size(), 6u);
+  EXPECT_EQ(block.records[3].version, 1u);
+  EXPECT_EQ(block.records[4].version, 2u);
+}
+
+TEST(RecordCodecTest, FieldsComeBackSortedByName) {
+  std::vector<RecordRow> rows = {
+      Row("d", "m", kStart, {{"zeta", 1.0}, {"alpha", int64_t{2}}, {"mid", true}})};
+  RecordBlock block = RoundTrip(rows);
+  ASSERT_EQ(block.records.size(), 1u);
+  ASSERT_EQ(block.records[0].fields.size(), 3u);
+  EXPECT_EQ(block.records[0].fields[0].name, "alpha");
+  EXPECT_EQ(block.records[0].fields[1].name, "mid");
+  EXPECT_EQ(block.records[0].fields[2].name, "zeta");
+}
+
+TEST(RecordCodecTest, AFieldMayHaveDifferentTypesInDifferentSeries) {
+  std::vector<RecordRow> rows = {Row("a", "m", kStart, {{"x", 1.0}}),
+                                 Row("b", "m", kStart, {{"x", int64_t{1}}}),
+                                 Row("a", "m", kStart, {{"x", std::string("s")}}, 0, 0, 1)};
+  ExpectSameRows(InBlockOrder(rows), RoundTrip(rows).records);
+}
+
+TEST(RecordCodecTest, DimensionsTravelOncePerSeries) {
+  std::vector<RecordRow> rows = {Row("a", "m", kStart, {{"x", 1.0}}), Row("b", "m", kStart, {{"x", 2.0}}),
+                                 Row("a", "m", kStart + 1, {{"x", 3.0}})};
+  std::vector<SeriesDimensions> dimensions = {
+      {"b", "m", 0, {{"site", "north"}, {"rack", ""}}},
+      {"a", "m", 0, {}},  // empty: dropped
+      {"a", "m", 0, {{"firmware", "1.2.3"}, {"ort", "Zürich"}}},
+  };
+  RecordBlock block = RoundTrip(rows, dimensions);
+  ExpectSameRows(InBlockOrder(rows), block.records);
+  // Series order: a before b.
+  ASSERT_EQ(block.dimensions.size(), 2u);
+  EXPECT_EQ(block.dimensions[0], dimensions[2]);
+  EXPECT_EQ(block.dimensions[1], dimensions[0]);
+}
+
+TEST(RecordCodecTest, RejectsDimensionsWithoutRecordsOrTwice) {
+  std::vector<RecordRow> rows = {Row("a", "m", kStart, {{"x", 1.0}})};
+  std::vector<SeriesDimensions> orphan = {{"a", "m", 1, {{"site", "n"}}}};
+  EXPECT_TRUE(EncodeRecordBlock(rows, orphan).status().Is(StatusCode::kInvalidArgument));
+  std::vector<SeriesDimensions> twice = {{"a", "m", 0, {{"site", "n"}}}, {"a", "m", 0, {{"rack", "2"}}}};
+  EXPECT_TRUE(EncodeRecordBlock(rows, twice).status().Is(StatusCode::kInvalidArgument));
+  std::vector<SeriesDimensions> bad_value = {{"a", "m", 0, {{"site", "a\nb"}}}};
+  EXPECT_TRUE(EncodeRecordBlock(rows, bad_value).status().Is(StatusCode::kInvalidArgument));
+  std::vector<SeriesDimensions> long_value = {
+      {"a", "m", 0, {{"site", std::string(kMaxDimensionBytes + 1, 'v')}}}};
+  EXPECT_TRUE(EncodeRecordBlock(rows, long_value).status().Is(StatusCode::kInvalidArgument));
+}
+
+TEST(RecordCodecTest, RejectsInvalidRecords) {
+  struct Case {
+    const char* what;
+    RecordRow row;
+  };
+  const std::vector<Case> cases = {
+      {"NaN", Row("d", "m", kStart, {{"v", std::nan("")}})},
+      {"infinity", Row("d", "m", kStart, {{"v", -HUGE_VAL}})},
+      {"no fields", Row("d", "m", kStart, {})},
+      {"empty device", Row("", "m", kStart, {{"v", 1.0}})},
+      {"device with NUL", Row(std::string("d\0x", 3), "m", kStart, {{"v", 1.0}})},
+      {"overlong measure", Row("d", std::string(kMaxMeasureNameBytes + 1, 'm'), kStart, {{"v", 1.0}})},
+      {"invalid UTF-8 string", Row("d", "m", kStart, {{"v", std::string("\xc3\x28")}})},
+      {"overlong string", Row("d", "m", kStart, {{"v", std::string(kMaxStringValueBytes + 1, 's')}})},
+      {"duplicate field", Row("d", "m", kStart, {{"v", 1.0}, {"v", 2.0}})},
+      {"absent value", Row("d", "m", kStart, {{"v", std::monostate{}}})},
+      {"negative ttl", Row("d", "m", kStart, {{"v", 1.0}}, 0, -1)},
+      {"negative shard", Row("d", "m", kStart, {{"v", 1.0}}, 0, 0, -1)},
+  };
+  for (const Case& c : cases) {
+    std::vector<RecordRow> rows = {Row("ok", "m", kStart, {{"v", 1.0}}), c.row};
+    Status status = EncodeRecordBlock(rows).status();
+    EXPECT_TRUE(status.Is(StatusCode::kInvalidArgument)) << c.what << ": " << status.ToString();
+    EXPECT_NE(status.message().find("record 1"), std::string::npos) << c.what << ": " << status.ToString();
+    EXPECT_EQ(ValidateRecordBlock(rows, {}).code(), status.code()) << c.what;
+  }
+}
+
+TEST(RecordCodecTest, RejectsAFieldChangingTypeWithinASeries) {
+  std::vector<RecordRow> rows = {Row("d", "m", kStart, {{"v", 1.0}}),
+                                 Row("d", "m", kStart + 1, {{"v", int64_t{1}}})};
+  Status status = EncodeRecordBlock(rows).status();
+  EXPECT_TRUE(status.Is(StatusCode::kInvalidArgument)) << status.ToString();
+  EXPECT_NE(status.message().find("'v'"), std::string::npos) << status.ToString();
+}
+
+TEST(RecordCodecTest, EncoderEnforcesLimits) {
+  std::vector<RecordRow> rows;
+  for (int i = 0; i < 10; ++i) {
+    rows.push_back(Row("d", "m", kStart + i, {{"a", 1.0}, {"b", std::string("0123456789")}}));
+  }
+  RecordBlockLimits limits;
+  limits.max_records = 9;
+  EXPECT_TRUE(EncodeRecordBlock(rows, {}, limits).status().Is(StatusCode::kResourceExhausted));
+  limits = {};
+  limits.max_cells = 19;  // 10 records x 2 fields
+  EXPECT_TRUE(EncodeRecordBlock(rows, {}, limits).status().Is(StatusCode::kResourceExhausted));
+  limits.max_cells = 20;
+  EXPECT_TRUE(EncodeRecordBlock(rows, {}, limits).ok());
+  limits = {};
+  limits.max_string_bytes = 99;
+  EXPECT_TRUE(EncodeRecordBlock(rows, {}, limits).status().Is(StatusCode::kResourceExhausted));
+}
+
+TEST(RecordCodecTest, DecoderEnforcesLimitsBeforeExpandingAChunk) {
+  std::vector<RecordRow> rows;
+  for (int i = 0; i < 60; ++i) {
+    rows.push_back(Row("d", "m", kStart + i * kSecond, {{"a", 1.0}, {"b", std::string(100, 'q')}}));
+  }
+  Result<std::string> bytes = EncodeRecordBlock(rows);
+  ASSERT_TRUE(bytes.ok());
+  // Runs make the block far smaller than its strings.
+  EXPECT_LT(bytes->size(), 400u);
+
+  RecordBlockLimits limits;
+  limits.max_records = 59;
+  EXPECT_TRUE(DecodeRecordBlock(*bytes, limits).status().Is(StatusCode::kResourceExhausted));
+  limits = {};
+  limits.max_cells = 119;
+  EXPECT_TRUE(DecodeRecordBlock(*bytes, limits).status().Is(StatusCode::kResourceExhausted));
+  limits = {};
+  limits.max_string_bytes = 5999;
+  EXPECT_TRUE(DecodeRecordBlock(*bytes, limits).status().Is(StatusCode::kResourceExhausted));
+  limits.max_string_bytes = 6000;
+  EXPECT_TRUE(DecodeRecordBlock(*bytes, limits).ok());
+}
+
+std::string SampleBlock() {
+  std::vector<RecordRow> rows = {
+      Row("pump-1", "env", kStart, {{"temperature", 21.5}, {"ok", true}}, 1, 1'800'000'000),
+      Row("pump-1", "env", kStart + kSecond, {{"temperature", 21.25}, {"label", std::string("x")}}),
+      Row("pump-2", "env", kStart, {{"count", int64_t{-4}}}, 0, 0, 2),
+  };
+  std::vector<SeriesDimensions> dimensions = {{"pump-2", "env", 2, {{"site", "north"}}}};
+  Result<std::string> bytes = EncodeRecordBlock(rows, dimensions);
+  EXPECT_TRUE(bytes.ok());
+  return bytes.ok() ? *bytes : std::string();
+}
+
+TEST(RecordCodecTest, EveryTruncationIsCorruption) {
+  const std::string bytes = SampleBlock();
+  ASSERT_FALSE(bytes.empty());
+  for (size_t size = 0; size < bytes.size(); ++size) {
+    Status status = DecodeRecordBlock(std::string_view(bytes).substr(0, size)).status();
+    EXPECT_TRUE(status.Is(StatusCode::kCorruption)) << "size " << size << ": " << status.ToString();
+  }
+  EXPECT_TRUE(DecodeRecordBlock(bytes + '\0').status().Is(StatusCode::kCorruption));
+}
+
+TEST(RecordCodecTest, BitFlipsNeverCrashAndAreMostlyCaught) {
+  // The block has no checksum of its own (the envelope's MAC covers it), so a
+  // flip inside an identifier can yield another valid block. Every flip must
+  // still decode cleanly or fail with a status.
+  const std::string bytes = SampleBlock();
+  size_t rejected = 0;
+  for (size_t bit = 0; bit < bytes.size() * 8; ++bit) {
+    std::string flipped = bytes;
+    flipped[bit / 8] = static_cast<char>(flipped[bit / 8] ^ (1 << (bit % 8)));
+    Result<RecordBlock> block = DecodeRecordBlock(flipped);
+    if (!block.ok()) {
+      ++rejected;
+      EXPECT_TRUE(block.status().Is(StatusCode::kCorruption) ||
+                  block.status().Is(StatusCode::kInvalidArgument) ||
+                  block.status().Is(StatusCode::kResourceExhausted))
+          << block.status().ToString();
+    }
+  }
+  // Chunk bytes are CRC-protected; only identifier and count bits can slip.
+  EXPECT_GT(rejected, bytes.size() * 8 * 3 / 4);
+}
+
+// Builds blocks by hand, per envelope_format.md §4.
+class BlockBuilder {
+ public:
+  BlockBuilder& Magic(std::string_view magic = "CR", uint8_t version = 1) {
+    bytes_.append(magic);
+    bytes_.push_back(static_cast<char>(version));
+    return *this;
+  }
+  BlockBuilder& Varint(uint64_t value) {
+    chunk_coding::PutVarint(&bytes_, value);
+    return *this;
+  }
+  BlockBuilder& Text(std::string_view text) {
+    Varint(text.size());
+    bytes_.append(text);
+    return *this;
+  }
+  BlockBuilder& Series(std::string_view device, std::string_view measure, uint64_t shard) {
+    return Text(device).Text(measure).Varint(shard);
+  }
+  const std::string& bytes() const { return bytes_; }
+
+ private:
+  std::string bytes_;
+};
+
+std::string OneChunk(const std::vector<ChunkField>& schema, const std::vector<ChunkRecord>& records) {
+  Result<std::string> chunk = EncodeChunk(schema, records, nullptr);
+  EXPECT_TRUE(chunk.ok()) << chunk.status().ToString();
+  return chunk.ok() ? *chunk : std::string();
+}
+
+TEST(RecordCodecTest, HandBuiltBlockDecodes) {
+  const std::string chunk = OneChunk({{"v", FieldType::kDouble}}, {{kStart, 0, 0, {Value(1.5)}}});
+  BlockBuilder builder;
+  builder.Magic().Varint(1).Series("d", "m", 7).Varint(1).Text("site").Text("n").Varint(1).Text(chunk);
+  Result<RecordBlock> block = DecodeRecordBlock(builder.bytes());
+  ASSERT_TRUE(block.ok()) << block.status().ToString();
+  ExpectSameRows({Row("d", "m", kStart, {{"v", 1.5}}, 0, 0, 7)}, block->records);
+  ASSERT_EQ(block->dimensions.size(), 1u);
+  EXPECT_EQ(block->dimensions[0], (SeriesDimensions{"d", "m", 7, {{"site", "n"}}}));
+}
+
+TEST(RecordCodecTest, RejectsMalformedBlocks) {
+  const std::string chunk = OneChunk({{"v", FieldType::kDouble}}, {{kStart, 0, 0, {Value(1.5)}}});
+  const std::string int_chunk =
+      OneChunk({{"v", FieldType::kInt64}}, {{kStart + 1, 0, 0, {Value(int64_t{1})}}});
+  const std::string empty_record_chunk = OneChunk({{"v", FieldType::kDouble}}, {{kStart, 0, 0, {Value()}}});
+  const std::string negative_ttl_chunk =
+      OneChunk({{"v", FieldType::kDouble}}, {{kStart, 0, -5, {Value(1.0)}}});
+  // Two chunks of 600 fields each, no name shared: 1200 in the series.
+  auto wide_chunk = [](const std::string& prefix, int64_t timestamp) {
+    std::vector<ChunkField> schema;
+    for (int f = 0; f < 600; ++f) schema.push_back({prefix + std::to_string(f), FieldType::kDouble});
+    ChunkRecord record{timestamp, 0, 0, std::vector<Value>(schema.size())};
+    record.values[0] = 1.0;
+    return OneChunk(schema, {record});
+  };
+  const std::string wide_a = wide_chunk("a", kStart);
+  const std::string wide_b = wide_chunk("b", kStart + 1);
+  struct Case {
+    const char* what;
+    std::string bytes;
+    StatusCode code;
+  };
+  auto block = [] { return BlockBuilder().Magic(); };
+  const std::vector<Case> cases = {
+      {"bad magic", BlockBuilder().Magic("CK").Varint(0).bytes(), StatusCode::kCorruption},
+      {"unknown version", BlockBuilder().Magic("CR", 2).Varint(0).bytes(), StatusCode::kInvalidArgument},
+      {"series without chunks", block().Varint(1).Series("d", "m", 0).Varint(0).Varint(0).bytes(),
+       StatusCode::kCorruption},
+      {"duplicate series",
+       block()
+           .Varint(2)
+           .Series("d", "m", 0)
+           .Varint(0)
+           .Varint(1)
+           .Text(chunk)
+           .Series("d", "m", 0)
+           .Varint(0)
+           .Varint(1)
+           .Text(chunk)
+           .bytes(),
+       StatusCode::kCorruption},
+      {"field changes type",
+       block().Varint(1).Series("d", "m", 0).Varint(0).Varint(2).Text(chunk).Text(int_chunk).bytes(),
+       StatusCode::kCorruption},
+      {"record without fields",
+       block().Varint(1).Series("d", "m", 0).Varint(0).Varint(1).Text(empty_record_chunk).bytes(),
+       StatusCode::kCorruption},
+      {"negative ttl",
+       block().Varint(1).Series("d", "m", 0).Varint(0).Varint(1).Text(negative_ttl_chunk).bytes(),
+       StatusCode::kCorruption},
+      {"empty device", block().Varint(1).Series("", "m", 0).Varint(0).Varint(1).Text(chunk).bytes(),
+       StatusCode::kCorruption},
+      {"control character in measure",
+       block().Varint(1).Series("d", "m\x01", 0).Varint(0).Varint(1).Text(chunk).bytes(),
+       StatusCode::kCorruption},
+      {"shard beyond int32",
+       block().Varint(1).Series("d", "m", uint64_t{1} << 31).Varint(0).Varint(1).Text(chunk).bytes(),
+       StatusCode::kCorruption},
+      {"dimensions out of order",
+       block()
+           .Varint(1)
+           .Series("d", "m", 0)
+           .Varint(2)
+           .Text("z")
+           .Text("1")
+           .Text("a")
+           .Text("2")
+           .Varint(1)
+           .Text(chunk)
+           .bytes(),
+       StatusCode::kCorruption},
+      {"too many dimensions",
+       block().Varint(1).Series("d", "m", 0).Varint(kMaxDimensionsPerSeries + 1).bytes(),
+       StatusCode::kCorruption},
+      {"not a chunk", block().Varint(1).Series("d", "m", 0).Varint(0).Varint(1).Text("CKjunk").bytes(),
+       StatusCode::kCorruption},
+      {"chunk length past the end",
+       block().Varint(1).Series("d", "m", 0).Varint(0).Varint(1).Varint(1000).bytes(),
+       StatusCode::kCorruption},
+      {"more than 1024 fields in a series",
+       block().Varint(1).Series("d", "m", 0).Varint(0).Varint(2).Text(wide_a).Text(wide_b).bytes(),
+       StatusCode::kCorruption},
+      {"more series than the record limit", block().Varint(200'000).bytes(), StatusCode::kResourceExhausted},
+      {"trailing bytes", block().Varint(0).Varint(0).bytes(), StatusCode::kCorruption},
+  };
+  for (const Case& c : cases) {
+    Status status = DecodeRecordBlock(c.bytes).status();
+    EXPECT_EQ(status.code(), c.code) << c.what << ": " << status.ToString();
+  }
+}
+
+}  // namespace
+}  // namespace cairn
