@@ -181,8 +181,8 @@ TEST_F(EngineCommandsTest, PutWithoutTimestampUsesTheClockAndHonoursPrecision) {
       Contains(Run("put --precision s sensors env,device=d2 v=1"), "time     2023-11-14T22:13:21Z\n"));
   EXPECT_TRUE(Contains(Run("put --precision ms sensors env,device=d3 v=1 1699999999250"),
                        "time     2023-11-14T22:13:19.250Z\n"));
-  EXPECT_EQ(Run("put --precision h sensors env,device=d4 v=1"),
-            "error: --precision: unknown timestamp precision 'h' (ns, us, ms or s)\n");
+  EXPECT_EQ(Run("put --precision d sensors env,device=d4 v=1"),
+            "error: --precision: unknown timestamp precision 'd' (ns, us, ms, s, m or h)\n");
 }
 
 TEST_F(EngineCommandsTest, PutTakesTheLineVerbatim) {

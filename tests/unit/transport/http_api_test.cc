@@ -352,7 +352,7 @@ TEST_F(HttpApiTest, ErrorsAreJsonWithTheRightStatus) {
   EXPECT_EQ(Call("GET", "/v1/tables/sensors/devices/d/aggregate?measure=env", admin_).status, 400);
   EXPECT_EQ(Call("POST", "/v1/tables/sensors/latest", admin_, R"({"devices":[]})").status, 400);
   EXPECT_EQ(Call("POST", "/write", admin_, "x").status, 400);
-  EXPECT_EQ(Call("POST", "/write?db=sensors&precision=h", admin_, "x").status, 400);
+  EXPECT_EQ(Call("POST", "/write?db=sensors&precision=d", admin_, "x").status, 400);
   // Every error above carried the JSON shape; spot-check one fully.
   JsonValue json = Json(typo);
   EXPECT_EQ(json.Find("error")->Find("code")->text(), "Bad Request");

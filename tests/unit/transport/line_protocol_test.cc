@@ -216,6 +216,18 @@ TEST(LineProtocolTest, Timestamps) {
   EXPECT_EQ(Reason("m,device=d v=1 1 2"), "unexpected text after the timestamp (column 18)");
 }
 
+TEST(LineProtocolTest, MinuteAndHourPrecisionsOfInfluxDb1) {
+  EXPECT_EQ(Parse("m,device=d v=1 28333333", Options(TimestampPrecision::kMinutes)).timestamp,
+            int64_t{28333333} * 60'000'000'000);
+  EXPECT_EQ(Parse("m,device=d v=1 472222", Options(TimestampPrecision::kHours)).timestamp,
+            int64_t{472222} * 3'600'000'000'000);
+  EXPECT_TRUE(HasText(Reason("m,device=d v=1 2562048", Options(TimestampPrecision::kHours)), "out of range"));
+  EXPECT_EQ(ParseTimestampPrecision("m").value(), TimestampPrecision::kMinutes);
+  EXPECT_EQ(ParseTimestampPrecision("h").value(), TimestampPrecision::kHours);
+  EXPECT_EQ(TimestampPrecisionName(TimestampPrecision::kHours), "h");
+  EXPECT_FALSE(ParseTimestampPrecision("d").ok());
+}
+
 TEST(LineProtocolTest, PrecisionScalesTimestamps) {
   EXPECT_EQ(Parse("m,device=d v=1 1700000000", Options(TimestampPrecision::kSeconds)).timestamp,
             int64_t{1'700'000'000'000'000'000});
@@ -263,10 +275,11 @@ TEST(LineProtocolTest, PrecisionNames) {
   EXPECT_EQ(*ParseTimestampPrecision("u"), TimestampPrecision::kMicroseconds);
   EXPECT_EQ(*ParseTimestampPrecision("ms"), TimestampPrecision::kMilliseconds);
   EXPECT_EQ(*ParseTimestampPrecision("s"), TimestampPrecision::kSeconds);
-  EXPECT_EQ(ParseTimestampPrecision("h").status().message(),
-            "unknown timestamp precision 'h' (ns, us, ms or s)");
+  EXPECT_EQ(ParseTimestampPrecision("d").status().message(),
+            "unknown timestamp precision 'd' (ns, us, ms, s, m or h)");
   for (TimestampPrecision precision : {TimestampPrecision::kNanoseconds, TimestampPrecision::kMicroseconds,
-                                       TimestampPrecision::kMilliseconds, TimestampPrecision::kSeconds}) {
+                                       TimestampPrecision::kMilliseconds, TimestampPrecision::kSeconds,
+                                       TimestampPrecision::kMinutes, TimestampPrecision::kHours}) {
     EXPECT_EQ(*ParseTimestampPrecision(TimestampPrecisionName(precision)), precision);
   }
 }

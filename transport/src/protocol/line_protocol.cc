@@ -33,6 +33,10 @@ int64_t NanosPerUnit(TimestampPrecision precision) {
       return 1'000'000;
     case TimestampPrecision::kSeconds:
       return 1'000'000'000;
+    case TimestampPrecision::kMinutes:
+      return 60'000'000'000;
+    case TimestampPrecision::kHours:
+      return 3'600'000'000'000;
   }
   return 1;
 }
@@ -341,6 +345,10 @@ std::string_view TimestampPrecisionName(TimestampPrecision precision) {
       return "ms";
     case TimestampPrecision::kSeconds:
       return "s";
+    case TimestampPrecision::kMinutes:
+      return "m";
+    case TimestampPrecision::kHours:
+      return "h";
   }
   return "?";
 }
@@ -350,7 +358,9 @@ Result<TimestampPrecision> ParseTimestampPrecision(std::string_view name) {
   if (name == "us" || name == "u") return TimestampPrecision::kMicroseconds;
   if (name == "ms") return TimestampPrecision::kMilliseconds;
   if (name == "s") return TimestampPrecision::kSeconds;
-  return Status::InvalidArgument("unknown timestamp precision " + Quote(name) + " (ns, us, ms or s)");
+  if (name == "m") return TimestampPrecision::kMinutes;
+  if (name == "h") return TimestampPrecision::kHours;
+  return Status::InvalidArgument("unknown timestamp precision " + Quote(name) + " (ns, us, ms, s, m or h)");
 }
 
 Result<std::optional<Record>> ParseLineProtocolLine(std::string_view line,

@@ -798,7 +798,7 @@ Status RegisterEngineCommands(CommandRegistry* registry, Engine* engine, Env* en
            .arguments = "TABLE LINE",
            .summary = "write one line-protocol point: MEASURE," + options.device_tag +
                       "=D[,TAG=V...] FIELD=V[,...] [TIME]",
-           .options = {{"precision", "P", "unit of the line's time: ns (default), us, ms, s"}},
+           .options = {{"precision", "P", "unit of the line's time: ns (default), us, ms, s, m, h"}},
            .min_arguments = 2,
            .max_arguments = 2,
            .verbatim_last_argument = true},

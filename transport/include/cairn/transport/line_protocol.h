@@ -49,14 +49,23 @@
 
 namespace cairn {
 
-// The unit of the timestamps in a body.
-enum class TimestampPrecision : uint8_t { kNanoseconds, kMicroseconds, kMilliseconds, kSeconds };
+// The unit of the timestamps in a body. Minutes and hours are InfluxDB
+// 1.x's coarsest precisions (`precision=m`, `precision=h`).
+enum class TimestampPrecision : uint8_t {
+  kNanoseconds,
+  kMicroseconds,
+  kMilliseconds,
+  kSeconds,
+  kMinutes,
+  kHours
+};
 
-// "ns", "us", "ms" or "s".
+// "ns", "us", "ms", "s", "m" or "h".
 std::string_view TimestampPrecisionName(TimestampPrecision precision);
 
 // Parses the precision names of InfluxDB's write APIs: "ns" (or "n"), "us"
-// (or "u"), "ms", "s". InvalidArgument naming the accepted values otherwise.
+// (or "u"), "ms", "s", "m", "h". InvalidArgument naming the accepted values
+// otherwise.
 Result<TimestampPrecision> ParseTimestampPrecision(std::string_view name);
 
 struct LineProtocolOptions {
