@@ -10,11 +10,12 @@
 #include <vector>
 
 #include <fcntl.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cairn/platform/env.h"
+
+#include "child_process.h"
 
 namespace cairn {
 namespace {
@@ -28,95 +29,7 @@ constexpr int kPasswordFileTimeoutMs = 30000;
 constexpr int kPortAttempts = 5;
 constexpr int kPollIntervalMicros = 20000;
 
-std::string DescribeExit(int wait_status) {
-  if (WIFEXITED(wait_status)) return "exit " + std::to_string(WEXITSTATUS(wait_status));
-  if (WIFSIGNALED(wait_status)) return "killed by signal " + std::to_string(WTERMSIG(wait_status));
-  return "wait status " + std::to_string(wait_status);
-}
-
-// Starts `argv` (argv[0] an absolute path) with stdin from /dev/null and
-// stdout and stderr appended to `output_path`. The child gets no descriptor
-// of ours beyond those three (an inherited client socket would keep a TCP
-// connection open after the test closed it), no blocked signals, and
-// SIGKILL when the calling thread exits.
-Result<pid_t> SpawnChild(const std::vector<std::string>& argv, const std::string& output_path) {
-  std::vector<std::string> words = argv;
-  std::vector<char*> arguments;
-  for (std::string& word : words) arguments.push_back(word.data());
-  arguments.push_back(nullptr);
-
-  const int output_fd = ::open(output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (output_fd < 0) return Status::IOError(output_path + ": " + std::strerror(errno));
-  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (null_fd < 0) {
-    const int error = errno;
-    ::close(output_fd);
-    return Status::IOError(std::string("/dev/null: ") + std::strerror(error));
-  }
-  const long open_max = ::sysconf(_SC_OPEN_MAX);
-  const int highest_fd = open_max > 0 && open_max < 65536 ? static_cast<int>(open_max) : 65536;
-  const pid_t parent = ::getpid();
-
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    // Only async-signal-safe calls until exec: the parent may run other
-    // threads (Paho's), whose locks the child inherits in any state.
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    struct sigaction default_action = {};
-    default_action.sa_handler = SIG_DFL;
-    for (int signal_number : {SIGPIPE, SIGTERM, SIGINT, SIGHUP})
-      ::sigaction(signal_number, &default_action, nullptr);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
-    ::dup2(null_fd, 0);
-    ::dup2(output_fd, 1);
-    ::dup2(output_fd, 2);
-    if (::close_range(3, ~0U, 0) != 0) {
-      for (int fd = 3; fd < highest_fd; ++fd) ::close(fd);
-    }
-    ::execv(arguments[0], arguments.data());
-    static constexpr char kExecFailed[] = "exec failed\n";
-    [[maybe_unused]] ssize_t written = ::write(2, kExecFailed, sizeof(kExecFailed) - 1);
-    ::_exit(127);
-  }
-  const int fork_error = errno;
-  ::close(output_fd);
-  ::close(null_fd);
-  if (pid < 0) return Status::IOError(std::string("fork: ") + std::strerror(fork_error));
-  return pid;
-}
-
-// Waits up to `timeout_ms` for child `pid`; returns its wait status, or
-// nothing while it still runs.
-std::optional<int> WaitForChild(pid_t pid, int timeout_ms) {
-  Env* env = Env::Default();
-  const int64_t deadline = env->MonotonicNanos() + int64_t{timeout_ms} * 1000000;
-  while (true) {
-    int status = 0;
-    const pid_t done = ::waitpid(pid, &status, WNOHANG);
-    if (done == pid) return status;
-    // ECHILD: reaped elsewhere; nothing is left to wait for.
-    if (done < 0 && errno == ECHILD) return 0;
-    if (env->MonotonicNanos() >= deadline) return std::nullopt;
-    env->SleepForMicros(kPollIntervalMicros / 2);
-  }
-}
-
-Result<uint16_t> PickFreeLoopbackPort() {
-  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<TcpListener> listener, Env::Default()->ListenTcp("127.0.0.1", 0));
-  return listener->port();
-}
-
 bool HasWhitespace(std::string_view text) { return text.find_first_of(" \t\r\n") != std::string_view::npos; }
-
-// The part of the file at `path` after its first `offset` bytes.
-std::string ReadFrom(const std::string& path, uint64_t offset) {
-  Result<std::string> text = Env::Default()->ReadFileToString(path);
-  if (!text.ok() || text->size() <= offset) return "";
-  return text->substr(static_cast<size_t>(offset));
-}
 
 }  // namespace
 
@@ -130,7 +43,7 @@ std::string MosquittoBroker::server_uri() const {
 
 std::string MosquittoBroker::log_path() const { return directory_.PathOf("mosquitto.log"); }
 
-std::string MosquittoBroker::ReadLog() const { return ReadFrom(log_path(), 0); }
+std::string MosquittoBroker::ReadLog() const { return ReadFileFrom(log_path(), 0); }
 
 bool MosquittoBroker::WaitForLog(std::string_view text, int timeout_ms) const {
   Env* env = Env::Default();
@@ -186,7 +99,7 @@ Status MosquittoBroker::Start(const MosquittoBrokerOptions& options) {
     }
     if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0)
       return Status::IOError("mosquitto_passwd failed (" + DescribeExit(*status) +
-                             "): " + ReadFrom(directory_.PathOf("mosquitto_passwd.log"), 0));
+                             "): " + ReadFileFrom(directory_.PathOf("mosquitto_passwd.log"), 0));
   }
   const std::string persistence_directory = directory_.PathOf("persistence");
   CAIRN_RETURN_IF_ERROR(env->CreateDirs(persistence_directory));
@@ -254,7 +167,7 @@ Status MosquittoBroker::Launch(bool* port_taken) {
   const int64_t deadline = env->MonotonicNanos() + int64_t{kStartTimeoutMs} * 1000000;
   while (true) {
     if (WaitForExit(0)) {
-      const std::string log = ReadFrom(log_path(), log_offset);
+      const std::string log = ReadFileFrom(log_path(), log_offset);
       *port_taken = log.find("Address already in use") != std::string::npos;
       return Status::Unavailable(where + " exited (" + DescribeExit(exit_status_) + ") before running:\n" +
                                  log);
@@ -262,14 +175,14 @@ Status MosquittoBroker::Launch(bool* port_taken) {
     // mosquitto logs "mosquitto version X running" after it opened every
     // listener and restored its persistence database. Only then does a
     // connection prove that the port is the broker's and not an intruder's.
-    if (ReadFrom(log_path(), log_offset).find(" running\n") != std::string::npos &&
+    if (ReadFileFrom(log_path(), log_offset).find(" running\n") != std::string::npos &&
         env->ConnectTcp("127.0.0.1", port_, 1000).ok()) {
       return Status::Ok();
     }
     if (env->MonotonicNanos() >= deadline) {
       Kill();
       return Status::TimedOut(where + " did not start within " + std::to_string(kStartTimeoutMs / 1000) +
-                              " s:\n" + ReadFrom(log_path(), log_offset));
+                              " s:\n" + ReadFileFrom(log_path(), log_offset));
     }
     env->SleepForMicros(kPollIntervalMicros);
   }

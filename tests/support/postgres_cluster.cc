@@ -14,12 +14,13 @@
 #include <fcntl.h>
 #include <libpq-fe.h>
 #include <pwd.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cairn/platform/env.h"
+
+#include "child_process.h"
 
 extern char** environ;
 
@@ -39,12 +40,6 @@ constexpr int kPortAttempts = 5;
 constexpr int kConnectTimeoutSeconds = 10;
 constexpr int kStatementTimeoutMs = 60000;
 
-std::string DescribeExit(int wait_status) {
-  if (WIFEXITED(wait_status)) return "exit " + std::to_string(WEXITSTATUS(wait_status));
-  if (WIFSIGNALED(wait_status)) return "killed by signal " + std::to_string(WTERMSIG(wait_status));
-  return "wait status " + std::to_string(wait_status);
-}
-
 std::string ErrnoText(int error) { return std::strerror(error); }
 
 struct ProgramRun {
@@ -63,65 +58,19 @@ struct ProgramRun {
 // run or timed out.
 Result<ProgramRun> RunProgram(const std::vector<std::string>& argv, const std::string& working_directory,
                               const std::string& output_path, int timeout_ms) {
-  std::vector<std::string> words = argv;
-  std::vector<char*> arguments;
-  for (std::string& word : words) arguments.push_back(word.data());
-  arguments.push_back(nullptr);
-  std::vector<std::string> variables;
+  ChildOptions options;
+  options.working_directory = working_directory;
+  options.own_process_group = true;
+  options.truncate_output = true;
   for (char** variable = environ; *variable != nullptr; ++variable) {
     const std::string_view text(*variable);
     if (text.starts_with("PG") || text.starts_with("LC_") || text.starts_with("LANG=") ||
         text.starts_with("LANGUAGE="))
       continue;
-    variables.emplace_back(text);
+    options.environment.emplace_back(text);
   }
-  variables.emplace_back("LC_ALL=C");
-  std::vector<char*> environment;
-  for (std::string& variable : variables) environment.push_back(variable.data());
-  environment.push_back(nullptr);
-
-  const int output_fd = ::open(output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (output_fd < 0) return Status::IOError(output_path + ": " + ErrnoText(errno));
-  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (null_fd < 0) {
-    const int error = errno;
-    ::close(output_fd);
-    return Status::IOError("/dev/null: " + ErrnoText(error));
-  }
-  const long open_max = ::sysconf(_SC_OPEN_MAX);
-  const int highest_fd = open_max > 0 && open_max < 65536 ? static_cast<int>(open_max) : 65536;
-  const pid_t parent = ::getpid();
-
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    // Only async-signal-safe calls until exec: the parent may run other
-    // threads, whose locks the child inherits in any state.
-    ::setpgid(0, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    struct sigaction default_action = {};
-    default_action.sa_handler = SIG_DFL;
-    for (int signal_number : {SIGPIPE, SIGTERM, SIGINT, SIGHUP})
-      ::sigaction(signal_number, &default_action, nullptr);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
-    if (::chdir(working_directory.c_str()) != 0) ::_exit(127);
-    ::dup2(null_fd, 0);
-    ::dup2(output_fd, 1);
-    ::dup2(output_fd, 2);
-    if (::close_range(3, ~0U, 0) != 0) {
-      for (int fd = 3; fd < highest_fd; ++fd) ::close(fd);
-    }
-    ::execve(arguments[0], arguments.data(), environment.data());
-    static constexpr char kExecFailed[] = "exec failed\n";
-    [[maybe_unused]] ssize_t written = ::write(2, kExecFailed, sizeof(kExecFailed) - 1);
-    ::_exit(127);
-  }
-  const int fork_error = errno;
-  ::close(output_fd);
-  ::close(null_fd);
-  if (pid < 0) return Status::IOError("fork: " + ErrnoText(fork_error));
+  options.environment.emplace_back("LC_ALL=C");
+  CAIRN_ASSIGN_OR_RETURN(const pid_t pid, SpawnChild(argv, output_path, options));
 
   Env* env = Env::Default();
   const int64_t deadline = env->MonotonicNanos() + int64_t{timeout_ms} * 1000000;
@@ -203,11 +152,6 @@ std::vector<pid_t> Descendants(pid_t root) {
   return found;
 }
 
-Result<uint16_t> PickFreeLoopbackPort() {
-  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<TcpListener> listener, Env::Default()->ListenTcp("127.0.0.1", 0));
-  return listener->port();
-}
-
 // The bin directory of the newest PostgreSQL under /usr/lib/postgresql
 // (Debian installs each major version side by side).
 Result<std::string> FindPostgresBinDirectory() {
@@ -263,12 +207,6 @@ std::string TrimTrailingNewlines(std::string text) {
   return text;
 }
 
-std::string ReadFrom(const std::string& path, uint64_t offset) {
-  Result<std::string> text = Env::Default()->ReadFileToString(path);
-  if (!text.ok() || text->size() <= offset) return "";
-  return text->substr(static_cast<size_t>(offset));
-}
-
 }  // namespace
 
 PostgresCluster::PostgresCluster() : directory_("cairn-postgres") {}
@@ -285,7 +223,7 @@ std::string PostgresCluster::data_directory() const { return directory_.PathOf("
 
 std::string PostgresCluster::log_path() const { return directory_.PathOf("postgresql.log"); }
 
-std::string PostgresCluster::ReadLog() const { return ReadFrom(log_path(), 0); }
+std::string PostgresCluster::ReadLog() const { return ReadFileFrom(log_path(), 0); }
 
 Result<std::string> PostgresCluster::RunTool(const std::vector<std::string>& argv, int timeout_ms) {
   std::vector<std::string> command;
@@ -390,14 +328,14 @@ Status PostgresCluster::StartServer(bool* port_taken) {
       postmaster_pid_ = pid;
       static_cast<void>(Kill());
     }
-    const std::string log = ReadFrom(log_path(), log_offset);
+    const std::string log = ReadFileFrom(log_path(), log_offset);
     *port_taken = log.find("Address already in use") != std::string::npos;
     return Status::Unavailable("PostgreSQL did not start on 127.0.0.1:" + std::to_string(port_) + ": " +
                                started.status().message() + "\nserver log:\n" + log);
   }
   if (pid <= 0) {
     return Status::Unavailable("pg_ctl reported a start but no live postmaster is in postmaster.pid; log:\n" +
-                               ReadFrom(log_path(), log_offset));
+                               ReadFileFrom(log_path(), log_offset));
   }
   postmaster_pid_ = pid;
   return Status::Ok();
