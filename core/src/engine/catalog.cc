@@ -31,6 +31,28 @@ CREATE TABLE IF NOT EXISTS series(
   fields BLOB NOT NULL,
   dimensions BLOB NOT NULL,
   UNIQUE(table_name, device_id, measure_name, shard));
+CREATE TABLE IF NOT EXISTS sync_confirmed(
+  table_name TEXT NOT NULL,
+  first_lsn INTEGER NOT NULL,
+  last_lsn INTEGER NOT NULL,
+  PRIMARY KEY(table_name, first_lsn));
+CREATE TABLE IF NOT EXISTS sync_batches(
+  table_name TEXT NOT NULL,
+  lane INTEGER NOT NULL,
+  sequence INTEGER NOT NULL,
+  first_lsn INTEGER NOT NULL,
+  last_lsn INTEGER NOT NULL,
+  records INTEGER NOT NULL,
+  bytes INTEGER NOT NULL,
+  first_sent_ns INTEGER NOT NULL,
+  attempts INTEGER NOT NULL,
+  last_error TEXT NOT NULL,
+  PRIMARY KEY(table_name, lane, sequence));
+CREATE TABLE IF NOT EXISTS sync_sequences(
+  table_name TEXT NOT NULL,
+  lane INTEGER NOT NULL,
+  next_sequence INTEGER NOT NULL,
+  PRIMARY KEY(table_name, lane));
 INSERT OR IGNORE INTO meta(key, value) VALUES('format_version', 1);
 INSERT OR IGNORE INTO meta(key, value) VALUES('checkpoint_lsn', 1);
 )sql";
@@ -143,9 +165,133 @@ Status Catalog::DeleteTable(const std::string& name) {
     CAIRN_ASSIGN_OR_RETURN(Statement * series, db_->Prepare("DELETE FROM series WHERE table_name=?"));
     CAIRN_RETURN_IF_ERROR(series->BindText(1, name));
     CAIRN_RETURN_IF_ERROR(series->Run());
+    CAIRN_RETURN_IF_ERROR(DeleteSyncLedgerLocked(name));
     CAIRN_ASSIGN_OR_RETURN(Statement * table, db_->Prepare("DELETE FROM tables WHERE name=?"));
     CAIRN_RETURN_IF_ERROR(table->BindText(1, name));
     return table->Run();
+  });
+}
+
+Status Catalog::DeleteSyncLedgerLocked(const std::string& table) {
+  for (const char* sql :
+       {"DELETE FROM sync_confirmed WHERE table_name=?", "DELETE FROM sync_batches WHERE table_name=?",
+        "DELETE FROM sync_sequences WHERE table_name=?"}) {
+    CAIRN_ASSIGN_OR_RETURN(Statement * s, db_->Prepare(sql));
+    CAIRN_RETURN_IF_ERROR(s->BindText(1, table));
+    CAIRN_RETURN_IF_ERROR(s->Run());
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<SyncLedger>> Catalog::LoadSyncLedgers() {
+  std::lock_guard lock(mutex_);
+  std::map<std::string, SyncLedger> ledgers;
+  std::map<std::string, std::vector<LsnRange>> confirmed;
+  auto lane_of = [&](int64_t value) -> Result<SyncLane> {
+    for (SyncLane lane : kAllSyncLanes) {
+      if (static_cast<int64_t>(lane) == value) return lane;
+    }
+    return Status::Corruption(db_->path() + ": sync ledger names lane " + std::to_string(value));
+  };
+  {
+    CAIRN_ASSIGN_OR_RETURN(Statement * s,
+                           db_->Prepare("SELECT table_name, first_lsn, last_lsn FROM sync_confirmed"));
+    StatementResetter reset(s);
+    for (;;) {
+      CAIRN_ASSIGN_OR_RETURN(bool row, s->Step());
+      if (!row) break;
+      const std::string table = s->ColumnText(0);
+      ledgers[table].table = table;
+      confirmed[table].push_back(
+          {static_cast<uint64_t>(s->ColumnInt64(1)), static_cast<uint64_t>(s->ColumnInt64(2))});
+    }
+  }
+  {
+    CAIRN_ASSIGN_OR_RETURN(
+        Statement * s, db_->Prepare("SELECT table_name, lane, sequence, first_lsn, last_lsn, records, bytes, "
+                                    "first_sent_ns, attempts, last_error FROM sync_batches "
+                                    "ORDER BY table_name, lane, sequence"));
+    StatementResetter reset(s);
+    for (;;) {
+      CAIRN_ASSIGN_OR_RETURN(bool row, s->Step());
+      if (!row) break;
+      const std::string table = s->ColumnText(0);
+      SyncBatchState batch;
+      CAIRN_ASSIGN_OR_RETURN(batch.lane, lane_of(s->ColumnInt64(1)));
+      batch.sequence = static_cast<uint64_t>(s->ColumnInt64(2));
+      batch.first_lsn = static_cast<uint64_t>(s->ColumnInt64(3));
+      batch.last_lsn = static_cast<uint64_t>(s->ColumnInt64(4));
+      batch.records = static_cast<uint64_t>(s->ColumnInt64(5));
+      batch.bytes = static_cast<uint64_t>(s->ColumnInt64(6));
+      batch.first_sent_unix_ns = s->ColumnInt64(7);
+      batch.attempts = static_cast<uint32_t>(s->ColumnInt64(8));
+      batch.last_error = s->ColumnText(9);
+      ledgers[table].table = table;
+      ledgers[table].in_flight.push_back(std::move(batch));
+    }
+  }
+  {
+    CAIRN_ASSIGN_OR_RETURN(Statement * s,
+                           db_->Prepare("SELECT table_name, lane, next_sequence FROM sync_sequences"));
+    StatementResetter reset(s);
+    for (;;) {
+      CAIRN_ASSIGN_OR_RETURN(bool row, s->Step());
+      if (!row) break;
+      const std::string table = s->ColumnText(0);
+      CAIRN_ASSIGN_OR_RETURN(SyncLane lane, lane_of(s->ColumnInt64(1)));
+      ledgers[table].table = table;
+      ledgers[table].next_sequence[lane] = static_cast<uint64_t>(s->ColumnInt64(2));
+    }
+  }
+  std::vector<SyncLedger> all;
+  for (auto& [table, ledger] : ledgers) {
+    ledger.confirmed = LsnRangeSet(std::move(confirmed[table]));
+    all.push_back(std::move(ledger));
+  }
+  return all;
+}
+
+Status Catalog::SaveSyncLedger(const SyncLedger& ledger) {
+  std::lock_guard lock(mutex_);
+  return InTransaction([&]() -> Status {
+    CAIRN_RETURN_IF_ERROR(DeleteSyncLedgerLocked(ledger.table));
+    CAIRN_ASSIGN_OR_RETURN(
+        Statement * range,
+        db_->Prepare("INSERT INTO sync_confirmed(table_name, first_lsn, last_lsn) VALUES(?,?,?)"));
+    for (const LsnRange& r : ledger.confirmed.ranges()) {
+      CAIRN_RETURN_IF_ERROR(range->BindText(1, ledger.table));
+      CAIRN_RETURN_IF_ERROR(range->BindInt64(2, static_cast<int64_t>(r.first)));
+      CAIRN_RETURN_IF_ERROR(range->BindInt64(3, static_cast<int64_t>(r.last)));
+      CAIRN_RETURN_IF_ERROR(range->Run());
+    }
+    CAIRN_ASSIGN_OR_RETURN(
+        Statement * batch,
+        db_->Prepare(
+            "INSERT OR REPLACE INTO sync_batches(table_name, lane, sequence, first_lsn, last_lsn, records, "
+            "bytes, first_sent_ns, attempts, last_error) VALUES(?,?,?,?,?,?,?,?,?,?)"));
+    for (const SyncBatchState& b : ledger.in_flight) {
+      CAIRN_RETURN_IF_ERROR(batch->BindText(1, ledger.table));
+      CAIRN_RETURN_IF_ERROR(batch->BindInt64(2, static_cast<int64_t>(b.lane)));
+      CAIRN_RETURN_IF_ERROR(batch->BindInt64(3, static_cast<int64_t>(b.sequence)));
+      CAIRN_RETURN_IF_ERROR(batch->BindInt64(4, static_cast<int64_t>(b.first_lsn)));
+      CAIRN_RETURN_IF_ERROR(batch->BindInt64(5, static_cast<int64_t>(b.last_lsn)));
+      CAIRN_RETURN_IF_ERROR(batch->BindInt64(6, static_cast<int64_t>(b.records)));
+      CAIRN_RETURN_IF_ERROR(batch->BindInt64(7, static_cast<int64_t>(b.bytes)));
+      CAIRN_RETURN_IF_ERROR(batch->BindInt64(8, b.first_sent_unix_ns));
+      CAIRN_RETURN_IF_ERROR(batch->BindInt64(9, b.attempts));
+      CAIRN_RETURN_IF_ERROR(batch->BindText(10, b.last_error));
+      CAIRN_RETURN_IF_ERROR(batch->Run());
+    }
+    CAIRN_ASSIGN_OR_RETURN(
+        Statement * sequence,
+        db_->Prepare("INSERT INTO sync_sequences(table_name, lane, next_sequence) VALUES(?,?,?)"));
+    for (const auto& [lane, next] : ledger.next_sequence) {
+      CAIRN_RETURN_IF_ERROR(sequence->BindText(1, ledger.table));
+      CAIRN_RETURN_IF_ERROR(sequence->BindInt64(2, static_cast<int64_t>(lane)));
+      CAIRN_RETURN_IF_ERROR(sequence->BindInt64(3, static_cast<int64_t>(next)));
+      CAIRN_RETURN_IF_ERROR(sequence->Run());
+    }
+    return Status::Ok();
   });
 }
 

@@ -1,6 +1,6 @@
 // Catalog: the engine's small durable dictionary in <data_dir>/catalog.db —
 // tables and their options, the series dictionary (ids, field schemas,
-// dimensions) and the log checkpoint.
+// dimensions), the log checkpoint and the sync ledger.
 //
 // Every change is one SQLite transaction with synchronous=FULL: the engine
 // writes a new series here before any log record or chunk refers to its id,
@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cairn/core/sync_ledger.h"
 #include "cairn/core/table.h"
 
 #include "chunk/chunk_codec.h"
@@ -51,6 +52,11 @@ class Catalog {
   // Inserts or replaces the given series in one transaction.
   Status PutSeries(const std::vector<CatalogSeries>& series);
 
+  // Every table's sync ledger (cairn/core/sync_ledger.h).
+  Result<std::vector<SyncLedger>> LoadSyncLedgers();
+  // Replaces one table's ledger rows in one transaction.
+  Status SaveSyncLedger(const SyncLedger& ledger);
+
   Status Close();
 
   // Compact binary encodings of a series' schema and dimensions, shared with
@@ -63,6 +69,7 @@ class Catalog {
  private:
   explicit Catalog(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
   Status InTransaction(const std::function<Status()>& body);
+  Status DeleteSyncLedgerLocked(const std::string& table);
 
   std::mutex mutex_;
   std::unique_ptr<SqliteDb> db_;

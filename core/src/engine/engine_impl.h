@@ -73,6 +73,12 @@ class EngineImpl final : public Engine {
   Result<std::vector<DeviceInfo>> ListDevices(const std::string& table) override;
   Result<std::vector<MeasureInfo>> ListMeasures(const std::string& table) override;
 
+  Result<ChangeBatch> ReadChanges(const std::string& table, uint64_t after_lsn, uint64_t through_lsn,
+                                  size_t max_records) override;
+  Result<UnsyncedSummary> SummarizeUnsynced(const std::string& table, const LsnRangeSet& confirmed) override;
+  Result<std::vector<SyncLedger>> LoadSyncLedgers() override;
+  Status SaveSyncLedger(const SyncLedger& ledger) override;
+
   Status SealAll() override;
   Status Maintain() override;
   EngineStats Stats() override;
@@ -103,6 +109,11 @@ class EngineImpl final : public Engine {
   Result<std::vector<RecordRow>> LatestLocked(const std::string& table,
                                               const std::vector<std::string>& devices,
                                               const std::string& measure_name);
+
+  // ---- sync feed (engine_changes.cc) ----
+  // True when the period file holds a record whose LSN is not in `confirmed`.
+  Result<bool> PeriodHasUnsynced(const std::string& table, Period period, int64_t start,
+                                 const LsnRangeSet& confirmed);
 
   // ---- storage (engine_storage.cc) ----
   std::string TableDir(const std::string& table) const;

@@ -1,6 +1,7 @@
 // Period files, sealing, checkpoints, compaction, retention and the
 // background threads.
 #include <algorithm>
+#include <optional>
 
 #include "engine/engine_impl.h"
 
@@ -35,6 +36,7 @@ Status EncodeChunks(int64_t series_id, const std::vector<ChunkField>& schema,
     row.count = static_cast<uint32_t>(part.size());
     row.min_lsn = *std::min_element(lsns.begin() + begin, lsns.begin() + end);
     row.max_lsn = *std::max_element(lsns.begin() + begin, lsns.begin() + end);
+    row.lsns.assign(lsns.begin() + begin, lsns.begin() + end);
     row.max_version = stats.max_version;
     row.min_ttl = stats.min_ttl;
     row.fields = schema;
@@ -363,11 +365,8 @@ Status EngineImpl::CompactPeriod(const std::string& table, Period period, int64_
     // Merge every chunk of the series: the highest version of each
     // timestamp wins, expired records are dropped for good.
     std::vector<ChunkField> schema;
-    std::map<int64_t, std::pair<ChunkRecord, uint64_t>> merged;  // ts -> record, lsn bound
-    uint64_t min_lsn = UINT64_MAX, max_lsn = 0;
+    std::map<int64_t, std::pair<ChunkRecord, uint64_t>> merged;  // ts -> record, its LSN
     for (const ChunkRow& chunk : chunks) {
-      min_lsn = std::min(min_lsn, chunk.min_lsn);
-      max_lsn = std::max(max_lsn, chunk.max_lsn);
       CAIRN_ASSIGN_OR_RETURN(DecodedChunk decoded, DecodeChunk(chunk.data));
       std::vector<size_t> column_to_schema;
       for (const ChunkColumn& column : decoded.columns) {
@@ -379,6 +378,11 @@ Status EngineImpl::CompactPeriod(const std::string& table, Period period, int64_
         }
         column_to_schema.push_back(static_cast<size_t>(it - schema.begin()));
       }
+      if (chunk.lsns.size() != decoded.size()) {
+        return Status::Corruption("chunk at " + std::to_string(chunk.start_ns) + " holds " +
+                                  std::to_string(decoded.size()) + " records but " +
+                                  std::to_string(chunk.lsns.size()) + " LSNs");
+      }
       for (size_t i = 0; i < decoded.size(); ++i) {
         ChunkRecord r;
         r.timestamp = decoded.timestamps[i];
@@ -388,8 +392,9 @@ Status EngineImpl::CompactPeriod(const std::string& table, Period period, int64_
         for (size_t c = 0; c < decoded.columns.size(); ++c) {
           if (decoded.columns[c].present[i]) r.values[column_to_schema[c]] = decoded.columns[c].values[i];
         }
-        auto [it, inserted] = merged.try_emplace(r.timestamp, r, chunk.max_lsn);
-        if (!inserted && r.version > it->second.first.version) it->second.first = std::move(r);
+        const uint64_t lsn = chunk.lsns[i];
+        auto [it, inserted] = merged.try_emplace(r.timestamp, r, lsn);
+        if (!inserted && r.version > it->second.first.version) it->second = {std::move(r), lsn};
       }
     }
     std::vector<ChunkRecord> records;
@@ -403,11 +408,6 @@ Status EngineImpl::CompactPeriod(const std::string& table, Period period, int64_
     std::vector<ChunkRow> out;
     if (records.empty()) return out;
     CAIRN_RETURN_IF_ERROR(EncodeChunks(series.series_id, schema, records, lsns, kMaxRecordsPerChunk, &out));
-    // The LSN range of the merged chunks is the union of the inputs'.
-    for (ChunkRow& row : out) {
-      row.min_lsn = min_lsn;
-      row.max_lsn = max_lsn;
-    }
     return out;
   });
 }
@@ -450,18 +450,33 @@ Status EngineImpl::Maintain() {
     std::string name;
     Period period;
     int64_t retention_ns;
+    bool sync;
     std::set<int64_t> starts, compacted;
   };
   std::vector<TablePeriods> tables;
   {
     std::shared_lock state(state_mutex_);
     for (const auto& [name, table] : tables_) {
-      tables.push_back(TablePeriods{name, table->info.options.period,
-                                    table->info.options.retention_seconds * kNanosPerSecond,
-                                    table->period_starts, table->compacted_periods});
+      tables.push_back(TablePeriods{
+          name, table->info.options.period, table->info.options.retention_seconds * kNanosPerSecond,
+          table->info.options.sync, table->period_starts, table->compacted_periods});
     }
   }
   bool compacted_one = false;
+  // The sync ledgers, read once per round and only when a file past
+  // retention may have to wait for them.
+  std::optional<std::map<std::string, LsnRangeSet>> confirmed;
+  auto held_for_sync = [&](const TablePeriods& t, int64_t start) -> bool {
+    if (!options_.retention_waits_for_sync || !t.sync) return false;
+    if (!confirmed) {
+      Result<std::vector<SyncLedger>> ledgers = catalog_->LoadSyncLedgers();
+      if (!ledgers.ok()) return true;  // unknown: keep the file, retry next round
+      confirmed.emplace();
+      for (SyncLedger& ledger : *ledgers) (*confirmed)[ledger.table] = std::move(ledger.confirmed);
+    }
+    Result<bool> unsynced = PeriodHasUnsynced(t.name, t.period, start, (*confirmed)[t.name]);
+    return !unsynced.ok() || *unsynced;
+  };
   for (TablePeriods& t : tables) {
     const int64_t current = PeriodStart(t.period, now);
     for (int64_t start : {current, NextPeriodStart(t.period, current)}) {
@@ -476,7 +491,7 @@ Status EngineImpl::Maintain() {
     }
     for (int64_t start : t.starts) {
       const int64_t end = NextPeriodStart(t.period, start);
-      if (end <= now - t.retention_ns) {
+      if (end <= now - t.retention_ns && !held_for_sync(t, start)) {
         ForgetPeriodFiles(t.name, start);
         const std::string path = PeriodPath(t.name, t.period, start);
         for (const std::string& file : {path, path + "-wal", path + "-journal"}) {

@@ -164,6 +164,17 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
     return replayed;
   }
   next_lsn_ = std::max(replay.next_lsn, checkpoint_lsn_);
+  // With durability other than full, acknowledged records can be lost in a
+  // power cut after the sync sender read them. Their LSNs must not be given
+  // to new records: the sync ledger may hold them as confirmed, and a new
+  // record under a confirmed LSN would never be sent.
+  {
+    CAIRN_ASSIGN_OR_RETURN(std::vector<SyncLedger> ledgers, catalog_->LoadSyncLedgers());
+    for (const SyncLedger& ledger : ledgers) {
+      if (!ledger.confirmed.empty()) next_lsn_ = std::max(next_lsn_, ledger.confirmed.ranges().back().last + 1);
+      for (const SyncBatchState& batch : ledger.in_flight) next_lsn_ = std::max(next_lsn_, batch.last_lsn + 1);
+    }
+  }
   if (report) {
     report->records_replayed = applied;
     report->torn_tail_bytes_truncated = replay.torn_tail_bytes;

@@ -5,6 +5,7 @@
 #include <limits>
 #include <utility>
 
+#include "chunk/integer_sequence.h"
 #include "storage/flat_json.h"
 
 namespace cairn {
@@ -49,8 +50,11 @@ CREATE TABLE chunks(
   min_ttl INTEGER NOT NULL,
   schema_id INTEGER NOT NULL,
   stats BLOB NOT NULL,
+  lsns BLOB NOT NULL,
   data BLOB NOT NULL);
 CREATE UNIQUE INDEX chunks_by_series_start ON chunks(series_id, start_ns, seq);
+CREATE INDEX chunks_by_min_lsn ON chunks(min_lsn);
+CREATE INDEX chunks_by_max_lsn ON chunks(max_lsn, min_lsn);
 )sql";
 
 constexpr const char* kInsertMeta = "INSERT INTO meta(key, value) VALUES(?1, ?2)";
@@ -86,7 +90,7 @@ constexpr const char* kNextSeq =
     "SELECT coalesce(max(seq) + 1, 0) FROM chunks WHERE series_id = ?1 AND start_ns = ?2";
 constexpr const char* kInsertChunk =
     "INSERT INTO chunks(series_id, start_ns, seq, end_ns, count, min_lsn, max_lsn, max_version, min_ttl, "
-    "schema_id, stats, data) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
+    "schema_id, stats, data, lsns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
 constexpr const char* kDeleteSeriesChunks = "DELETE FROM chunks WHERE series_id = ?1";
 
 // Overlap of [start_ns, end_ns] with [from, to): start_ns < to and
@@ -95,15 +99,33 @@ constexpr const char* kDeleteSeriesChunks = "DELETE FROM chunks WHERE series_id 
 // Columns in the order ReadChunkRows expects; `data` last, when wanted.
 constexpr const char* kSelectOverlappingWithData =
     "SELECT series_id, start_ns, seq, end_ns, count, min_lsn, max_lsn, max_version, min_ttl, "
-    "schema_id, stats, data FROM chunks "
+    "schema_id, stats, lsns, data FROM chunks "
     "WHERE series_id = ?1 AND start_ns >= ?2 AND start_ns < ?3 AND end_ns >= ?4 ORDER BY start_ns, seq";
 constexpr const char* kSelectOverlappingWithoutData =
     "SELECT series_id, start_ns, seq, end_ns, count, min_lsn, max_lsn, max_version, min_ttl, "
-    "schema_id, stats FROM chunks "
+    "schema_id, stats, lsns FROM chunks "
     "WHERE series_id = ?1 AND start_ns >= ?2 AND start_ns < ?3 AND end_ns >= ?4 ORDER BY start_ns, seq";
 constexpr const char* kSelectAllOfSeries =
     "SELECT series_id, start_ns, seq, end_ns, count, min_lsn, max_lsn, max_version, min_ttl, "
-    "schema_id, stats, data FROM chunks WHERE series_id = ?1 ORDER BY start_ns, seq";
+    "schema_id, stats, lsns, data FROM chunks WHERE series_id = ?1 ORDER BY start_ns, seq";
+
+// Chunks holding LSNs in (?1, ?2]: those that begin inside the range (by
+// chunks_by_min_lsn, ascending, at most ?3) and those that began at or before
+// ?1 and reach past it (by the covering chunks_by_max_lsn). The union is
+// ordered by min_lsn.
+constexpr const char* kSelectByLsnWithData =
+    "SELECT series_id, start_ns, seq, end_ns, count, min_lsn, max_lsn, max_version, min_ttl, "
+    "schema_id, stats, lsns, length(data), data FROM chunks WHERE chunk_id IN ("
+    "SELECT chunk_id FROM chunks WHERE max_lsn > ?1 AND min_lsn <= ?1 "
+    "UNION ALL SELECT * FROM (SELECT chunk_id FROM chunks WHERE min_lsn > ?1 AND min_lsn <= ?2 "
+    "ORDER BY min_lsn LIMIT ?3)) ORDER BY min_lsn";
+constexpr const char* kSelectByLsnWithoutData =
+    "SELECT series_id, start_ns, seq, end_ns, count, min_lsn, max_lsn, max_version, min_ttl, "
+    "schema_id, stats, lsns, length(data) FROM chunks WHERE chunk_id IN ("
+    "SELECT chunk_id FROM chunks WHERE max_lsn > ?1 AND min_lsn <= ?1 "
+    "UNION ALL SELECT * FROM (SELECT chunk_id FROM chunks WHERE min_lsn > ?1 AND min_lsn <= ?2 "
+    "ORDER BY min_lsn LIMIT ?3)) ORDER BY min_lsn";
+constexpr const char* kSelectMaxLsn = "SELECT max(max_lsn) FROM chunks";
 
 // SQLite integers are signed; unsigned values are stored as their two's
 // complement bit pattern (values above 2^63 show as negative in the shell).
@@ -175,6 +197,35 @@ Result<int64_t> ParseStoredInteger(const std::map<std::string, std::string>& met
   return value;
 }
 
+// A chunk's LSNs (period_format.md, `lsns`): one per record, in the order of
+// the chunk's records, as one integer sequence. Neighbouring records of a
+// series were usually written a few LSNs apart, so the packed deltas take
+// a few bits each.
+std::string EncodeLsns(const std::vector<uint64_t>& lsns) {
+  std::vector<int64_t> values(lsns.begin(), lsns.end());
+  std::string out;
+  chunk_coding::EncodeIntegerSequence(values, &out);
+  return out;
+}
+
+Result<std::vector<uint64_t>> DecodeLsns(std::string_view bytes, const ChunkRow& chunk) {
+  std::vector<int64_t> values(chunk.count);
+  chunk_coding::ByteReader reader(bytes);
+  Status status = chunk_coding::DecodeIntegerSequence(&reader, values);
+  if (!status.ok()) return Status::Corruption("lsns: " + std::string(status.message()));
+  if (!reader.empty()) return Status::Corruption("lsns: trailing bytes");
+  std::vector<uint64_t> lsns;
+  lsns.reserve(values.size());
+  for (int64_t value : values) {
+    uint64_t lsn = static_cast<uint64_t>(value);
+    if (lsn < chunk.min_lsn || lsn > chunk.max_lsn) {
+      return Status::Corruption("lsns: LSN " + std::to_string(lsn) + " outside [min_lsn, max_lsn]");
+    }
+    lsns.push_back(lsn);
+  }
+  return lsns;
+}
+
 // The exclusive end of the period starting at `start`, saturated at INT64_MAX
 // for the last period before the int64 nanosecond range ends (2262).
 int64_t PeriodEnd(Period period, int64_t start) {
@@ -195,7 +246,8 @@ Status BindChunk(Statement* insert, const ChunkRow& chunk, int64_t schema_id) {
   CAIRN_RETURN_IF_ERROR(insert->BindInt64(9, chunk.min_ttl));
   CAIRN_RETURN_IF_ERROR(insert->BindInt64(10, schema_id));
   CAIRN_RETURN_IF_ERROR(insert->BindBlob(11, chunk.stats));
-  return insert->BindBlob(12, chunk.data);
+  CAIRN_RETURN_IF_ERROR(insert->BindBlob(12, chunk.data));
+  return insert->BindBlob(13, EncodeLsns(chunk.lsns));
 }
 
 // Runs `body` inside BEGIN IMMEDIATE ... COMMIT, rolling back on any error.
@@ -427,6 +479,16 @@ Status PeriodFile::ValidateChunk(const ChunkRow& chunk) const {
   }
   if (chunk.count == 0) return Status::InvalidArgument(which + " has no records");
   if (chunk.min_lsn > chunk.max_lsn) return Status::InvalidArgument(which + " has min_lsn > max_lsn");
+  if (chunk.lsns.size() != chunk.count) {
+    return Status::InvalidArgument(which + " has " + std::to_string(chunk.lsns.size()) + " LSNs for " +
+                                   std::to_string(chunk.count) + " records");
+  }
+  for (uint64_t lsn : chunk.lsns) {
+    if (lsn < chunk.min_lsn || lsn > chunk.max_lsn) {
+      return Status::InvalidArgument(which + " has LSN " + std::to_string(lsn) +
+                                     " outside [min_lsn, max_lsn]");
+    }
+  }
   return Status::Ok();
 }
 
@@ -519,7 +581,29 @@ Status PeriodFile::WriteChunks(const std::vector<PeriodSeries>& series, std::vec
 
 // ---- reading ----------------------------------------------------------------
 
-Result<std::vector<ChunkRow>> PeriodFile::ReadChunkRows(Statement* statement, bool with_data) {
+Result<std::vector<ChunkRow>> PeriodFile::ReadChunksByLsn(uint64_t after_lsn, uint64_t through_lsn,
+                                                          size_t limit, bool with_data) {
+  CAIRN_RETURN_IF_ERROR(CheckOpen());
+  if (after_lsn >= through_lsn || limit == 0) return std::vector<ChunkRow>();
+  CAIRN_ASSIGN_OR_RETURN(Statement * select,
+                         db_->Prepare(with_data ? kSelectByLsnWithData : kSelectByLsnWithoutData));
+  CAIRN_RETURN_IF_ERROR(select->BindInt64(1, ToStored(after_lsn)));
+  CAIRN_RETURN_IF_ERROR(select->BindInt64(2, ToStored(through_lsn)));
+  CAIRN_RETURN_IF_ERROR(select->BindInt64(3, static_cast<int64_t>(std::min<uint64_t>(limit, INT64_MAX))));
+  return ReadChunkRows(select, with_data, /*with_data_bytes=*/true);
+}
+
+Result<uint64_t> PeriodFile::MaxLsn() {
+  CAIRN_RETURN_IF_ERROR(CheckOpen());
+  CAIRN_ASSIGN_OR_RETURN(Statement * select, db_->Prepare(kSelectMaxLsn));
+  StatementResetter reset(select);
+  CAIRN_ASSIGN_OR_RETURN(bool row, select->Step());
+  if (!row) return uint64_t{0};
+  return FromStored(select->ColumnInt64(0));
+}
+
+Result<std::vector<ChunkRow>> PeriodFile::ReadChunkRows(Statement* statement, bool with_data,
+                                                        bool with_data_bytes) {
   std::vector<ChunkRow> rows;
   StatementResetter reset(statement);
   for (;;) {
@@ -542,7 +626,15 @@ Result<std::vector<ChunkRow>> PeriodFile::ReadChunkRows(Statement* statement, bo
     chunk.min_ttl = statement->ColumnInt64(8);
     CAIRN_ASSIGN_OR_RETURN(chunk.fields, FieldsForSchemaId(statement->ColumnInt64(9)));
     chunk.stats = statement->ColumnBlob(10);
-    if (with_data) chunk.data = statement->ColumnBlob(11);
+    Result<std::vector<uint64_t>> lsns = DecodeLsns(statement->ColumnBlob(11), chunk);
+    if (!lsns.ok()) {
+      return lsns.status().WithContext(path_ + ": chunk of series " + std::to_string(chunk.series_id) +
+                                       " at " + std::to_string(chunk.start_ns));
+    }
+    chunk.lsns = std::move(lsns).value();
+    int data_column = 12;
+    if (with_data_bytes) chunk.data_bytes = static_cast<uint64_t>(statement->ColumnInt64(data_column++));
+    if (with_data) chunk.data = statement->ColumnBlob(data_column);
     rows.push_back(std::move(chunk));
   }
   return rows;

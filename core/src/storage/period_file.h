@@ -56,13 +56,21 @@ struct ChunkRow {
   std::vector<ChunkField> fields;
   std::string stats;  // EncodeChunkStats bytes
   std::string data;   // EncodeChunk bytes; empty when read without data
+  // The LSN of each record, in the chunk's record order (count entries,
+  // each within [min_lsn, max_lsn]). The sync feed uses it to tell which of
+  // a chunk's records a confirmation covers.
+  std::vector<uint64_t> lsns;
+  // The size of `data` on disk; filled by ReadChunksByLsn only (0 otherwise).
+  uint64_t data_bytes = 0;
   friend bool operator==(const ChunkRow&, const ChunkRow&) = default;
 };
 
 class PeriodFile {
  public:
   // The format_version this code writes and reads.
-  static constexpr int64_t kFormatVersion = 1;
+  // Version 2 added the per-record `lsns` column; version 1 files are
+  // refused with a message naming both versions.
+  static constexpr int64_t kFormatVersion = 2;
 
   // Opens the period file at `path` read-write, creating it (schema and meta)
   // if missing. `period_start_ns` must be the start of a `period`. The
@@ -110,6 +118,17 @@ class PeriodFile {
   // series or an empty range.
   Result<std::vector<ChunkRow>> ReadChunks(int64_t series_id, int64_t from, int64_t to, bool with_data);
 
+  // The chunks holding any LSN in (after_lsn, through_lsn], ordered by
+  // min_lsn: every chunk that began at or before after_lsn and reaches past
+  // it, then at most `limit` chunks beginning inside the range. When that
+  // second part returns `limit` chunks, more may follow beyond the last one's
+  // min_lsn. with_data as for ReadChunks.
+  Result<std::vector<ChunkRow>> ReadChunksByLsn(uint64_t after_lsn, uint64_t through_lsn, size_t limit,
+                                                bool with_data);
+
+  // The highest LSN of any chunk in the file, 0 when it has none.
+  Result<uint64_t> MaxLsn();
+
   // Every series recorded in the file, by series_id.
   Result<std::vector<PeriodSeries>> ListSeries();
 
@@ -155,7 +174,8 @@ class PeriodFile {
   Result<std::vector<ChunkField>> FieldsForSchemaId(int64_t schema_id);
   Result<std::vector<ChunkField>> SeriesFields(int64_t series_id);
   Status InsertChunk(ChunkRow& chunk, const std::vector<ChunkField>& fields);
-  Result<std::vector<ChunkRow>> ReadChunkRows(Statement* statement, bool with_data);
+  Result<std::vector<ChunkRow>> ReadChunkRows(Statement* statement, bool with_data,
+                                              bool with_data_bytes = false);
   Result<std::vector<ChunkRow>> ReadAllChunks(int64_t series_id);
   // Writes the body of Compact; the caller owns the transaction.
   Status CompactInTransaction(const MergeFunction& merge);

@@ -76,6 +76,7 @@ std::vector<ChunkRow> MakeChunks(int64_t series_id, int first_second, int count,
     chunk.count = 6;
     chunk.min_lsn = static_cast<uint64_t>(first_second + i);
     chunk.max_lsn = chunk.min_lsn;
+    chunk.lsns.assign(chunk.count, chunk.min_lsn);
     chunk.stats = tag;
     // Big enough to need overflow pages and several WAL frames.
     chunk.data = tag + std::string(1500 + 300 * i, static_cast<char>('a' + i % 26));
@@ -268,6 +269,8 @@ TEST_F(PeriodFaultsTest, CompactIsAllOrNothingUnderEveryFault) {
     for (const ChunkRow& row : rows) {
       merged.end_ns = std::max(merged.end_ns, row.end_ns);
       merged.count += row.count;
+      merged.lsns.insert(merged.lsns.end(), row.lsns.begin(), row.lsns.end());
+      merged.max_lsn = std::max(merged.max_lsn, row.max_lsn);
       merged.data += std::to_string(row.data.size()) + ",";
     }
     return std::vector<ChunkRow>{merged};
@@ -362,6 +365,7 @@ TEST(PeriodCreationFaultsTest, EverySyncFailureIsReportedOrHarmless) {
       chunk.count = 2;
       chunk.min_lsn = 1;
       chunk.max_lsn = 2;
+      chunk.lsns = {1, 2};
       chunk.fields = series.fields;
       chunk.stats = "stats";
       chunk.data = "data";

@@ -43,6 +43,7 @@ ChunkRow MakeChunk(int64_t series_id, int64_t start_second, int64_t end_second, 
   chunk.count = static_cast<uint32_t>(end_second - start_second + 1);
   chunk.min_lsn = static_cast<uint64_t>(start_second) + 1;
   chunk.max_lsn = static_cast<uint64_t>(end_second) + 1;
+  for (uint64_t lsn = chunk.min_lsn; lsn <= chunk.max_lsn; ++lsn) chunk.lsns.push_back(lsn);
   chunk.max_version = 3;
   chunk.min_ttl = 0;
   chunk.stats = "stats:" + data;
@@ -271,7 +272,14 @@ TEST_F(PeriodFileTest, InvalidWritesChangeNothing) {
   expect_rejected({}, {backwards});
   ChunkRow empty = MakeChunk(1, 10, 11, "empty");
   empty.count = 0;
+  empty.lsns.clear();
   expect_rejected({}, {empty});
+  ChunkRow missing_lsns = MakeChunk(1, 10, 11, "one LSN for two records");
+  missing_lsns.lsns.pop_back();
+  expect_rejected({}, {missing_lsns});
+  ChunkRow stray_lsn = MakeChunk(1, 10, 11, "an LSN outside the range");
+  stray_lsn.lsns.back() = stray_lsn.max_lsn + 1;
+  expect_rejected({}, {stray_lsn});
   ChunkRow lsn = MakeChunk(1, 10, 11, "lsn");
   std::swap(lsn.min_lsn, lsn.max_lsn);
   expect_rejected({}, {lsn});
@@ -360,6 +368,7 @@ Result<std::vector<ChunkRow>> ConcatenateChunks(const PeriodSeries&, std::vector
   merged.fields.clear();
   merged.count = 0;
   merged.data.clear();
+  merged.lsns.clear();
   merged.stats = "merged";
   for (const ChunkRow& chunk : chunks) {
     merged.start_ns = std::min(merged.start_ns, chunk.start_ns);
@@ -368,6 +377,7 @@ Result<std::vector<ChunkRow>> ConcatenateChunks(const PeriodSeries&, std::vector
     merged.min_lsn = std::min(merged.min_lsn, chunk.min_lsn);
     merged.max_lsn = std::max(merged.max_lsn, chunk.max_lsn);
     merged.data += chunk.data;
+    merged.lsns.insert(merged.lsns.end(), chunk.lsns.begin(), chunk.lsns.end());
   }
   return std::vector<ChunkRow>{merged};
 }
@@ -379,9 +389,11 @@ TEST_F(PeriodFileTest, CompactMergesEachSeries) {
                                       MakeSeries(3, "f", "m")};
   std::vector<ChunkRow> chunks;
   std::string expected_one, expected_two;
+  std::vector<uint64_t> expected_one_lsns;
   for (int i = 0; i < 10; ++i) {
     chunks.push_back(MakeChunk(1, 100 * i, 100 * i + 50, "one" + std::to_string(i) + ";"));
     expected_one += chunks.back().data;
+    expected_one_lsns.insert(expected_one_lsns.end(), chunks.back().lsns.begin(), chunks.back().lsns.end());
   }
   for (int i = 0; i < 3; ++i) {
     chunks.push_back(MakeChunk(2, 7, 9 + i, "two" + std::to_string(i) + ";"));
@@ -405,6 +417,7 @@ TEST_F(PeriodFileTest, CompactMergesEachSeries) {
   one.count = 10 * 51;
   one.min_lsn = 1;
   one.max_lsn = 951;
+  one.lsns = expected_one_lsns;
   one.stats = "merged";
   Result<std::vector<ChunkRow>> rows = file->ReadChunks(1, kDayStart, kDayStart + 86400 * kSecond, true);
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();

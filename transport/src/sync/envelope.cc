@@ -831,28 +831,6 @@ Status ValidateTopicPrefix(std::string_view prefix) {
 
 }  // namespace
 
-std::string_view SyncLaneName(SyncLane lane) {
-  switch (lane) {
-    case SyncLane::kLive:
-      return "live";
-    case SyncLane::kAlarm:
-      return "alarm";
-    case SyncLane::kBackfill:
-      return "backfill";
-    case SyncLane::kArchive:
-      return "archive";
-  }
-  return "unknown";
-}
-
-Result<SyncLane> ParseSyncLane(std::string_view name) {
-  for (SyncLane lane : {SyncLane::kLive, SyncLane::kAlarm, SyncLane::kBackfill, SyncLane::kArchive}) {
-    if (name == SyncLaneName(lane)) return lane;
-  }
-  return Status::InvalidArgument("unknown sync lane '" + std::string(name) +
-                                 "' (expected live, alarm, backfill or archive)");
-}
-
 std::string_view ReceiptStatusName(ReceiptStatus status) {
   switch (status) {
     case ReceiptStatus::kOk:

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cairn/core/record.h"
+#include "cairn/core/sync_ledger.h"
 #include "cairn/core/table.h"
 #include "cairn/platform/env.h"
 #include "cairn/platform/status.h"
@@ -61,6 +62,12 @@ struct EngineOptions {
   int writer_cache_kib = 8 * 1024;
   int reader_cache_kib = 512;
   size_t max_open_period_files = 8;
+
+  // When true, a period file past retention of a table with sync on is kept
+  // until every record in it is confirmed in the table's sync ledger (the
+  // archive lane sends them first); the daemon sets it when sync is
+  // configured. When false, retention drops files on time, synced or not.
+  bool retention_waits_for_sync = false;
 };
 
 // What happened to one record of a write batch.
@@ -168,6 +175,43 @@ struct EngineStats {
   uint64_t series = 0;
 };
 
+// The dimensions (series metadata, DESIGN §3) of one series.
+struct SeriesDimensions {
+  std::string device_id;
+  std::string measure_name;
+  int shard = 0;
+  std::map<std::string, std::string> dimensions;
+  friend bool operator==(const SeriesDimensions&, const SeriesDimensions&) = default;
+};
+
+// Records of one table read back by LSN, for the sync sender.
+struct ChangeBatch {
+  std::vector<RecordRow> records;  // ascending LSN
+  std::vector<uint64_t> lsns;      // lsns[i] is the LSN of records[i]
+  // The dimensions of the batch's series that have any.
+  std::vector<SeriesDimensions> dimensions;
+  // Every record of the table with an LSN in (after_lsn, covered_through]
+  // that is still stored and unexpired is in `records`. covered_through is
+  // through_lsn unless the batch filled up (then it is the batch's last LSN).
+  uint64_t covered_through = 0;
+  // Smallest and largest timestamp among `records` (0 when empty).
+  int64_t min_timestamp = 0, max_timestamp = 0;
+};
+
+// What of a table is not yet in its ledger's confirmed set.
+struct UnsyncedSummary {
+  uint64_t records = 0;
+  // On-disk bytes those records take: the stored chunk bytes, shared pro
+  // rata by a chunk's unsynced records, plus the head's in-memory estimate.
+  uint64_t bytes = 0;
+  // The oldest unsynced record's timestamp, to the start of its chunk;
+  // 0 when nothing is unsynced.
+  int64_t oldest_timestamp = 0;
+  // Unsynced records in period files past retention, held for the archive
+  // lane (EngineOptions::retention_waits_for_sync).
+  uint64_t held_for_archive = 0;
+};
+
 // What Open found while replaying the log.
 struct RecoveryReport {
   uint64_t records_replayed = 0;           // log records at or past the checkpoint applied to the head
@@ -231,6 +275,27 @@ class Engine {
 
   virtual Result<std::vector<DeviceInfo>> ListDevices(const std::string& table) = 0;
   virtual Result<std::vector<MeasureInfo>> ListMeasures(const std::string& table) = 0;
+
+  // ---- sync feed and ledger (DESIGN §6) ---------------------------------------
+
+  // The table's records with an LSN in (after_lsn, through_lsn], ascending
+  // by LSN, at most max_records (> 0) of them, from the head and the sealed
+  // chunks alike. Expired records are left out; of two versions of one
+  // identity both may be returned while both are stored (the receiver keeps
+  // the higher). NotFound for an unknown table.
+  virtual Result<ChangeBatch> ReadChanges(const std::string& table, uint64_t after_lsn, uint64_t through_lsn,
+                                          size_t max_records) = 0;
+
+  // Counts what of the table lies outside `confirmed`, up to the current
+  // last LSN. Reads chunk metadata only. NotFound for an unknown table.
+  virtual Result<UnsyncedSummary> SummarizeUnsynced(const std::string& table,
+                                                    const LsnRangeSet& confirmed) = 0;
+
+  // The ledgers of every table that has one.
+  virtual Result<std::vector<SyncLedger>> LoadSyncLedgers() = 0;
+  // Replaces the table's ledger in one catalog transaction. NotFound for an
+  // unknown table. A dropped table's ledger goes with it.
+  virtual Status SaveSyncLedger(const SyncLedger& ledger) = 0;
 
   // ---- maintenance ----------------------------------------------------------
 

@@ -31,15 +31,6 @@
 
 namespace cairn {
 
-// The dimensions (series metadata, DESIGN §3) of one series of a block.
-struct SeriesDimensions {
-  std::string device_id;
-  std::string measure_name;
-  int shard = 0;
-  std::map<std::string, std::string> dimensions;
-  friend bool operator==(const SeriesDimensions&, const SeriesDimensions&) = default;
-};
-
 // Bounds on what one block may hold. The encoder refuses a batch beyond them
 // and the decoder stops as soon as a block exceeds them (ResourceExhausted
 // both ways), so a block cannot make its reader allocate without limit even

@@ -30,23 +30,10 @@
 
 #include "cairn/core/engine.h"
 #include "cairn/core/record_codec.h"
+#include "cairn/core/sync_ledger.h"
 #include "cairn/platform/status.h"
 
 namespace cairn {
-
-// The sync lanes of DESIGN §6. The numeric values are stored in envelopes and
-// receipts and must never be renumbered.
-enum class SyncLane : uint8_t {
-  kLive = 0,      // records as they are acknowledged
-  kAlarm = 1,     // sparse-index matches, sent first
-  kBackfill = 2,  // older unconfirmed records, from sealed chunks
-  kArchive = 3,   // records about to expire
-};
-
-// "live", "alarm", "backfill", "archive".
-std::string_view SyncLaneName(SyncLane lane);
-// The inverse of SyncLaneName; InvalidArgument for any other text.
-Result<SyncLane> ParseSyncLane(std::string_view name);
 
 enum class EnvelopeEncoding : uint8_t { kBinary, kJson };
 
