@@ -29,16 +29,24 @@ cairn_import_library(dep_zlib zlib.h z)
 
 if(CAIRN_BUILD_TESTS)
   find_package(GTest REQUIRED)
-  # libpq, for the PostgreSQL test harness (tests/support/postgres_cluster).
-  # Host only: the integration tests that start PostgreSQL run natively, and
-  # the ARM sysroots carry no libpq. Debian keeps its header in postgresql/.
-  if(NOT CMAKE_CROSSCOMPILING)
-    find_path(dep_libpq_INCLUDE_DIR libpq-fe.h PATH_SUFFIXES postgresql REQUIRED)
-    find_library(dep_libpq_LIBRARY NAMES pq REQUIRED)
+endif()
+
+# libpq, for the cloud-side ingest service's PostgreSQL sink (cairn-ingest)
+# and the PostgreSQL test harness (tests/support/postgres_cluster). Host
+# only: cairn-ingest runs in the cloud and the ARM sysroots carry no libpq.
+# Optional for a plain build (dep_libpq exists only when found); required
+# when the tests are built, whose integration tests start PostgreSQL. Debian
+# keeps its header in postgresql/.
+if(NOT CMAKE_CROSSCOMPILING)
+  find_path(dep_libpq_INCLUDE_DIR libpq-fe.h PATH_SUFFIXES postgresql)
+  find_library(dep_libpq_LIBRARY NAMES pq)
+  if(dep_libpq_INCLUDE_DIR AND dep_libpq_LIBRARY)
     add_library(dep_libpq UNKNOWN IMPORTED GLOBAL)
     set_target_properties(dep_libpq PROPERTIES
       IMPORTED_LOCATION "${dep_libpq_LIBRARY}"
       INTERFACE_SYSTEM_INCLUDE_DIRECTORIES "${dep_libpq_INCLUDE_DIR}"
       INTERFACE_INCLUDE_DIRECTORIES "${dep_libpq_INCLUDE_DIR}")
+  elseif(CAIRN_BUILD_TESTS)
+    message(FATAL_ERROR "libpq (libpq-fe.h and libpq) not found; the integration tests need it")
   endif()
 endif()

@@ -6,6 +6,7 @@
 #include "cairn/platform/process_signals.h"
 #include "cairn/transport/builtin_commands.h"
 #include "cairn/transport/engine_commands.h"
+#include "cairn/transport/sync_commands.h"
 #include "cairn/transport/web_assets.h"
 
 namespace cairn::cairnd {
@@ -43,6 +44,8 @@ Status Daemon::Start() {
   command_options.data_dir = dir;
   command_options.device_tag = options_.device_tag;
   CAIRN_RETURN_IF_ERROR(RegisterEngineCommands(&commands_, engine_.get(), env_, command_options));
+  CAIRN_RETURN_IF_ERROR(StartSync());
+  CAIRN_RETURN_IF_ERROR(RegisterSyncCommands(&commands_, sync_agent_.get()));
   std::string serving;
   if (!options_.serial_path.empty()) {
     CAIRN_RETURN_IF_ERROR(StartSerialShell());
@@ -54,6 +57,9 @@ Status Daemon::Start() {
     serving += std::string(", listening on ") + (http_server_->tls() ? "https" : "http") + "://" +
                (ipv6 ? "[" + options_.http_address + "]" : options_.http_address) + ":" +
                std::to_string(http_server_->port());
+  }
+  if (sync_agent_ != nullptr) {
+    serving += ", syncing to " + options_.sync_broker + " as gateway " + options_.gateway_id;
   }
   log_->Info("cairnd " + GetBuildInfo().version + " started: data directory " + dir + serving);
   if (options_.http_enabled && http_server_ == nullptr) {
@@ -78,6 +84,50 @@ Status Daemon::OpenTokens() {
   return Status::Ok();
 }
 
+Status Daemon::StartSync() {
+  if (options_.sync_broker.empty()) return Status::Ok();
+  SyncAgentOptions sync;
+  sync.gateway_id = options_.gateway_id;
+  Result<std::string> key_text = env_->ReadFileToString(options_.sync_key_file);
+  if (!key_text.ok())
+    return key_text.status().WithContext("cannot read the sync key " + options_.sync_key_file);
+  Result<std::string> key = ParseSyncKeyHex(*key_text);
+  if (!key.ok()) return key.status().WithContext("sync key " + options_.sync_key_file);
+  sync.key = std::move(key).value();
+  sync.topic_prefix = options_.sync_topic_prefix;
+  CAIRN_ASSIGN_OR_RETURN(sync.confirmation, ParseSyncConfirmation(options_.sync_confirmation));
+  sync.encoding = options_.sync_encoding == "json" ? EnvelopeEncoding::kJson : EnvelopeEncoding::kBinary;
+  sync.link.server_uri = options_.sync_broker;
+  sync.link.username = options_.sync_username;
+  if (!options_.sync_password_file.empty()) {
+    Result<std::string> password = env_->ReadFileToString(options_.sync_password_file);
+    if (!password.ok()) {
+      return password.status().WithContext("cannot read the broker password " + options_.sync_password_file);
+    }
+    std::string text = std::move(password).value();
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+    sync.link.password = std::move(text);
+  }
+  if (!options_.sync_tls_ca.empty() || !options_.sync_tls_cert.empty()) {
+    MqttTlsOptions tls;
+    tls.ca_file = options_.sync_tls_ca;
+    tls.cert_file = options_.sync_tls_cert;
+    tls.key_file = options_.sync_tls_key;
+    sync.link.tls = tls;
+  }
+  sync.link.max_inflight = options_.sync_max_inflight;
+  sync.backfill_records_per_second = options_.sync_backfill_rate;
+  sync.live_interval_ms = options_.sync_live_interval_ms;
+  sync.receipt_timeout_ms = options_.sync_receipt_timeout_ms;
+  Logger* log = log_;
+  sync.log = [log](std::string_view line) { log->Warn(std::string(line)); };
+  Result<std::unique_ptr<SyncAgent>> agent = SyncAgent::Create(env_, engine_.get(), std::move(sync));
+  if (!agent.ok()) return agent.status().WithContext("cannot set up sync to " + options_.sync_broker);
+  sync_agent_ = std::move(agent).value();
+  CAIRN_RETURN_IF_ERROR(sync_agent_->Start().WithContext("cannot start sync"));
+  return Status::Ok();
+}
+
 Status Daemon::StartHttp() {
   if (!ServesHttp(options_)) return Status::Ok();
   ConnectionWrapper wrapper;
@@ -98,6 +148,12 @@ Status Daemon::StartHttp() {
   api_options.device_tag = options_.device_tag;
   api_options.auto_create_tables = options_.auto_create_tables;
   api_options.index_html = kWebIndexHtml;
+  if (sync_agent_ != nullptr) {
+    api_options.extra_metrics = [agent = sync_agent_.get()]() -> std::string {
+      Result<SyncStatus> status = agent->GetStatus();
+      return status.ok() ? RenderSyncMetrics(*status) : std::string();
+    };
+  }
   http_api_ = std::make_unique<HttpApi>(
       engine_.get(), env_, &commands_, tokens_.get(), &auth_limiter_, &api_metrics_, api_options,
       [this] { return http_server_ ? http_server_->stats() : HttpServerStats(); });
@@ -122,7 +178,10 @@ Status Daemon::StartHttp() {
 Status Daemon::OpenEngine() {
   const std::string& dir = options_.data_dir;
   RecoveryReport recovery;
-  Result<std::unique_ptr<Engine>> engine = Engine::Open(env_, dir, options_.engine, &recovery);
+  EngineOptions engine_options = options_.engine;
+  // With sync on, a period file past retention waits for its archive lane.
+  engine_options.retention_waits_for_sync = !options_.sync_broker.empty();
+  Result<std::unique_ptr<Engine>> engine = Engine::Open(env_, dir, engine_options, &recovery);
   if (!engine.ok()) {
     const Status& status = engine.status();
     if (status.Is(StatusCode::kBusy)) {
@@ -248,6 +307,11 @@ Status Daemon::Stop() {
   }
   http_api_.reset();
   StopSerialShell();
+  // Before the engine closes: the agent saves its ledger through it.
+  if (sync_agent_ != nullptr) {
+    sync_agent_->Stop();
+    sync_agent_.reset();
+  }
   if (engine_ == nullptr) return Status::Ok();
   Status result = engine_->SealAll();
   if (!result.ok()) {

@@ -38,6 +38,7 @@
 #include "cairn/transport/http_api.h"
 #include "cairn/transport/http_server.h"
 #include "cairn/transport/serial_shell.h"
+#include "cairn/transport/sync_agent.h"
 #include "cairn/transport/token_store.h"
 
 #include "cairnd/log.h"
@@ -89,6 +90,8 @@ class Daemon {
   // Opens the token store; on a fresh data directory creates the admin
   // token and logs it once.
   Status OpenTokens();
+  // Starts the sync agent when --sync-broker is given.
+  Status StartSync();
   // Starts the HTTP(S) server when the options ask for it.
   Status StartHttp();
   // Opens the serial port and starts a shell on it.
@@ -104,6 +107,7 @@ class Daemon {
   // Declared before the registry and the shell, whose commands use it.
   std::unique_ptr<Engine> engine_;
   CommandRegistry commands_;
+  std::unique_ptr<SyncAgent> sync_agent_;
   std::unique_ptr<SerialShell> serial_shell_;
   std::unique_ptr<TokenStore> tokens_;
   // An admin token created at this start, shown once on the serial

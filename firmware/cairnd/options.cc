@@ -1,5 +1,6 @@
 #include "cairnd/options.h"
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
 #include <set>
@@ -29,6 +30,23 @@ constexpr FlagSpec kFlags[] = {
     {"--auto-create-tables", ""},
     {"--durability", "MODE"},
     {"--seal-records", "N"},
+    {"--sync-broker", "URI"},
+    {"--gateway-id", "ID"},
+    {"--sync-key-file", "FILE"},
+    {"--sync-topic-prefix", "PREFIX"},
+    {"--sync-confirm", "MODE"},
+    {"--sync-encoding", "ENCODING"},
+    {"--sync-tls-ca", "FILE"},
+    {"--sync-tls-cert", "FILE"},
+    {"--sync-tls-key", "FILE"},
+    {"--sync-username", "USER"},
+    {"--sync-password-file", "FILE"},
+    {"--sync-max-inflight", "N"},
+    {"--sync-backfill-rate", "N"},
+    {"--sync-live-interval-ms", "MS"},
+    {"--sync-receipt-timeout-ms", "MS"},
+    {"--mqtt-input-broker", "URI"},
+    {"--mqtt-input", "ROUTES"},
     {"--repair-log", ""},
     {"--help", ""},
     {"--version", ""},
@@ -121,6 +139,8 @@ std::string UsageText() {
          "              [--tls-client-ca FILE] | --http-plain] [--http-max-connections N]\n"
          "              [--http-max-body-bytes N] [--device-tag TAG] [--auto-create-tables]\n"
          "              [--durability full|interval=MS|off] [--seal-records N]\n"
+         "              [--sync-broker URI --gateway-id ID --sync-key-file FILE [sync flags]]\n"
+         "              [--mqtt-input-broker URI --mqtt-input FILTER=TABLE[,...]]\n"
          "       cairnd --repair-log [--data-dir DIR]\n"
          "       cairnd token create|list|revoke ...   (cairnd token --help)\n"
          "       cairnd --help | --version\n"
@@ -148,6 +168,27 @@ std::string UsageText() {
          "                      MS milliseconds of acknowledged writes) or off (the OS syncs)\n"
          "  --seal-records N    records per series before its head is sealed into a chunk\n"
          "                      (default 1024)\n"
+         "\n"
+         "Sync to the cloud over MQTT (every acknowledged reading, nothing lost, nothing\n"
+         "sent twice into the cloud store; see `sync` in the shell and GET /v1/sync):\n"
+         "  --sync-broker URI   the cloud broker: tcp://HOST:PORT or ssl://HOST:PORT\n"
+         "  --gateway-id ID     this gateway's name in topics and envelopes\n"
+         "  --sync-key-file FILE  the gateway's HMAC key, as hex (at least 32 hex digits)\n"
+         "  --sync-topic-prefix P  topics are P/ID/TABLE/LANE (default cairn/v1)\n"
+         "  --sync-confirm MODE receipt (default: the ingest service's receipt after its\n"
+         "                      commit) or broker (the broker's PUBACK)\n"
+         "  --sync-encoding E   binary (default, zstd) or json\n"
+         "  --sync-tls-ca FILE  PEM CA of the broker (with ssl://)\n"
+         "  --sync-tls-cert FILE --sync-tls-key FILE  client certificate for mutual TLS\n"
+         "  --sync-username U --sync-password-file FILE  broker credentials\n"
+         "  --sync-max-inflight N  QoS 1 messages awaiting PUBACK (default 32)\n"
+         "  --sync-backfill-rate N  backlog records sent per second at most (default 500000)\n"
+         "  --sync-live-interval-ms MS  a live batch at least this often (default 1000)\n"
+         "  --sync-receipt-timeout-ms MS  resend a batch without receipt after (default 30000)\n"
+         "Local sensor input over MQTT (line protocol or JSON payloads):\n"
+         "  --mqtt-input-broker URI  the gateway's own broker, e.g. tcp://127.0.0.1:1883\n"
+         "  --mqtt-input ROUTES  FILTER=TABLE[,FILTER=TABLE...], e.g. sensors/+/data=sensors\n"
+         "\n"
          "  --repair-log        cut the write-ahead log after its last intact record so that\n"
          "                      cairnd can start again, print how many bytes were cut, exit;\n"
          "                      the records after the damage are lost\n"
@@ -235,6 +276,52 @@ Result<ParsedCommandLine> ParseCommandLine(std::span<const char* const> words) {
       parsed.options.device_tag = std::string(*value);
     } else if (flag->name == "--auto-create-tables") {
       parsed.options.auto_create_tables = true;
+    } else if (flag->name == "--sync-broker") {
+      parsed.options.sync_broker = std::string(*value);
+    } else if (flag->name == "--gateway-id") {
+      parsed.options.gateway_id = std::string(*value);
+    } else if (flag->name == "--sync-key-file") {
+      parsed.options.sync_key_file = std::string(*value);
+    } else if (flag->name == "--sync-topic-prefix") {
+      parsed.options.sync_topic_prefix = std::string(*value);
+    } else if (flag->name == "--sync-confirm") {
+      if (*value != "receipt" && *value != "broker") {
+        return Status::InvalidArgument("flag --sync-confirm: '" + std::string(*value) +
+                                       "' is not receipt or broker");
+      }
+      parsed.options.sync_confirmation = std::string(*value);
+    } else if (flag->name == "--sync-encoding") {
+      if (*value != "binary" && *value != "json") {
+        return Status::InvalidArgument("flag --sync-encoding: '" + std::string(*value) +
+                                       "' is not binary or json");
+      }
+      parsed.options.sync_encoding = std::string(*value);
+    } else if (flag->name == "--sync-tls-ca") {
+      parsed.options.sync_tls_ca = std::string(*value);
+    } else if (flag->name == "--sync-tls-cert") {
+      parsed.options.sync_tls_cert = std::string(*value);
+    } else if (flag->name == "--sync-tls-key") {
+      parsed.options.sync_tls_key = std::string(*value);
+    } else if (flag->name == "--sync-username") {
+      parsed.options.sync_username = std::string(*value);
+    } else if (flag->name == "--sync-password-file") {
+      parsed.options.sync_password_file = std::string(*value);
+    } else if (flag->name == "--sync-max-inflight") {
+      CAIRN_ASSIGN_OR_RETURN(const int n, ParsePositiveInt(flag->name, *value));
+      parsed.options.sync_max_inflight = static_cast<size_t>(n);
+    } else if (flag->name == "--sync-backfill-rate") {
+      CAIRN_ASSIGN_OR_RETURN(const int n, ParsePositiveInt(flag->name, *value));
+      parsed.options.sync_backfill_rate = static_cast<uint64_t>(n);
+    } else if (flag->name == "--sync-live-interval-ms") {
+      CAIRN_ASSIGN_OR_RETURN(const int n, ParsePositiveInt(flag->name, *value));
+      parsed.options.sync_live_interval_ms = n;
+    } else if (flag->name == "--sync-receipt-timeout-ms") {
+      CAIRN_ASSIGN_OR_RETURN(const int n, ParsePositiveInt(flag->name, *value));
+      parsed.options.sync_receipt_timeout_ms = n;
+    } else if (flag->name == "--mqtt-input-broker") {
+      parsed.options.mqtt_input_broker = std::string(*value);
+    } else if (flag->name == "--mqtt-input") {
+      parsed.options.mqtt_input_routes = std::string(*value);
     }
   }
   const DaemonOptions& options = parsed.options;
@@ -249,8 +336,23 @@ Result<ParsedCommandLine> ParseCommandLine(std::span<const char* const> words) {
         "--http-plain and --tls-cert exclude each other: one listener is either "
         "HTTPS or plain HTTP");
   }
+  const bool sync_flag_given = std::any_of(seen.begin(), seen.end(), [](std::string_view flag) {
+    return flag.substr(0, 7) == "--sync-" || flag == "--gateway-id";
+  });
+  if (options.sync_broker.empty() && sync_flag_given) {
+    return Status::InvalidArgument("the --sync-* flags and --gateway-id need --sync-broker URI");
+  }
+  if (!options.sync_broker.empty() && (options.gateway_id.empty() || options.sync_key_file.empty())) {
+    return Status::InvalidArgument("--sync-broker needs --gateway-id ID and --sync-key-file FILE");
+  }
+  if (options.sync_tls_cert.empty() != options.sync_tls_key.empty()) {
+    return Status::InvalidArgument("--sync-tls-cert and --sync-tls-key go together");
+  }
+  if (options.mqtt_input_broker.empty() != options.mqtt_input_routes.empty()) {
+    return Status::InvalidArgument("--mqtt-input-broker and --mqtt-input go together");
+  }
   if (parsed.action == ParsedCommandLine::Action::kRun && options.serial_path.empty() &&
-      !ServesHttp(options)) {
+      !ServesHttp(options) && options.mqtt_input_broker.empty()) {
     return Status::InvalidArgument(
         "nothing to serve: give --serial PATH for the shell and/or --tls-cert FILE --tls-key FILE (HTTPS) or "
         "--http-plain (HTTP)");

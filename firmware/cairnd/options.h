@@ -5,6 +5,8 @@
 //          [--tls-client-ca FILE] | --http-plain] [--http-max-connections N]
 //          [--http-max-body-bytes N] [--device-tag TAG] [--auto-create-tables]
 //          [--durability full|interval=MS|off] [--seal-records N]
+//          [--sync-broker URI --gateway-id ID --sync-key-file FILE [sync flags]]
+//          [--mqtt-input-broker URI --mqtt-input FILTER=TABLE[,...]]
 //   cairnd --repair-log [--data-dir DIR]
 //   cairnd token create|list|revoke ...      (token_command.h)
 //   cairnd --help | --version
@@ -47,6 +49,24 @@ struct DaemonOptions {
   bool auto_create_tables = false;
   // --durability and --seal-records; the rest are the engine's defaults.
   EngineOptions engine;
+
+  // Sync to the cloud (sync_agent.h); off while sync_broker is empty.
+  std::string sync_broker;
+  std::string gateway_id;
+  std::string sync_key_file;  // the HMAC key as hex, >= 32 hex digits
+  std::string sync_topic_prefix = "cairn/v1";
+  std::string sync_confirmation = "receipt";  // receipt | broker
+  std::string sync_encoding = "binary";       // binary | json
+  std::string sync_tls_ca, sync_tls_cert, sync_tls_key;
+  std::string sync_username, sync_password_file;
+  size_t sync_max_inflight = 32;
+  uint64_t sync_backfill_rate = 500'000;  // records per second
+  int64_t sync_live_interval_ms = 1000;
+  int64_t sync_receipt_timeout_ms = 30'000;
+
+  // The local sensor input (mqtt_input.h); off while empty.
+  std::string mqtt_input_broker;
+  std::string mqtt_input_routes;  // FILTER=TABLE[,FILTER=TABLE...]
 };
 
 // Whether the HTTP API will be served with these options.

@@ -271,6 +271,15 @@ HttpResponse HttpApi::Dispatch(Call* call, std::string* route) {
     if (auto bad = call->CheckParameters({})) return *bad;
     return RunCommand(call, "stats", {}, {}, "");
   }
+  if (path.size() == 2 && path[1] == "sync") {
+    *route = "/v1/sync";
+    if (!get) return method_not_allowed("GET");
+    if (auto denied = call->Require(Access::kAdmin, "")) return *denied;
+    if (auto bad = call->CheckParameters({"view"})) return *bad;
+    std::vector<std::string> arguments;
+    if (auto view = call->Parameter("view")) arguments.push_back(std::string(*view));
+    return RunCommand(call, "sync", std::move(arguments), {}, "tables");
+  }
   if (path.size() < 2 || path[1] != "tables")
     return HttpResponse::Error(404, "no such endpoint: " + request.path);
   if (path.size() == 2) {
@@ -563,6 +572,7 @@ HttpResponse HttpApi::Metrics() {
   response.content_type = "text/plain; version=0.0.4; charset=utf-8";
   response.body = metrics_->RenderPrometheus(
       engine_->Stats(), server_stats_ ? server_stats_() : HttpServerStats(), free.ok() ? *free : 0);
+  if (options_.extra_metrics) response.body += options_.extra_metrics();
   return response;
 }
 

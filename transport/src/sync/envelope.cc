@@ -831,6 +831,35 @@ Status ValidateTopicPrefix(std::string_view prefix) {
 
 }  // namespace
 
+Result<std::string> ParseSyncKeyHex(std::string_view text) {
+  auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
+  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
+  auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (digit(text[i]) < 0) {
+      return Status::InvalidArgument("the key is not hexadecimal: character " + std::to_string(i + 1) +
+                                     " is not 0-9, a-f or A-F");
+    }
+  }
+  if (text.size() % 2 != 0) return Status::InvalidArgument("the key has an odd number of hex digits");
+  if (text.size() < 2 * kMinSyncKeyBytes) {
+    return Status::InvalidArgument("the key has " + std::to_string(text.size()) + " hex digits; at least " +
+                                   std::to_string(2 * kMinSyncKeyBytes) + " are needed");
+  }
+  std::string key;
+  key.reserve(text.size() / 2);
+  for (size_t i = 0; i < text.size(); i += 2) {
+    key.push_back(static_cast<char>(digit(text[i]) * 16 + digit(text[i + 1])));
+  }
+  return key;
+}
+
 std::string_view ReceiptStatusName(ReceiptStatus status) {
   switch (status) {
     case ReceiptStatus::kOk:

@@ -68,6 +68,8 @@ struct HttpApiOptions {
   size_t max_line_bytes = 64 * 1024;
   // The page served at "/".
   std::string_view index_html;
+  // More Prometheus text appended to /metrics (the sync gauges); may be empty.
+  std::function<std::string()> extra_metrics;
 };
 
 class HttpApi {

@@ -56,6 +56,12 @@ inline constexpr size_t kMinSyncKeyBytes = 16;
 inline constexpr size_t kMaxGatewayIdBytes = 128;
 inline constexpr size_t kMaxReceiptReasonBytes = 1024;
 
+// A key as operators write it: hexadecimal digits (either case), surrounding
+// whitespace ignored, at least 2 * kMinSyncKeyBytes digits. Returns the key
+// bytes; InvalidArgument naming the problem (odd length, a non-hex
+// character and its position, too short) otherwise.
+Result<std::string> ParseSyncKeyHex(std::string_view text);
+
 // Gateway ids appear in topic names: 1..128 bytes of UTF-8 without control
 // characters, '/', '#' or '+'. InvalidArgument naming the problem otherwise.
 Status ValidateGatewayId(std::string_view gateway_id);

@@ -1,0 +1,244 @@
+// Test batches for the ingest service (transport/ingest): records covering
+// every field type and its extremes, bit-exact comparison of what a sink
+// read back, and a sink wrapper that fails on demand.
+//
+// Header-only: the unit tests link it with cairn_ingest, the integration
+// tests with cairn_ingest and a real PostgreSQL.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "cairn/core/engine.h"
+#include "cairn/ingest/ingest_sink.h"
+#include "cairn/transport/sync_envelope.h"
+
+namespace cairn::ingest_test {
+
+inline constexpr int64_t kSecond = 1'000'000'000;
+inline constexpr int64_t kStart = 1'700'000'000 * kSecond;
+
+inline RecordRow Row(std::string device_id, std::string measure_name, int64_t timestamp,
+                     std::vector<Field> fields, uint64_t version = 0, int64_t ttl = 0, int shard = 0) {
+  RecordRow row;
+  row.device_id = std::move(device_id);
+  row.measure_name = std::move(measure_name);
+  row.shard = shard;
+  row.timestamp = timestamp;
+  row.version = version;
+  row.ttl = ttl;
+  row.fields = std::move(fields);
+  std::sort(row.fields.begin(), row.fields.end(),
+            [](const Field& a, const Field& b) { return a.name < b.name; });
+  return row;
+}
+
+// Every field type with its extremes: -0.0, the smallest subnormal, the
+// largest double, values that need 17 digits, int64 min and max, both
+// bools, strings with escapes, control characters and multi-byte UTF-8,
+// timestamps at both ends of int64, uint64 versions up to the maximum, a
+// sharded series and a hierarchical measure name.
+inline std::vector<RecordRow> AllTypesRows() {
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  return {
+      Row("pump-7", "env#temperature", kStart,
+          {{"celsius", 21.5}, {"negative_zero", -0.0}, {"ok", true}, {"count", int64_t{-3}}}),
+      Row("pump-7", "env#temperature", kStart + kSecond,
+          {{"celsius", 0.1}, {"negative_zero", 0.30000000000000004}, {"ok", false}, {"count", kMin}}, 7,
+          1'900'000'000),
+      Row("pump-7", "env#temperature", kStart + 2 * kSecond,
+          {{"celsius", std::numeric_limits<double>::denorm_min()},
+           {"negative_zero", std::numeric_limits<double>::max()},
+           {"ok", true},
+           {"count", kMax}},
+          std::numeric_limits<uint64_t>::max()),
+      Row("pump-7", "env#temperature", kStart + 3 * kSecond,
+          {{"celsius", -std::numeric_limits<double>::max()},
+           {"negative_zero", -std::numeric_limits<double>::min()},
+           {"ok", false},
+           {"count", int64_t{0}}}),
+      Row("valve-3", "state", kStart,
+          {{"label", std::string("Grüße, 温度 🌡 \"quoted\" back\\slash\ttab\nnewline \x01\x1f\x7f")},
+           {"at", Timestamp{kMin}}},
+          0, 0, 13),
+      Row("valve-3", "state", kStart + kSecond, {{"label", std::string("")}, {"at", Timestamp{kMax}}}, 1, 0,
+          13),
+      Row("valve-3", "state", kStart + 2 * kSecond, {{"label", std::string(4096, 'x')}, {"at", Timestamp{0}}},
+          2, 0, 13),
+      Row("\xe8\xa8\xad\xe5\x82\x99-1", "m\xc3\xa9sure", kMin, {{"v", 1e300}}),
+      Row("\xe8\xa8\xad\xe5\x82\x99-1", "m\xc3\xa9sure", kMax, {{"v", -1e-300}}),
+  };
+}
+
+inline bool SameValue(const Value& a, const Value& b) {
+  if (a.index() != b.index()) return false;
+  if (const double* x = std::get_if<double>(&a)) {
+    return std::bit_cast<uint64_t>(*x) == std::bit_cast<uint64_t>(std::get<double>(b));
+  }
+  return a == b;
+}
+
+inline bool SameRow(const RecordRow& a, const RecordRow& b) {
+  if (std::tie(a.device_id, a.measure_name, a.shard, a.timestamp, a.version, a.ttl) !=
+      std::tie(b.device_id, b.measure_name, b.shard, b.timestamp, b.version, b.ttl)) {
+    return false;
+  }
+  if (a.fields.size() != b.fields.size()) return false;
+  for (size_t i = 0; i < a.fields.size(); ++i) {
+    if (a.fields[i].name != b.fields[i].name || !SameValue(a.fields[i].value, b.fields[i].value))
+      return false;
+  }
+  return true;
+}
+
+inline std::string DescribeValue(const Value& value) {
+  std::ostringstream out;
+  out.precision(17);
+  if (const auto* d = std::get_if<double>(&value)) {
+    out << "double " << *d << " (bits " << std::hex << std::bit_cast<uint64_t>(*d) << std::dec << ")";
+  } else if (const auto* i = std::get_if<int64_t>(&value)) {
+    out << "int64 " << *i;
+  } else if (const auto* b = std::get_if<bool>(&value)) {
+    out << "bool " << (*b ? "true" : "false");
+  } else if (const auto* s = std::get_if<std::string>(&value)) {
+    out << "string of " << s->size() << " bytes";
+  } else if (const auto* t = std::get_if<Timestamp>(&value)) {
+    out << "timestamp " << t->unix_nanos;
+  } else {
+    out << "absent";
+  }
+  return out.str();
+}
+
+inline std::string DescribeRow(const RecordRow& row) {
+  std::ostringstream out;
+  out << "(" << row.device_id << ", " << row.measure_name << ", shard " << row.shard << ", t "
+      << row.timestamp << ", v " << row.version << ", ttl " << row.ttl << ") {";
+  for (const Field& field : row.fields) out << " " << field.name << ": " << DescribeValue(field.value) << ";";
+  out << " }";
+  return out.str();
+}
+
+// The rows a sink should hold after storing `rows` into `table` (winners of
+// the version rule), in ReadReadings order.
+inline std::vector<StoredReading> Expected(const std::string& table, std::vector<RecordRow> rows) {
+  std::vector<StoredReading> expected;
+  std::stable_sort(rows.begin(), rows.end(), [](const RecordRow& a, const RecordRow& b) {
+    return std::tie(a.device_id, a.measure_name, a.timestamp) <
+           std::tie(b.device_id, b.measure_name, b.timestamp);
+  });
+  for (RecordRow& row : rows) {
+    if (!expected.empty() && expected.back().row.device_id == row.device_id &&
+        expected.back().row.measure_name == row.measure_name &&
+        expected.back().row.timestamp == row.timestamp) {
+      if (row.version > expected.back().row.version) expected.back().row = std::move(row);
+      continue;
+    }
+    expected.push_back(StoredReading{table, std::move(row)});
+  }
+  return expected;
+}
+
+// "" when `actual` equals `expected` bit for bit; otherwise what differs.
+inline std::string CompareReadings(const std::vector<StoredReading>& expected,
+                                   const std::vector<StoredReading>& actual) {
+  std::ostringstream out;
+  if (expected.size() != actual.size()) {
+    out << "expected " << expected.size() << " readings, found " << actual.size() << "\n";
+  }
+  for (size_t i = 0; i < std::min(expected.size(), actual.size()); ++i) {
+    if (expected[i].table != actual[i].table || !SameRow(expected[i].row, actual[i].row)) {
+      out << "reading " << i << ":\n  expected " << expected[i].table << " " << DescribeRow(expected[i].row)
+          << "\n  found    " << actual[i].table << " " << DescribeRow(actual[i].row) << "\n";
+    }
+  }
+  return out.str();
+}
+
+inline constexpr std::string_view kGatewayKey = "gateway key of gw-7, 32 bytes!!!";
+
+// The envelope a gateway would send, as the ingest side decodes it: encoded
+// and decoded for real, so the rows also pass the envelope's validation.
+inline Result<DecodedEnvelope> MakeBatch(const EnvelopeHeader& header, const std::vector<RecordRow>& rows,
+                                         const std::vector<SeriesDimensions>& dimensions = {},
+                                         EnvelopeEncoding encoding = EnvelopeEncoding::kBinary) {
+  CAIRN_ASSIGN_OR_RETURN(std::string payload,
+                         EncodeEnvelope(header, rows, dimensions, kGatewayKey, encoding));
+  return DecodeEnvelope(payload, kGatewayKey);
+}
+
+// A header for `rows.size()` records of gw-7's table "sensors".
+inline EnvelopeHeader HeaderFor(uint64_t sequence, size_t records, SyncLane lane = SyncLane::kLive) {
+  return EnvelopeHeader{"gw-7", "sensors", lane, sequence, sequence * 1000, sequence * 1000 + records - 1};
+}
+
+// Forwards to another sink, but first answers ApplyBatch with the queued
+// errors, one per call, as a database that fails would.
+class FailingSink : public IngestSink {
+ public:
+  explicit FailingSink(IngestSink* target) : target_(target) {}
+
+  void FailNext(Status error) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failures_.push_back(std::move(error));
+  }
+  // Fails every call with `error` once the queued errors are used up; OK
+  // ends that.
+  void FailAlways(Status error) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    always_ = std::move(error);
+  }
+  int apply_calls() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return apply_calls_;
+  }
+  int reconnects() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return reconnects_;
+  }
+
+  Result<SinkCounts> ApplyBatch(const DecodedEnvelope& batch, int64_t received_at) override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++apply_calls_;
+      if (!failures_.empty()) {
+        Status error = failures_.front();
+        failures_.pop_front();
+        return error;
+      }
+      if (!always_.ok()) return always_;
+    }
+    return target_->ApplyBatch(batch, received_at);
+  }
+  Status Reconnect() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++reconnects_;
+    }
+    return target_->Reconnect();
+  }
+  Result<std::vector<StoredReading>> ReadReadings() override { return target_->ReadReadings(); }
+  Result<std::vector<StoredSeries>> ReadSeries() override { return target_->ReadSeries(); }
+  Result<std::vector<StoredBatch>> ReadBatches() override { return target_->ReadBatches(); }
+  std::string_view kind() const override { return target_->kind(); }
+
+ private:
+  IngestSink* target_;
+  mutable std::mutex mutex_;
+  std::deque<Status> failures_;
+  Status always_;
+  int apply_calls_ = 0;
+  int reconnects_ = 0;
+};
+
+}  // namespace cairn::ingest_test

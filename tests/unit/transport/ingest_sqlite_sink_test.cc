@@ -1,0 +1,154 @@
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cairn/ingest/ingest_sink.h"
+
+#include "ingest_batches.h"
+#include "test_dirs.h"
+
+namespace cairn {
+namespace {
+
+using ingest_test::CompareReadings;
+using ingest_test::Expected;
+using ingest_test::HeaderFor;
+using ingest_test::kSecond;
+using ingest_test::kStart;
+using ingest_test::MakeBatch;
+using ingest_test::Row;
+
+class SqliteSinkTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Open(); }
+
+  void Open() {
+    sink_.reset();
+    Result<std::unique_ptr<IngestSink>> sink = OpenSqliteSink(Env::Default(), dir_.path() + "/ingest.db");
+    ASSERT_TRUE(sink.ok()) << sink.status().ToString();
+    sink_ = std::move(sink).value();
+  }
+
+  SinkCounts Apply(const DecodedEnvelope& batch, int64_t received_at = 5) {
+    Result<SinkCounts> counts = sink_->ApplyBatch(batch, received_at);
+    EXPECT_TRUE(counts.ok()) << counts.status().ToString();
+    return counts.ok() ? *counts : SinkCounts{};
+  }
+
+  std::vector<StoredReading> Readings() {
+    Result<std::vector<StoredReading>> readings = sink_->ReadReadings();
+    EXPECT_TRUE(readings.ok()) << readings.status().ToString();
+    return readings.ok() ? *readings : std::vector<StoredReading>{};
+  }
+
+  ScopedTempDir dir_;
+  std::unique_ptr<IngestSink> sink_;
+};
+
+TEST_F(SqliteSinkTest, StoresEveryFieldTypeBitExactlyAcrossReopen) {
+  const std::vector<RecordRow> rows = ingest_test::AllTypesRows();
+  for (EnvelopeEncoding encoding : {EnvelopeEncoding::kBinary, EnvelopeEncoding::kJson}) {
+    Result<DecodedEnvelope> batch = MakeBatch(HeaderFor(1, rows.size()), rows, {}, encoding);
+    ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+    const SinkCounts counts = Apply(*batch);
+    if (encoding == EnvelopeEncoding::kBinary) {
+      EXPECT_EQ(counts, (SinkCounts{rows.size(), 0, 0, 0}));
+    } else {
+      // The same batch in the other encoding: the same records again.
+      EXPECT_EQ(counts, (SinkCounts{0, 0, rows.size(), 0}));
+    }
+  }
+  EXPECT_EQ(CompareReadings(Expected("sensors", rows), Readings()), "");
+  Open();
+  EXPECT_EQ(CompareReadings(Expected("sensors", rows), Readings()), "");
+}
+
+TEST_F(SqliteSinkTest, SameBatchTwiceIsStoredOnceAndCountedAsDuplicates) {
+  const std::vector<RecordRow> rows = {Row("pump-7", "env", kStart, {{"t", 1.5}}),
+                                       Row("pump-7", "env", kStart + kSecond, {{"t", 2.5}})};
+  Result<DecodedEnvelope> batch = MakeBatch(HeaderFor(3, rows.size()), rows);
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  EXPECT_EQ(Apply(*batch, 100), (SinkCounts{2, 0, 0, 0}));
+  EXPECT_EQ(Apply(*batch, 200), (SinkCounts{0, 0, 2, 0}));
+  EXPECT_EQ(CompareReadings(Expected("sensors", rows), Readings()), "");
+
+  Result<std::vector<StoredBatch>> batches = sink_->ReadBatches();
+  ASSERT_TRUE(batches.ok()) << batches.status().ToString();
+  ASSERT_EQ(batches->size(), 1u);
+  const StoredBatch& stored = (*batches)[0];
+  EXPECT_EQ(stored.header, batch->header);
+  EXPECT_EQ(stored.records, 2u);
+  EXPECT_EQ(stored.counts, (SinkCounts{2, 0, 0, 0}));
+  EXPECT_EQ(stored.received_at_unix_nanos, 100);
+  EXPECT_EQ(stored.last_received_at_unix_nanos, 200);
+  EXPECT_EQ(stored.deliveries, 2u);
+}
+
+TEST_F(SqliteSinkTest, HigherVersionReplacesLowerIsIgnoredAndCounted) {
+  const std::vector<RecordRow> first = {Row("pump-7", "env", kStart, {{"t", 1.0}}, 5),
+                                        Row("pump-7", "env", kStart + kSecond, {{"t", 2.0}}, 5)};
+  Result<DecodedEnvelope> batch = MakeBatch(HeaderFor(1, first.size()), first);
+  ASSERT_TRUE(batch.ok());
+  EXPECT_EQ(Apply(*batch), (SinkCounts{2, 0, 0, 0}));
+
+  // One identity rewritten with a higher version, one with a lower one, one
+  // new; the batch also rewrites its own new record with versions 1 and 3.
+  const std::vector<RecordRow> second = {
+      Row("pump-7", "env", kStart, {{"t", 10.0}}, 6),
+      Row("pump-7", "env", kStart + kSecond, {{"t", 20.0}}, 4),
+      Row("pump-7", "env", kStart + 2 * kSecond, {{"t", 30.0}}, 1),
+      Row("pump-7", "env", kStart + 2 * kSecond, {{"t", 31.0}}, 3),
+      Row("pump-7", "env", kStart + 2 * kSecond, {{"t", 32.0}}, 3),
+  };
+  batch = MakeBatch(HeaderFor(2, second.size()), second);
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  EXPECT_EQ(Apply(*batch), (SinkCounts{1, 1, 1, 2}));
+
+  std::vector<RecordRow> all = first;
+  all.insert(all.end(), second.begin(), second.end());
+  const std::vector<StoredReading> readings = Readings();
+  EXPECT_EQ(CompareReadings(Expected("sensors", all), readings), "");
+  ASSERT_EQ(readings.size(), 3u);
+  EXPECT_EQ(std::get<double>(readings[0].row.fields[0].value), 10.0);
+  EXPECT_EQ(std::get<double>(readings[1].row.fields[0].value), 2.0);
+  // Of two records with the winning version, the first one in the batch.
+  EXPECT_EQ(std::get<double>(readings[2].row.fields[0].value), 31.0);
+}
+
+TEST_F(SqliteSinkTest, KeepsShardPartitionKeyAndLatestDimensions) {
+  const std::vector<RecordRow> rows = {Row("pump-7", "env", kStart, {{"t", 1.0}}, 0, 0, 13),
+                                       Row("pump-8", "env", kStart, {{"t", 1.0}})};
+  std::vector<SeriesDimensions> dimensions = {{"pump-7", "env", 13, {{"site", "north"}, {"rack", "4"}}}};
+  Result<DecodedEnvelope> batch = MakeBatch(HeaderFor(1, rows.size()), rows, dimensions);
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  Apply(*batch);
+  // Later: new dimensions for pump-7, none for pump-8.
+  dimensions = {{"pump-7", "env", 13, {{"site", "south"}}}};
+  batch = MakeBatch(HeaderFor(2, 1), {Row("pump-7", "env", kStart + kSecond, {{"t", 2.0}}, 0, 0, 13)},
+                    dimensions);
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  Apply(*batch);
+
+  Result<std::vector<StoredSeries>> series = sink_->ReadSeries();
+  ASSERT_TRUE(series.ok()) << series.status().ToString();
+  ASSERT_EQ(series->size(), 2u);
+  EXPECT_EQ((*series)[0].table, "sensors");
+  EXPECT_EQ((*series)[0].series, (SeriesDimensions{"pump-7", "env", 13, {{"site", "south"}}}));
+  EXPECT_EQ((*series)[1].series, (SeriesDimensions{"pump-8", "env", 0, {}}));
+
+  const std::vector<StoredReading> readings = Readings();
+  ASSERT_EQ(readings.size(), 3u);
+  EXPECT_EQ(readings[0].row.shard, 13);
+  EXPECT_EQ(readings[2].row.shard, 0);
+}
+
+TEST_F(SqliteSinkTest, SecondSinkOnTheSameFileIsRefused) {
+  Result<std::unique_ptr<IngestSink>> second = OpenSqliteSink(Env::Default(), dir_.path() + "/ingest.db");
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kBusy) << second.status().ToString();
+}
+
+}  // namespace
+}  // namespace cairn

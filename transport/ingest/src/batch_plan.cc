@@ -1,0 +1,39 @@
+#include "batch_plan.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace cairn::ingest {
+
+BatchPlan PlanBatch(const std::vector<RecordRow>& records) {
+  std::vector<size_t> order(records.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const auto identity = [&records](size_t i) {
+    const RecordRow& row = records[i];
+    return std::tie(row.device_id, row.measure_name, row.timestamp);
+  };
+  // Within an identity: highest version first, then input order.
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (identity(a) != identity(b)) return identity(a) < identity(b);
+    if (records[a].version != records[b].version) return records[a].version > records[b].version;
+    return a < b;
+  });
+  BatchPlan plan;
+  size_t i = 0;
+  while (i < order.size()) {
+    const size_t winner = order[i];
+    plan.winners.push_back(winner);
+    size_t j = i + 1;
+    for (; j < order.size() && identity(order[j]) == identity(winner); ++j) {
+      if (records[order[j]].version == records[winner].version) {
+        ++plan.losers.duplicates;
+      } else {
+        ++plan.losers.older;
+      }
+    }
+    i = j;
+  }
+  return plan;
+}
+
+}  // namespace cairn::ingest

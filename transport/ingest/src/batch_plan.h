@@ -1,0 +1,30 @@
+// The version rule of DESIGN §3 applied inside one batch, before the sink
+// compares with what it stored: a batch may carry one identity several times
+// (a rewrite with a higher version, a retried write), and one database
+// statement must not touch a row twice.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "cairn/core/engine.h"
+#include "cairn/ingest/ingest_sink.h"
+
+namespace cairn::ingest {
+
+struct BatchPlan {
+  // Indexes into the batch's records: one per identity (device_id,
+  // measure_name, timestamp), the record of the highest version (the first
+  // of them when several share it), ordered by identity so that concurrent
+  // writers lock rows in one order.
+  std::vector<size_t> winners;
+  // The other records: `duplicates` equal the winner's version, `older` are
+  // below it. inserted and replaced stay 0.
+  SinkCounts losers;
+};
+
+BatchPlan PlanBatch(const std::vector<RecordRow>& records);
+
+}  // namespace cairn::ingest

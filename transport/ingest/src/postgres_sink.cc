@@ -1,0 +1,482 @@
+// The PostgreSQL sink (ingest_schema.md). One libpq connection; each batch
+// is one transaction of multi-row upserts whose values are bound as
+// parameters (PQexecParams), so no value is ever spliced into SQL text.
+#include "cairn/ingest/postgres_sink.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <set>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <libpq-fe.h>
+
+#include "batch_plan.h"
+#include "field_json.h"
+
+namespace cairn {
+namespace {
+
+// The session setting keeps "relation already exists, skipping" notices out
+// of the service's log.
+constexpr char kSchema[] = R"sql(
+SET client_min_messages = warning;
+CREATE TABLE IF NOT EXISTS cairn_readings (
+  table_name    text           NOT NULL,
+  device_id     text           NOT NULL,
+  measure_name  text           NOT NULL,
+  timestamp_ns  bigint         NOT NULL,
+  shard         integer        NOT NULL,
+  partition_key text           NOT NULL,
+  version       numeric(20, 0) NOT NULL,
+  ttl           bigint         NOT NULL,
+  fields        jsonb          NOT NULL,
+  PRIMARY KEY (table_name, device_id, measure_name, timestamp_ns)
+);
+CREATE TABLE IF NOT EXISTS cairn_series (
+  table_name    text    NOT NULL,
+  device_id     text    NOT NULL,
+  measure_name  text    NOT NULL,
+  shard         integer NOT NULL,
+  partition_key text    NOT NULL,
+  dimensions    jsonb   NOT NULL,
+  PRIMARY KEY (table_name, device_id, measure_name, shard)
+);
+CREATE TABLE IF NOT EXISTS cairn_batches (
+  gateway_id       text           NOT NULL,
+  table_name       text           NOT NULL,
+  lane             text           NOT NULL,
+  batch_sequence   numeric(20, 0) NOT NULL,
+  first_lsn        numeric(20, 0) NOT NULL,
+  last_lsn         numeric(20, 0) NOT NULL,
+  records          bigint         NOT NULL,
+  inserted         bigint         NOT NULL,
+  replaced         bigint         NOT NULL,
+  duplicates       bigint         NOT NULL,
+  older            bigint         NOT NULL,
+  received_at      bigint         NOT NULL,
+  last_received_at bigint         NOT NULL,
+  deliveries       bigint         NOT NULL,
+  PRIMARY KEY (gateway_id, table_name, lane, batch_sequence)
+);
+)sql";
+
+// Rows per multi-row statement: 500 rows of 8 parameters stay far below
+// PostgreSQL's 65535 parameters per statement.
+constexpr size_t kRowsPerStatement = 500;
+
+using Row = std::vector<std::string>;
+
+struct ResultDeleter {
+  void operator()(PGresult* result) const { PQclear(result); }
+};
+using PgResult = std::unique_ptr<PGresult, ResultDeleter>;
+
+struct ConnectionDeleter {
+  void operator()(PGconn* connection) const { PQfinish(connection); }
+};
+using PgConnection = std::unique_ptr<PGconn, ConnectionDeleter>;
+
+std::string Trimmed(const char* message) {
+  std::string text = message == nullptr ? "" : message;
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+template <typename T>
+Result<T> ParseNumber(const char* text, std::string_view what) {
+  const std::string_view view = text == nullptr ? "" : text;
+  T value{};
+  const std::from_chars_result read = std::from_chars(view.data(), view.data() + view.size(), value);
+  if (read.ec != std::errc() || read.ptr != view.data() + view.size()) {
+    return Status::Corruption("PostgreSQL returned a bad " + std::string(what) + ": '" + std::string(view) +
+                              "'");
+  }
+  return value;
+}
+
+// "(<leading>$3, $4::bigint, ...)" for one row of `casts.size()` parameters
+// numbered from *next + 1 on; an empty cast leaves a parameter untyped
+// (text). `leading` holds placeholders shared by every row, such as "$1, ".
+void AppendRowPlaceholders(std::string* sql, std::string_view leading,
+                           const std::vector<std::string_view>& casts, int* next) {
+  sql->push_back('(');
+  sql->append(leading);
+  for (size_t i = 0; i < casts.size(); ++i) {
+    if (i > 0) sql->append(", ");
+    sql->push_back('$');
+    sql->append(std::to_string(++*next));
+    if (!casts[i].empty()) {
+      sql->append("::");
+      sql->append(casts[i]);
+    }
+  }
+  sql->push_back(')');
+}
+
+class PostgresSink final : public IngestSink {
+ public:
+  explicit PostgresSink(std::string conninfo) : conninfo_(std::move(conninfo)) {}
+
+  Status Connect() {
+    connection_.reset(PQconnectdb(conninfo_.c_str()));
+    if (connection_ == nullptr) return Status::ResourceExhausted("libpq could not allocate a connection");
+    if (PQstatus(connection_.get()) != CONNECTION_OK) {
+      const std::string message = Trimmed(PQerrorMessage(connection_.get()));
+      connection_.reset();
+      if (message.find("invalid connection option") != std::string::npos ||
+          message.find("missing \"=\"") != std::string::npos ||
+          message.find("invalid URI") != std::string::npos) {
+        return Status::InvalidArgument("PostgreSQL connection string: " + message);
+      }
+      return Status::Unavailable("cannot connect to PostgreSQL: " + message);
+    }
+    if (PQsetClientEncoding(connection_.get(), "UTF8") != 0) {
+      return Status::Unavailable("PostgreSQL refused client encoding UTF8: " +
+                                 Trimmed(PQerrorMessage(connection_.get())));
+    }
+    // Several statements: the simple query protocol (PQexec) takes them at
+    // once, PQexecParams does not. Concurrent creation by two services can
+    // fail one of them; its caller retries (Unavailable).
+    PgResult created(PQexec(connection_.get(), kSchema));
+    if (created == nullptr || PQresultStatus(created.get()) != PGRES_COMMAND_OK) {
+      const std::string message = Trimmed(created != nullptr ? PQresultErrorMessage(created.get())
+                                                             : PQerrorMessage(connection_.get()));
+      connection_.reset();
+      return Status::Unavailable("cannot create the ingest schema in PostgreSQL: " + message);
+    }
+    return Status::Ok();
+  }
+
+  Result<SinkCounts> ApplyBatch(const DecodedEnvelope& batch, int64_t received_at) override {
+    if (connection_ == nullptr) return Status::Unavailable("not connected to PostgreSQL");
+    CAIRN_RETURN_IF_ERROR(Execute("BEGIN", {}).status());
+    Result<SinkCounts> counts = ApplyInTransaction(batch, received_at);
+    if (!counts.ok()) {
+      // Also ends the aborted transaction; on a lost connection it fails,
+      // and Reconnect starts afresh.
+      (void)Execute("ROLLBACK", {});
+      return counts.status();
+    }
+    if (Status committed = Execute("COMMIT", {}).status(); !committed.ok()) {
+      (void)Execute("ROLLBACK", {});
+      return committed;
+    }
+    return counts;
+  }
+
+  Status Reconnect() override { return Connect(); }
+
+  Result<std::vector<StoredReading>> ReadReadings() override {
+    CAIRN_ASSIGN_OR_RETURN(
+        PgResult result,
+        Execute(
+            "SELECT table_name, device_id, measure_name, shard, timestamp_ns, version::text, ttl, "
+            "fields::text FROM cairn_readings ORDER BY table_name COLLATE \"C\", device_id COLLATE \"C\", "
+            "measure_name COLLATE \"C\", timestamp_ns",
+            {}));
+    std::vector<StoredReading> readings;
+    const int rows = PQntuples(result.get());
+    readings.reserve(static_cast<size_t>(rows));
+    for (int i = 0; i < rows; ++i) {
+      StoredReading reading;
+      reading.table = PQgetvalue(result.get(), i, 0);
+      reading.row.device_id = PQgetvalue(result.get(), i, 1);
+      reading.row.measure_name = PQgetvalue(result.get(), i, 2);
+      CAIRN_ASSIGN_OR_RETURN(reading.row.shard, ParseNumber<int>(PQgetvalue(result.get(), i, 3), "shard"));
+      CAIRN_ASSIGN_OR_RETURN(reading.row.timestamp,
+                             ParseNumber<int64_t>(PQgetvalue(result.get(), i, 4), "timestamp"));
+      CAIRN_ASSIGN_OR_RETURN(reading.row.version,
+                             ParseNumber<uint64_t>(PQgetvalue(result.get(), i, 5), "version"));
+      CAIRN_ASSIGN_OR_RETURN(reading.row.ttl, ParseNumber<int64_t>(PQgetvalue(result.get(), i, 6), "ttl"));
+      CAIRN_ASSIGN_OR_RETURN(reading.row.fields, ingest::FieldsFromJson(PQgetvalue(result.get(), i, 7)));
+      readings.push_back(std::move(reading));
+    }
+    return readings;
+  }
+
+  Result<std::vector<StoredSeries>> ReadSeries() override {
+    CAIRN_ASSIGN_OR_RETURN(
+        PgResult result,
+        Execute(
+            "SELECT table_name, device_id, measure_name, shard, dimensions::text FROM cairn_series "
+            "ORDER BY table_name COLLATE \"C\", device_id COLLATE \"C\", measure_name COLLATE \"C\", shard",
+            {}));
+    std::vector<StoredSeries> all;
+    for (int i = 0; i < PQntuples(result.get()); ++i) {
+      StoredSeries series;
+      series.table = PQgetvalue(result.get(), i, 0);
+      series.series.device_id = PQgetvalue(result.get(), i, 1);
+      series.series.measure_name = PQgetvalue(result.get(), i, 2);
+      CAIRN_ASSIGN_OR_RETURN(series.series.shard, ParseNumber<int>(PQgetvalue(result.get(), i, 3), "shard"));
+      CAIRN_ASSIGN_OR_RETURN(series.series.dimensions,
+                             ingest::DimensionsFromJson(PQgetvalue(result.get(), i, 4)));
+      all.push_back(std::move(series));
+    }
+    return all;
+  }
+
+  Result<std::vector<StoredBatch>> ReadBatches() override {
+    CAIRN_ASSIGN_OR_RETURN(
+        PgResult result,
+        Execute("SELECT gateway_id, table_name, lane, batch_sequence::text, first_lsn::text, last_lsn::text, "
+                "records, inserted, replaced, duplicates, older, received_at, last_received_at, deliveries "
+                "FROM cairn_batches ORDER BY gateway_id COLLATE \"C\", table_name COLLATE \"C\", "
+                "lane COLLATE \"C\", batch_sequence",
+                {}));
+    std::vector<StoredBatch> batches;
+    for (int i = 0; i < PQntuples(result.get()); ++i) {
+      const auto column = [&](int c) { return PQgetvalue(result.get(), i, c); };
+      StoredBatch batch;
+      batch.header.gateway_id = column(0);
+      batch.header.table = column(1);
+      Result<SyncLane> lane = ParseSyncLane(column(2));
+      if (!lane.ok())
+        return Status::Corruption(std::string("cairn_batches holds an unknown lane: ") + column(2));
+      batch.header.lane = *lane;
+      CAIRN_ASSIGN_OR_RETURN(batch.header.batch_sequence, ParseNumber<uint64_t>(column(3), "batch_sequence"));
+      CAIRN_ASSIGN_OR_RETURN(batch.header.first_lsn, ParseNumber<uint64_t>(column(4), "first_lsn"));
+      CAIRN_ASSIGN_OR_RETURN(batch.header.last_lsn, ParseNumber<uint64_t>(column(5), "last_lsn"));
+      CAIRN_ASSIGN_OR_RETURN(batch.records, ParseNumber<uint64_t>(column(6), "records"));
+      CAIRN_ASSIGN_OR_RETURN(batch.counts.inserted, ParseNumber<uint64_t>(column(7), "inserted"));
+      CAIRN_ASSIGN_OR_RETURN(batch.counts.replaced, ParseNumber<uint64_t>(column(8), "replaced"));
+      CAIRN_ASSIGN_OR_RETURN(batch.counts.duplicates, ParseNumber<uint64_t>(column(9), "duplicates"));
+      CAIRN_ASSIGN_OR_RETURN(batch.counts.older, ParseNumber<uint64_t>(column(10), "older"));
+      CAIRN_ASSIGN_OR_RETURN(batch.received_at_unix_nanos, ParseNumber<int64_t>(column(11), "received_at"));
+      CAIRN_ASSIGN_OR_RETURN(batch.last_received_at_unix_nanos,
+                             ParseNumber<int64_t>(column(12), "last_received_at"));
+      CAIRN_ASSIGN_OR_RETURN(batch.deliveries, ParseNumber<uint64_t>(column(13), "deliveries"));
+      batches.push_back(std::move(batch));
+    }
+    return batches;
+  }
+
+  std::string_view kind() const override { return "postgresql"; }
+
+ private:
+  // Runs `sql` with text parameters. Errors: InvalidArgument when PostgreSQL
+  // refuses the data itself (SQLSTATE classes 22 data exception, 23
+  // integrity constraint, 54 program limit: retrying cannot help);
+  // Unavailable for everything else (lost connection, serialization
+  // failure, deadlock, server shutting down, a schema dropped under us,
+  // which Reconnect recreates).
+  Result<PgResult> Execute(const std::string& sql, const std::vector<std::string>& params) {
+    if (connection_ == nullptr) return Status::Unavailable("not connected to PostgreSQL");
+    std::vector<const char*> values;
+    std::vector<int> lengths;
+    values.reserve(params.size());
+    lengths.reserve(params.size());
+    for (const std::string& param : params) {
+      values.push_back(param.c_str());
+      lengths.push_back(static_cast<int>(param.size()));
+    }
+    PgResult result(PQexecParams(connection_.get(), sql.c_str(), static_cast<int>(params.size()),
+                                 /*paramTypes=*/nullptr, values.data(), lengths.data(),
+                                 /*paramFormats=*/nullptr, /*resultFormat=*/0));
+    const ExecStatusType status = result == nullptr ? PGRES_FATAL_ERROR : PQresultStatus(result.get());
+    if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return result;
+    std::string message =
+        Trimmed(result != nullptr ? PQresultErrorMessage(result.get()) : PQerrorMessage(connection_.get()));
+    if (message.empty()) message = Trimmed(PQerrorMessage(connection_.get()));
+    const char* state = result != nullptr ? PQresultErrorField(result.get(), PG_DIAG_SQLSTATE) : nullptr;
+    const std::string sqlstate = state == nullptr ? "" : state;
+    const std::string detail =
+        "PostgreSQL" + (sqlstate.empty() ? "" : " (SQLSTATE " + sqlstate + ")") + ": " + message;
+    if (PQstatus(connection_.get()) != CONNECTION_OK) return Status::Unavailable(detail);
+    const std::string sql_class = sqlstate.substr(0, 2);
+    if (sql_class == "22" || sql_class == "23" || sql_class == "54") return Status::InvalidArgument(detail);
+    return Status::Unavailable(detail);
+  }
+
+  Result<SinkCounts> ApplyInTransaction(const DecodedEnvelope& batch, int64_t received_at) {
+    const std::string& table = batch.header.table;
+    const ingest::BatchPlan plan = ingest::PlanBatch(batch.records);
+    SinkCounts counts = plan.losers;
+
+    for (size_t start = 0; start < plan.winners.size(); start += kRowsPerStatement) {
+      const size_t end = std::min(plan.winners.size(), start + kRowsPerStatement);
+      CAIRN_RETURN_IF_ERROR(UpsertReadings(table, batch.records, plan.winners, start, end, &counts));
+    }
+    CAIRN_RETURN_IF_ERROR(UpsertSeries(batch));
+
+    const EnvelopeHeader& header = batch.header;
+    CAIRN_RETURN_IF_ERROR(
+        Execute(
+            "INSERT INTO cairn_batches (gateway_id, table_name, lane, batch_sequence, first_lsn, last_lsn, "
+            "records, inserted, replaced, duplicates, older, received_at, last_received_at, deliveries) "
+            "VALUES ($1, $2, $3, $4::numeric, $5::numeric, $6::numeric, $7::bigint, $8::bigint, $9::bigint, "
+            "$10::bigint, $11::bigint, $12::bigint, $12::bigint, 1) "
+            "ON CONFLICT (gateway_id, table_name, lane, batch_sequence) DO UPDATE SET "
+            "last_received_at = EXCLUDED.last_received_at, deliveries = cairn_batches.deliveries + 1",
+            {header.gateway_id, header.table, std::string(SyncLaneName(header.lane)),
+             std::to_string(header.batch_sequence), std::to_string(header.first_lsn),
+             std::to_string(header.last_lsn), std::to_string(batch.records.size()),
+             std::to_string(counts.inserted), std::to_string(counts.replaced),
+             std::to_string(counts.duplicates), std::to_string(counts.older), std::to_string(received_at)})
+            .status());
+    return counts;
+  }
+
+  // Upserts winners [start, end): a row is written when its identity is new
+  // or its stored version is lower. Rows left alone (equal or higher stored
+  // version) stay locked by the upsert until the transaction ends, so the
+  // versions read back for them afterwards are the ones it compared with.
+  Status UpsertReadings(const std::string& table, const std::vector<RecordRow>& records,
+                        const std::vector<size_t>& winners, size_t start, size_t end, SinkCounts* counts) {
+    using Identity = std::tuple<std::string, std::string, int64_t>;
+    std::map<Identity, size_t> pending;  // identity -> record index, until accounted for
+    std::string sql =
+        "INSERT INTO cairn_readings AS stored (table_name, device_id, measure_name, timestamp_ns, shard, "
+        "partition_key, version, ttl, fields) VALUES ";
+    std::vector<std::string> params{table};
+    int next = 1;
+    const std::vector<std::string_view> casts{"", "", "bigint", "integer", "", "numeric", "bigint", "jsonb"};
+    for (size_t i = start; i < end; ++i) {
+      const RecordRow& row = records[winners[i]];
+      pending.emplace(Identity{row.device_id, row.measure_name, row.timestamp}, winners[i]);
+      if (i > start) sql += ", ";
+      AppendRowPlaceholders(&sql, "$1, ", casts, &next);
+      params.push_back(row.device_id);
+      params.push_back(row.measure_name);
+      params.push_back(std::to_string(row.timestamp));
+      params.push_back(std::to_string(row.shard));
+      params.push_back(PartitionKey(row.device_id, row.shard));
+      params.push_back(std::to_string(row.version));
+      params.push_back(std::to_string(row.ttl));
+      params.push_back(ingest::FieldsToJson(row.fields));
+    }
+    sql +=
+        " ON CONFLICT (table_name, device_id, measure_name, timestamp_ns) DO UPDATE SET "
+        "shard = EXCLUDED.shard, partition_key = EXCLUDED.partition_key, version = EXCLUDED.version, "
+        "ttl = EXCLUDED.ttl, fields = EXCLUDED.fields WHERE stored.version < EXCLUDED.version "
+        "RETURNING device_id, measure_name, timestamp_ns, (xmax = 0) AS inserted";
+    CAIRN_ASSIGN_OR_RETURN(PgResult written, Execute(sql, params));
+    for (int i = 0; i < PQntuples(written.get()); ++i) {
+      CAIRN_ASSIGN_OR_RETURN(int64_t timestamp,
+                             ParseNumber<int64_t>(PQgetvalue(written.get(), i, 2), "timestamp"));
+      pending.erase(Identity{PQgetvalue(written.get(), i, 0), PQgetvalue(written.get(), i, 1), timestamp});
+      if (std::string_view(PQgetvalue(written.get(), i, 3)) == "t") {
+        ++counts->inserted;
+      } else {
+        ++counts->replaced;
+      }
+    }
+    if (pending.empty()) return Status::Ok();
+
+    // The rows left alone: a duplicate when the stored version is ours,
+    // older when it is higher.
+    std::string select =
+        "SELECT device_id, measure_name, timestamp_ns, version::text FROM cairn_readings "
+        "WHERE table_name = $1 AND (device_id, measure_name, timestamp_ns) IN (VALUES ";
+    std::vector<std::string> select_params{table};
+    int select_next = 1;
+    const std::vector<std::string_view> key_casts{"", "", "bigint"};
+    bool first = true;
+    for (const auto& [identity, index] : pending) {
+      if (!first) select += ", ";
+      first = false;
+      AppendRowPlaceholders(&select, "", key_casts, &select_next);
+      select_params.push_back(std::get<0>(identity));
+      select_params.push_back(std::get<1>(identity));
+      select_params.push_back(std::to_string(std::get<2>(identity)));
+    }
+    select += ")";
+    CAIRN_ASSIGN_OR_RETURN(PgResult stored, Execute(select, select_params));
+    for (int i = 0; i < PQntuples(stored.get()); ++i) {
+      CAIRN_ASSIGN_OR_RETURN(int64_t timestamp,
+                             ParseNumber<int64_t>(PQgetvalue(stored.get(), i, 2), "timestamp"));
+      CAIRN_ASSIGN_OR_RETURN(uint64_t version,
+                             ParseNumber<uint64_t>(PQgetvalue(stored.get(), i, 3), "version"));
+      const auto found =
+          pending.find(Identity{PQgetvalue(stored.get(), i, 0), PQgetvalue(stored.get(), i, 1), timestamp});
+      if (found == pending.end()) continue;
+      if (version == records[found->second].version) {
+        ++counts->duplicates;
+      } else {
+        ++counts->older;
+      }
+      pending.erase(found);
+    }
+    if (!pending.empty()) {
+      return Status::Internal("PostgreSQL neither wrote nor kept " + std::to_string(pending.size()) +
+                              " readings of the batch");
+    }
+    return Status::Ok();
+  }
+
+  // Every series of the batch gets a row; dimensions sent with the batch
+  // replace the stored ones (latest wins), absent ones leave them alone.
+  Status UpsertSeries(const DecodedEnvelope& batch) {
+    using SeriesKey = std::tuple<std::string_view, std::string_view, int>;
+    std::set<SeriesKey> with_dimensions;
+    std::vector<const SeriesDimensions*> dimensioned;
+    for (const SeriesDimensions& series : batch.dimensions) {
+      if (series.dimensions.empty()) continue;
+      if (with_dimensions.emplace(series.device_id, series.measure_name, series.shard).second) {
+        dimensioned.push_back(&series);
+      }
+    }
+    std::set<SeriesKey> plain;
+    std::vector<const RecordRow*> undimensioned;
+    for (const RecordRow& row : batch.records) {
+      const SeriesKey key{row.device_id, row.measure_name, row.shard};
+      if (with_dimensions.count(key) == 0 && plain.insert(key).second) undimensioned.push_back(&row);
+    }
+    const std::vector<std::string_view> casts{"", "", "", "integer", "", "jsonb"};
+    for (size_t start = 0; start < undimensioned.size(); start += kRowsPerStatement) {
+      const size_t end = std::min(undimensioned.size(), start + kRowsPerStatement);
+      std::string sql =
+          "INSERT INTO cairn_series (table_name, device_id, measure_name, shard, partition_key, "
+          "dimensions) VALUES ";
+      std::vector<std::string> params;
+      int next = 0;
+      for (size_t i = start; i < end; ++i) {
+        const RecordRow& row = *undimensioned[i];
+        if (i > start) sql += ", ";
+        AppendRowPlaceholders(&sql, "", casts, &next);
+        params.insert(params.end(),
+                      {batch.header.table, row.device_id, row.measure_name, std::to_string(row.shard),
+                       PartitionKey(row.device_id, row.shard), "{}"});
+      }
+      sql += " ON CONFLICT (table_name, device_id, measure_name, shard) DO NOTHING";
+      CAIRN_RETURN_IF_ERROR(Execute(sql, params).status());
+    }
+    for (size_t start = 0; start < dimensioned.size(); start += kRowsPerStatement) {
+      const size_t end = std::min(dimensioned.size(), start + kRowsPerStatement);
+      std::string sql =
+          "INSERT INTO cairn_series (table_name, device_id, measure_name, shard, partition_key, "
+          "dimensions) VALUES ";
+      std::vector<std::string> params;
+      int next = 0;
+      for (size_t i = start; i < end; ++i) {
+        const SeriesDimensions& series = *dimensioned[i];
+        if (i > start) sql += ", ";
+        AppendRowPlaceholders(&sql, "", casts, &next);
+        params.insert(
+            params.end(),
+            {batch.header.table, series.device_id, series.measure_name, std::to_string(series.shard),
+             PartitionKey(series.device_id, series.shard), ingest::DimensionsToJson(series.dimensions)});
+      }
+      sql +=
+          " ON CONFLICT (table_name, device_id, measure_name, shard) DO UPDATE SET "
+          "dimensions = EXCLUDED.dimensions";
+      CAIRN_RETURN_IF_ERROR(Execute(sql, params).status());
+    }
+    return Status::Ok();
+  }
+
+  const std::string conninfo_;
+  PgConnection connection_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<IngestSink>> OpenPostgresSink(const std::string& conninfo) {
+  auto sink = std::make_unique<PostgresSink>(conninfo);
+  CAIRN_RETURN_IF_ERROR(sink->Connect());
+  return std::unique_ptr<IngestSink>(std::move(sink));
+}
+
+}  // namespace cairn

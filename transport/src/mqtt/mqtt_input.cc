@@ -1,0 +1,438 @@
+#include "cairn/transport/mqtt_input.h"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "cairn/transport/json_value.h"
+
+namespace cairn {
+namespace {
+
+// Nanoseconds per unit of each precision.
+int64_t NanosPerUnit(TimestampPrecision precision) {
+  switch (precision) {
+    case TimestampPrecision::kNanoseconds:
+      return 1;
+    case TimestampPrecision::kMicroseconds:
+      return 1'000;
+    case TimestampPrecision::kMilliseconds:
+      return 1'000'000;
+    case TimestampPrecision::kSeconds:
+      return 1'000'000'000;
+    case TimestampPrecision::kMinutes:
+      return 60'000'000'000;
+    case TimestampPrecision::kHours:
+      return 3'600'000'000'000;
+  }
+  return 1;
+}
+
+// MQTT topic matching (MQTT 3.1.1 §4.7): '+' is one level, a trailing '#'
+// is any number of levels including none, and topics starting with '$' are
+// not matched by a wildcard in the first level.
+std::vector<std::string_view> TopicLevels(std::string_view text) {
+  std::vector<std::string_view> levels;
+  size_t start = 0;
+  while (true) {
+    const size_t end = text.find('/', start);
+    if (end == std::string_view::npos) {
+      levels.push_back(text.substr(start));
+      return levels;
+    }
+    levels.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+}
+
+bool TopicMatches(std::string_view filter, std::string_view topic) {
+  if (!topic.empty() && topic.front() == '$' && !filter.empty() &&
+      (filter.front() == '+' || filter.front() == '#')) {
+    return false;
+  }
+  const std::vector<std::string_view> filter_levels = TopicLevels(filter);
+  const std::vector<std::string_view> topic_levels = TopicLevels(topic);
+  for (size_t i = 0; i < filter_levels.size(); ++i) {
+    // '#' also matches the parent level: "a/#" matches "a".
+    if (filter_levels[i] == "#") return true;
+    if (i >= topic_levels.size()) return false;
+    if (filter_levels[i] != "+" && filter_levels[i] != topic_levels[i]) return false;
+  }
+  return filter_levels.size() == topic_levels.size();
+}
+
+Status CheckFilter(const std::string& filter) {
+  if (filter.empty()) return Status::InvalidArgument("empty MQTT topic filter");
+  size_t start = 0;
+  while (true) {
+    const size_t end = std::min(filter.find('/', start), filter.size());
+    std::string_view level = std::string_view(filter).substr(start, end - start);
+    if (level.find_first_of("#+") != std::string_view::npos && level.size() != 1) {
+      return Status::InvalidArgument("MQTT wildcard must fill a whole topic level: " + filter);
+    }
+    if (level == "#" && end != filter.size()) {
+      return Status::InvalidArgument("MQTT '#' wildcard must be the last topic level: " + filter);
+    }
+    if (end == filter.size()) return Status::Ok();
+    start = end + 1;
+  }
+}
+
+Result<int64_t> ParseInteger(const JsonValue& value, std::string_view what) {
+  std::string_view text = value.text();
+  if (!value.is_number() && !value.is_string()) {
+    return Status::InvalidArgument(std::string(what) + " must be an integer");
+  }
+  int64_t parsed = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), parsed);
+  if (error != std::errc() || end != text.data() + text.size() || text.empty()) {
+    return Status::InvalidArgument(std::string(what) + " must be an integer within int64, got " +
+                                   std::string(text));
+  }
+  return parsed;
+}
+
+Result<Value> FieldValue(const std::string& name, const JsonValue& value) {
+  switch (value.kind()) {
+    case JsonValue::Kind::kNumber: {
+      const double number = value.number();
+      if (!std::isfinite(number))
+        return Status::InvalidArgument("field '" + name + "' is not a finite number");
+      return Value(number);
+    }
+    case JsonValue::Kind::kBool:
+      return Value(value.boolean());
+    case JsonValue::Kind::kString:
+      return Value(value.text());
+    case JsonValue::Kind::kObject: {
+      const JsonValue* integer = value.Find("int");
+      if (integer != nullptr && value.members().size() == 1) {
+        Result<int64_t> parsed = ParseInteger(*integer, "field '" + name + "' {\"int\": ...}");
+        if (!parsed.ok()) return parsed.status();
+        return Value(*parsed);
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  return Status::InvalidArgument("field '" + name +
+                                 "' must be a number, a boolean, a string or {\"int\": integer}");
+}
+
+Result<Record> ReadingToRecord(const JsonValue& reading, const LineProtocolOptions& options) {
+  if (!reading.is_object()) return Status::InvalidArgument("a reading must be a JSON object");
+  Record record;
+  bool has_device = false, has_measure = false, has_fields = false, has_time = false;
+  const int64_t unit = NanosPerUnit(options.precision);
+  for (const auto& [key, value] : reading.members()) {
+    if (key == "device" || key == "measure") {
+      if (!value.is_string()) return Status::InvalidArgument("\"" + key + "\" must be a string");
+      (key == "device" ? record.device_id : record.measure_name) = value.text();
+      (key == "device" ? has_device : has_measure) = true;
+    } else if (key == "time") {
+      Result<int64_t> time = ParseInteger(value, "\"time\"");
+      if (!time.ok()) return time.status();
+      if (__builtin_mul_overflow(*time, unit, &record.timestamp)) {
+        return Status::InvalidArgument("\"time\" " + value.text() + " is out of range for precision " +
+                                       std::string(TimestampPrecisionName(options.precision)));
+      }
+      has_time = true;
+    } else if (key == "fields") {
+      if (!value.is_object()) return Status::InvalidArgument("\"fields\" must be an object");
+      for (const auto& [name, field_value] : value.members()) {
+        Result<Value> converted = FieldValue(name, field_value);
+        if (!converted.ok()) return converted.status();
+        record.fields.push_back(Field{name, std::move(*converted)});
+      }
+      has_fields = true;
+    } else if (key == "tags") {
+      if (!value.is_object()) return Status::InvalidArgument("\"tags\" must be an object of strings");
+      for (const auto& [name, tag] : value.members()) {
+        if (!tag.is_string()) return Status::InvalidArgument("tag '" + name + "' must be a string");
+        record.dimensions[name] = tag.text();
+      }
+    } else if (key == "version") {
+      Result<int64_t> version = ParseInteger(value, "\"version\"");
+      if (!version.ok()) return version.status();
+      if (*version < 0) return Status::InvalidArgument("\"version\" must not be negative");
+      record.version = static_cast<uint64_t>(*version);
+    } else {
+      return Status::InvalidArgument("unknown member \"" + key + "\"");
+    }
+  }
+  if (!has_device) return Status::InvalidArgument("no \"device\"");
+  if (!has_measure) return Status::InvalidArgument("no \"measure\"");
+  if (!has_fields || record.fields.empty()) return Status::InvalidArgument("no \"fields\"");
+  if (!has_time) {
+    // As line protocol: the receiver's clock, truncated to the precision.
+    record.timestamp = options.default_timestamp - options.default_timestamp % unit;
+  }
+  CAIRN_RETURN_IF_ERROR(ValidateRecord(record));
+  return record;
+}
+
+}  // namespace
+
+Result<MqttInputRoute> ParseMqttInputRoute(std::string_view text) {
+  const size_t equals = text.rfind('=');
+  if (equals == std::string_view::npos) {
+    return Status::InvalidArgument("MQTT input route must be FILTER=TABLE, got '" + std::string(text) + "'");
+  }
+  MqttInputRoute route{std::string(text.substr(0, equals)), std::string(text.substr(equals + 1))};
+  if (route.topic_filter.empty() || route.table.empty()) {
+    return Status::InvalidArgument("MQTT input route needs a topic filter and a table: '" +
+                                   std::string(text) + "'");
+  }
+  CAIRN_RETURN_IF_ERROR(CheckFilter(route.topic_filter));
+  return route;
+}
+
+Status MqttInput::ParsePayload(std::string_view payload, const LineProtocolOptions& options,
+                               std::vector<Record>* records, std::vector<std::string>* errors) {
+  const size_t first = payload.find_first_not_of(" \t\r\n");
+  if (first != std::string_view::npos && (payload[first] == '{' || payload[first] == '[')) {
+    Result<JsonValue> document = JsonValue::Parse(payload);
+    if (!document.ok()) return document.status().WithContext("JSON payload");
+    std::vector<const JsonValue*> readings;
+    if (document->kind() == JsonValue::Kind::kArray) {
+      for (const JsonValue& element : document->elements()) readings.push_back(&element);
+    } else {
+      readings.push_back(&*document);
+    }
+    for (size_t i = 0; i < readings.size(); ++i) {
+      Result<Record> record = ReadingToRecord(*readings[i], options);
+      if (record.ok()) {
+        records->push_back(std::move(*record));
+      } else {
+        errors->push_back("reading " + std::to_string(i + 1) + ": " + record.status().message());
+      }
+    }
+    return Status::Ok();
+  }
+  LineProtocolBatch batch = ParseLineProtocol(payload, options);
+  for (LineProtocolRecord& line : batch.records) records->push_back(std::move(line.record));
+  for (const LineProtocolError& error : batch.errors) {
+    errors->push_back("line " + std::to_string(error.line_number) + ": " + error.reason);
+  }
+  return Status::Ok();
+}
+
+class MqttInput::Impl {
+ public:
+  Impl(Env* env, Engine* engine, MqttInputOptions options)
+      : env_(env), engine_(engine), options_(std::move(options)) {}
+
+  Status Init() {
+    MqttLinkOptions link_options = options_.link;
+    for (const MqttInputRoute& route : options_.routes)
+      link_options.subscriptions.push_back(route.topic_filter);
+    Result<std::unique_ptr<MqttLink>> link = MqttLink::Create(
+        env_, std::move(link_options),
+        [this](std::string_view topic, std::string_view payload) { OnMessage(topic, payload); });
+    if (!link.ok()) return link.status();
+    link_ = std::move(*link);
+    return Status::Ok();
+  }
+
+  Status Start() { return link_->Start(); }
+
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    stop_requested_.notify_all();
+    link_->Stop();
+  }
+
+  bool WaitConnected(int64_t timeout_ms) { return link_->WaitConnected(timeout_ms); }
+
+  MqttInputStats stats() const {
+    MqttInputStats copy;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      copy = stats_;
+    }
+    copy.link = link_->stats();
+    return copy;
+  }
+
+ private:
+  void Log(const std::string& line) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stats_.last_error = line;
+    }
+    if (options_.log) options_.log(line);
+  }
+
+  const MqttInputRoute* RouteFor(std::string_view topic) const {
+    for (const MqttInputRoute& route : options_.routes) {
+      if (TopicMatches(route.topic_filter, topic)) return &route;
+    }
+    return nullptr;
+  }
+
+  // Uniform in [0, min(retry_max_ms, retry_min_ms * 2^attempt)].
+  int64_t RetryDelayMs(int attempt) {
+    int64_t bound = options_.retry_min_ms;
+    for (int i = 0; i < attempt && bound < options_.retry_max_ms; ++i) bound *= 2;
+    bound = std::min(bound, options_.retry_max_ms);
+    uint8_t bytes[8];
+    if (!env_->RandomBytes(bytes).ok()) return bound;
+    uint64_t random = 0;
+    for (uint8_t byte : bytes) random = (random << 8) | byte;
+    return static_cast<int64_t>(random % (static_cast<uint64_t>(bound) + 1));
+  }
+
+  void OnMessage(std::string_view topic, std::string_view payload) {
+    HandleMessage(topic, payload);
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.messages;
+  }
+
+  void HandleMessage(std::string_view topic, std::string_view payload) {
+    const MqttInputRoute* route = RouteFor(topic);
+    if (route == nullptr) {
+      // Only possible when the broker delivers beyond our filters (a
+      // session subscribed earlier with other routes).
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++stats_.messages_failed;
+      }
+      Log("MQTT input: no route for topic " + std::string(topic) + "; message dropped");
+      return;
+    }
+    LineProtocolOptions parse_options;
+    parse_options.precision = options_.precision;
+    parse_options.default_timestamp = env_->NowUnixNanos();
+    parse_options.device_tag = options_.device_tag;
+    parse_options.max_line_bytes = options_.max_line_bytes;
+    std::vector<Record> records;
+    std::vector<std::string> errors;
+    Status parsed = MqttInput::ParsePayload(payload, parse_options, &records, &errors);
+    const std::string where = "MQTT input " + std::string(topic) + " -> " + route->table + ": ";
+    if (!parsed.ok()) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++stats_.messages_failed;
+      }
+      Log(where + parsed.message());
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stats_.records_rejected += errors.size();
+    }
+    for (const std::string& error : errors) Log(where + error);
+    if (records.empty()) return;
+    StoreRecords(where, route->table, records);
+  }
+
+  void StoreRecords(const std::string& where, const std::string& table, const std::vector<Record>& records) {
+    for (int attempt = 0;; ++attempt) {
+      bool stopping;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stopping = stopping_;
+        if (stopping) ++stats_.messages_failed;
+        if (!stopping && attempt > 0) ++stats_.write_retries;
+      }
+      if (stopping) {
+        // Acknowledged to the broker when the handler returns: lost.
+        Log(where + "input stopped while the engine refused the message; it is dropped");
+        return;
+      }
+      Result<WriteResult> written = engine_->Write(table, records);
+      if (written.ok()) {
+        size_t stored = 0;
+        std::vector<std::string> refused;
+        for (size_t i = 0; i < written->records.size(); ++i) {
+          const RecordResult& outcome = written->records[i];
+          if (outcome.outcome == WriteOutcome::kStored || outcome.outcome == WriteOutcome::kDuplicate) {
+            ++stored;
+          } else {
+            refused.push_back(where + "record " + std::to_string(i + 1) + " of " + records[i].device_id +
+                              "/" + records[i].measure_name + " refused: " + outcome.reason);
+          }
+        }
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          stats_.records_stored += stored;
+          stats_.records_rejected += refused.size();
+        }
+        for (const std::string& line : refused) Log(line);
+        return;
+      }
+      const Status& status = written.status();
+      if (!status.Is(StatusCode::kUnavailable) && !status.Is(StatusCode::kResourceExhausted)) {
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          ++stats_.messages_failed;
+        }
+        Log(where + status.ToString());
+        return;
+      }
+      // The engine cannot take it now (quota, backpressure): keep the message
+      // unacknowledged at the broker and try again.
+      if (attempt == 0) Log(where + status.ToString() + "; retrying");
+      std::unique_lock<std::mutex> lock(mutex_);
+      stop_requested_.wait_for(lock, std::chrono::milliseconds(RetryDelayMs(attempt)),
+                               [this] { return stopping_; });
+    }
+  }
+
+  Env* const env_;
+  Engine* const engine_;
+  const MqttInputOptions options_;
+  mutable std::mutex mutex_;
+  std::condition_variable stop_requested_;
+  bool stopping_ = false;
+  MqttInputStats stats_;
+  // Last: destroyed (and stopped) first, while the members its handler uses
+  // still exist.
+  std::unique_ptr<MqttLink> link_;
+};
+
+Result<std::unique_ptr<MqttInput>> MqttInput::Create(Env* env, Engine* engine, MqttInputOptions options) {
+  if (options.routes.empty())
+    return Status::InvalidArgument("MQTT input needs at least one route FILTER=TABLE");
+  if (!options.link.subscriptions.empty()) {
+    return Status::InvalidArgument(
+        "MQTT input subscribes to its routes' filters; give no link subscriptions");
+  }
+  for (const MqttInputRoute& route : options.routes) {
+    CAIRN_RETURN_IF_ERROR(CheckFilter(route.topic_filter));
+    if (route.table.empty()) {
+      return Status::InvalidArgument("MQTT input route " + route.topic_filter + " has no table");
+    }
+  }
+  if (options.retry_min_ms < 1 || options.retry_max_ms < options.retry_min_ms) {
+    return Status::InvalidArgument("MQTT input retry backoff needs 1 <= retry_min_ms <= retry_max_ms");
+  }
+  if (options.device_tag.empty()) return Status::InvalidArgument("MQTT input device_tag is empty");
+  if (engine == nullptr) return Status::InvalidArgument("MQTT input needs an engine");
+  auto impl = std::make_unique<Impl>(env, engine, std::move(options));
+  CAIRN_RETURN_IF_ERROR(impl->Init());
+  return std::unique_ptr<MqttInput>(new MqttInput(std::move(impl)));
+}
+
+MqttInput::MqttInput(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+MqttInput::~MqttInput() { Stop(); }
+
+Status MqttInput::Start() { return impl_->Start(); }
+
+void MqttInput::Stop() { impl_->Stop(); }
+
+bool MqttInput::WaitConnected(int64_t timeout_ms) { return impl_->WaitConnected(timeout_ms); }
+
+MqttInputStats MqttInput::stats() const { return impl_->stats(); }
+
+}  // namespace cairn
