@@ -6,6 +6,7 @@
 #include "cairn/platform/process_signals.h"
 #include "cairn/transport/builtin_commands.h"
 #include "cairn/transport/engine_commands.h"
+#include "cairn/transport/mqtt_input.h"
 #include "cairn/transport/sync_commands.h"
 #include "cairn/transport/web_assets.h"
 
@@ -46,6 +47,7 @@ Status Daemon::Start() {
   CAIRN_RETURN_IF_ERROR(RegisterEngineCommands(&commands_, engine_.get(), env_, command_options));
   CAIRN_RETURN_IF_ERROR(StartSync());
   CAIRN_RETURN_IF_ERROR(RegisterSyncCommands(&commands_, sync_agent_.get()));
+  CAIRN_RETURN_IF_ERROR(StartMqttInput());
   std::string serving;
   if (!options_.serial_path.empty()) {
     CAIRN_RETURN_IF_ERROR(StartSerialShell());
@@ -58,6 +60,7 @@ Status Daemon::Start() {
                (ipv6 ? "[" + options_.http_address + "]" : options_.http_address) + ":" +
                std::to_string(http_server_->port());
   }
+  if (mqtt_input_ != nullptr) serving += ", reading sensors from " + options_.mqtt_input_broker;
   if (sync_agent_ != nullptr) {
     serving += ", syncing to " + options_.sync_broker + " as gateway " + options_.gateway_id;
   }
@@ -126,6 +129,28 @@ Status Daemon::StartSync() {
   sync_agent_ = std::move(agent).value();
   CAIRN_RETURN_IF_ERROR(sync_agent_->Start().WithContext("cannot start sync"));
   return Status::Ok();
+}
+
+Status Daemon::StartMqttInput() {
+  if (options_.mqtt_input_broker.empty()) return Status::Ok();
+  MqttInputOptions input;
+  input.link.server_uri = options_.mqtt_input_broker;
+  input.link.client_id =
+      "cairnd-input-" + (options_.gateway_id.empty() ? std::string("local") : options_.gateway_id);
+  std::string_view routes = options_.mqtt_input_routes;
+  while (!routes.empty()) {
+    const size_t comma = routes.find(',');
+    CAIRN_ASSIGN_OR_RETURN(MqttInputRoute route, ParseMqttInputRoute(routes.substr(0, comma)));
+    input.routes.push_back(std::move(route));
+    routes = comma == std::string_view::npos ? std::string_view() : routes.substr(comma + 1);
+  }
+  input.device_tag = options_.device_tag;
+  Logger* log = log_;
+  input.log = [log](std::string_view line) { log->Warn(std::string(line)); };
+  Result<std::unique_ptr<MqttInput>> created = MqttInput::Create(env_, engine_.get(), std::move(input));
+  if (!created.ok()) return created.status().WithContext("cannot set up the MQTT input");
+  mqtt_input_ = std::move(created).value();
+  return mqtt_input_->Start().WithContext("cannot start the MQTT input");
 }
 
 Status Daemon::StartHttp() {
@@ -307,6 +332,10 @@ Status Daemon::Stop() {
   }
   http_api_.reset();
   StopSerialShell();
+  if (mqtt_input_ != nullptr) {
+    mqtt_input_->Stop();
+    mqtt_input_.reset();
+  }
   // Before the engine closes: the agent saves its ledger through it.
   if (sync_agent_ != nullptr) {
     sync_agent_->Stop();

@@ -37,6 +37,7 @@
 #include "cairn/transport/command_registry.h"
 #include "cairn/transport/http_api.h"
 #include "cairn/transport/http_server.h"
+#include "cairn/transport/mqtt_input.h"
 #include "cairn/transport/serial_shell.h"
 #include "cairn/transport/sync_agent.h"
 #include "cairn/transport/token_store.h"
@@ -92,6 +93,8 @@ class Daemon {
   Status OpenTokens();
   // Starts the sync agent when --sync-broker is given.
   Status StartSync();
+  // Subscribes to the gateway's broker for sensor readings when asked.
+  Status StartMqttInput();
   // Starts the HTTP(S) server when the options ask for it.
   Status StartHttp();
   // Opens the serial port and starts a shell on it.
@@ -108,6 +111,7 @@ class Daemon {
   std::unique_ptr<Engine> engine_;
   CommandRegistry commands_;
   std::unique_ptr<SyncAgent> sync_agent_;
+  std::unique_ptr<MqttInput> mqtt_input_;
   std::unique_ptr<SerialShell> serial_shell_;
   std::unique_ptr<TokenStore> tokens_;
   // An admin token created at this start, shown once on the serial
