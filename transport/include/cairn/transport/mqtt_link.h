@@ -125,7 +125,7 @@ class MqttLink {
   virtual MqttLinkStats stats() const = 0;
 
   // Disconnects (waiting up to a second for in-flight PUBACKs), fails the
-  // remaining publish callbacks with Cancelled, and returns after the last
+  // remaining publish callbacks with Unavailable (stopped before PUBACK), and returns after the last
   // handler call. No handler runs afterwards. Idempotent.
   virtual void Stop() = 0;
 };
