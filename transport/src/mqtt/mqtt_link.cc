@@ -401,7 +401,8 @@ class MqttLinkImpl final : public MqttLink {
       remaining.swap(pending_);
       stats_.publish_failures += remaining.size();
     }
-    for (auto& [key, done] : remaining) {
+    for (auto& entry : remaining) {
+      PublishCallback& done = entry.second;
       // Status has no cancellation code; Unavailable tells the caller to
       // send it again on a later link, which is what a cancelled publish needs.
       Invoke([&] {
@@ -496,7 +497,8 @@ class MqttLinkImpl final : public MqttLink {
       stats_.publish_failures += failed.size();
     }
     state_changed_.notify_all();
-    for (auto& [key, done] : failed) {
+    for (auto& entry : failed) {
+      PublishCallback& done = entry.second;
       Invoke([&] {
         if (done) done(Status::Unavailable("connection lost before PUBACK"));
       });
