@@ -64,6 +64,7 @@ class ForwardingEngine : public Engine {
   Status SealAll() override { return target_->SealAll(); }
   Status Maintain() override { return target_->Maintain(); }
   EngineStats Stats() override { return target_->Stats(); }
+  SyncQuotaStatus QuotaStatus() override { return target_->QuotaStatus(); }
   Status Close() override { return target_->Close(); }
 
  private:

@@ -39,6 +39,20 @@ struct PeriodHandle {
   std::unique_ptr<PeriodFile> file;
 };
 
+// Encodes `records` (ascending, unique timestamps) of one series, with
+// lsns[i] the LSN of records[i], as chunk rows of at most `max_records`
+// records (fewer for wide series), appended to `out`.
+Status EncodeSeriesChunks(int64_t series_id, const std::vector<ChunkField>& schema,
+                          std::vector<ChunkRecord>& records, const std::vector<uint64_t>& lsns,
+                          size_t max_records, std::vector<ChunkRow>* out);
+
+// Decodes a chunk read with data into (record, LSN) pairs appended to
+// `out`, its values laid out along `schema`, which grows by the chunk's
+// fields it lacks (records decoded earlier keep the shorter layout: resize
+// before encoding). Corruption when the LSN list does not match the chunk.
+Status DecodeChunkRecords(const ChunkRow& chunk, std::vector<ChunkField>* schema,
+                          std::vector<std::pair<ChunkRecord, uint64_t>>* out);
+
 // What a caller of GetPeriodFile will do with the file.
 enum class PeriodAccess : uint8_t {
   kRead,    // must exist; old periods open read-only with the small cache
@@ -82,6 +96,7 @@ class EngineImpl final : public Engine {
   Status SealAll() override;
   Status Maintain() override;
   EngineStats Stats() override;
+  SyncQuotaStatus QuotaStatus() override;
   Status Close() override;
 
  private:
@@ -114,6 +129,20 @@ class EngineImpl final : public Engine {
   // True when the period file holds a record whose LSN is not in `confirmed`.
   Result<bool> PeriodHasUnsynced(const std::string& table, Period period, int64_t start,
                                  const LsnRangeSet& confirmed);
+
+  // ---- sync quota (engine_quota.cc) ----
+  struct QuotaMeasurement;
+  // OK, or ResourceExhausted naming the limit when the quota refuses writes
+  // to `table` now.
+  Status AdmitUnderQuota(const std::string& table);
+  // Measures the quota when due, applies the policy, updates quota_.
+  Status CheckSyncQuota();
+  Result<QuotaMeasurement> MeasureQuota();
+  // Drops or downsamples the oldest unsynced sealed records until about
+  // `wanted` bytes are freed or nothing is left; returns the bytes freed.
+  Result<uint64_t> ReclaimUnsynced(uint64_t wanted, const QuotaMeasurement& measurement, bool downsample);
+  Result<uint64_t> ReclaimInPeriod(const std::string& table, Period period, int64_t start,
+                                   const LsnRangeSet& confirmed, uint64_t wanted, bool downsample);
 
   // ---- storage (engine_storage.cc) ----
   std::string TableDir(const std::string& table) const;
@@ -165,6 +194,13 @@ class EngineImpl final : public Engine {
 
   std::atomic<uint64_t> records_written_{0}, records_duplicate_{0}, records_rejected_{0}, records_invalid_{0};
   std::atomic<uint64_t> chunks_sealed_{0};
+
+  // Sync quota state: quota_ under quota_mutex_; the two flags are read by
+  // every write without it.
+  std::mutex quota_mutex_;
+  SyncQuotaStatus quota_;
+  int64_t quota_checked_monotonic_ns_ = 0;  // 0: never
+  std::atomic<bool> quota_refuses_synced_{false}, quota_refuses_all_{false};
 
   std::mutex background_mutex_;
   std::condition_variable background_cv_;

@@ -16,11 +16,18 @@ constexpr size_t kMaxRecordsPerChunk = 8192;
 
 bool Expired(const ChunkRecord& r, int64_t now_ns) { return r.ttl != 0 && r.ttl <= now_ns / kNanosPerSecond; }
 
-// Encodes `records` (ascending, unique timestamps) of one series as chunk
-// rows of at most `max_records` records.
-Status EncodeChunks(int64_t series_id, const std::vector<ChunkField>& schema,
-                    std::vector<ChunkRecord>& records, const std::vector<uint64_t>& lsns, size_t max_records,
-                    std::vector<ChunkRow>* out) {
+// Closes a handle's file under its mutex. The lock must end before the
+// handle is erased from the cache: erasing may destroy the mutex.
+void CloseHandle(PeriodHandle& handle) {
+  std::lock_guard file_lock(handle.mutex);
+  (void)handle.file->Close();
+}
+
+}  // namespace
+
+Status EncodeSeriesChunks(int64_t series_id, const std::vector<ChunkField>& schema,
+                          std::vector<ChunkRecord>& records, const std::vector<uint64_t>& lsns,
+                          size_t max_records, std::vector<ChunkRow>* out) {
   // Wide series get shorter chunks: the codec bounds records x fields.
   const size_t cell_bound = kMaxChunkCells / std::max<size_t>(schema.size(), 1);
   max_records = std::clamp<size_t>(std::min(max_records, cell_bound), 1, kMaxRecordsPerChunk);
@@ -47,14 +54,37 @@ Status EncodeChunks(int64_t series_id, const std::vector<ChunkField>& schema,
   return Status::Ok();
 }
 
-// Closes a handle's file under its mutex. The lock must end before the
-// handle is erased from the cache: erasing may destroy the mutex.
-void CloseHandle(PeriodHandle& handle) {
-  std::lock_guard file_lock(handle.mutex);
-  (void)handle.file->Close();
+Status DecodeChunkRecords(const ChunkRow& chunk, std::vector<ChunkField>* schema,
+                          std::vector<std::pair<ChunkRecord, uint64_t>>* out) {
+  CAIRN_ASSIGN_OR_RETURN(DecodedChunk decoded, DecodeChunk(chunk.data));
+  std::vector<size_t> column_to_schema;
+  for (const ChunkColumn& column : decoded.columns) {
+    auto it = std::find_if(schema->begin(), schema->end(),
+                           [&](const ChunkField& f) { return f.name == column.field.name; });
+    if (it == schema->end()) {
+      schema->push_back(column.field);
+      it = schema->end() - 1;
+    }
+    column_to_schema.push_back(static_cast<size_t>(it - schema->begin()));
+  }
+  if (chunk.lsns.size() != decoded.size()) {
+    return Status::Corruption("chunk at " + std::to_string(chunk.start_ns) + " holds " +
+                              std::to_string(decoded.size()) + " records but " +
+                              std::to_string(chunk.lsns.size()) + " LSNs");
+  }
+  for (size_t i = 0; i < decoded.size(); ++i) {
+    ChunkRecord r;
+    r.timestamp = decoded.timestamps[i];
+    r.version = decoded.versions[i];
+    r.ttl = decoded.ttls[i];
+    r.values.resize(schema->size());
+    for (size_t c = 0; c < decoded.columns.size(); ++c) {
+      if (decoded.columns[c].present[i]) r.values[column_to_schema[c]] = decoded.columns[c].values[i];
+    }
+    out->emplace_back(std::move(r), chunk.lsns[i]);
+  }
+  return Status::Ok();
 }
-
-}  // namespace
 
 std::string EngineImpl::TableDir(const std::string& table) const { return JoinPath(data_dir_, table); }
 
@@ -253,8 +283,8 @@ Status EngineImpl::SealWhere(const std::function<bool(const Series&)>& due) {
       if (batch.series.empty() || batch.series.back().series_id != job.meta.series_id) {
         batch.series.push_back(job.meta);
       }
-      CAIRN_RETURN_IF_ERROR(EncodeChunks(job.meta.series_id, job.meta.fields, records, lsns,
-                                         options_.seal_records, &batch.chunks));
+      CAIRN_RETURN_IF_ERROR(EncodeSeriesChunks(job.meta.series_id, job.meta.fields, records, lsns,
+                                               options_.seal_records, &batch.chunks));
       batch.covered.push_back({&job, {begin, end}});
       begin = end;
     }
@@ -360,56 +390,35 @@ Status EngineImpl::CompactPeriod(const std::string& table, Period period, int64_
   std::lock_guard file_lock(handle->mutex);
   CAIRN_ASSIGN_OR_RETURN(bool compacted, handle->file->IsCompacted());
   if (compacted) return Status::Ok();
-  return handle->file->Compact([&](const PeriodSeries& series,
-                                   std::vector<ChunkRow>&& chunks) -> Result<std::vector<ChunkRow>> {
-    // Merge every chunk of the series: the highest version of each
-    // timestamp wins, expired records are dropped for good.
-    std::vector<ChunkField> schema;
-    std::map<int64_t, std::pair<ChunkRecord, uint64_t>> merged;  // ts -> record, its LSN
-    for (const ChunkRow& chunk : chunks) {
-      CAIRN_ASSIGN_OR_RETURN(DecodedChunk decoded, DecodeChunk(chunk.data));
-      std::vector<size_t> column_to_schema;
-      for (const ChunkColumn& column : decoded.columns) {
-        auto it = std::find_if(schema.begin(), schema.end(),
-                               [&](const ChunkField& f) { return f.name == column.field.name; });
-        if (it == schema.end()) {
-          schema.push_back(column.field);
-          it = schema.end() - 1;
+  return handle->file->Compact(
+      [&](const PeriodSeries& series, std::vector<ChunkRow>&& chunks) -> Result<std::vector<ChunkRow>> {
+        // Merge every chunk of the series: the highest version of each
+        // timestamp wins, expired records are dropped for good.
+        std::vector<ChunkField> schema;
+        std::map<int64_t, std::pair<ChunkRecord, uint64_t>> merged;  // ts -> record, its LSN
+        for (const ChunkRow& chunk : chunks) {
+          std::vector<std::pair<ChunkRecord, uint64_t>> decoded;
+          CAIRN_RETURN_IF_ERROR(DecodeChunkRecords(chunk, &schema, &decoded));
+          for (auto& entry : decoded) {
+            const int64_t ts = entry.first.timestamp;
+            auto [it, inserted] = merged.try_emplace(ts, entry);
+            if (!inserted && entry.first.version > it->second.first.version) it->second = std::move(entry);
+          }
         }
-        column_to_schema.push_back(static_cast<size_t>(it - schema.begin()));
-      }
-      if (chunk.lsns.size() != decoded.size()) {
-        return Status::Corruption("chunk at " + std::to_string(chunk.start_ns) + " holds " +
-                                  std::to_string(decoded.size()) + " records but " +
-                                  std::to_string(chunk.lsns.size()) + " LSNs");
-      }
-      for (size_t i = 0; i < decoded.size(); ++i) {
-        ChunkRecord r;
-        r.timestamp = decoded.timestamps[i];
-        r.version = decoded.versions[i];
-        r.ttl = decoded.ttls[i];
-        r.values.resize(schema.size());
-        for (size_t c = 0; c < decoded.columns.size(); ++c) {
-          if (decoded.columns[c].present[i]) r.values[column_to_schema[c]] = decoded.columns[c].values[i];
+        std::vector<ChunkRecord> records;
+        std::vector<uint64_t> lsns;
+        for (auto& [ts, entry] : merged) {
+          if (Expired(entry.first, now)) continue;
+          entry.first.values.resize(schema.size());
+          records.push_back(std::move(entry.first));
+          lsns.push_back(entry.second);
         }
-        const uint64_t lsn = chunk.lsns[i];
-        auto [it, inserted] = merged.try_emplace(r.timestamp, r, lsn);
-        if (!inserted && r.version > it->second.first.version) it->second = {std::move(r), lsn};
-      }
-    }
-    std::vector<ChunkRecord> records;
-    std::vector<uint64_t> lsns;
-    for (auto& [ts, entry] : merged) {
-      if (Expired(entry.first, now)) continue;
-      entry.first.values.resize(schema.size());
-      records.push_back(std::move(entry.first));
-      lsns.push_back(entry.second);
-    }
-    std::vector<ChunkRow> out;
-    if (records.empty()) return out;
-    CAIRN_RETURN_IF_ERROR(EncodeChunks(series.series_id, schema, records, lsns, kMaxRecordsPerChunk, &out));
-    return out;
-  });
+        std::vector<ChunkRow> out;
+        if (records.empty()) return out;
+        CAIRN_RETURN_IF_ERROR(
+            EncodeSeriesChunks(series.series_id, schema, records, lsns, kMaxRecordsPerChunk, &out));
+        return out;
+      });
 }
 
 Status EngineImpl::Maintain() {
@@ -523,6 +532,8 @@ Status EngineImpl::Maintain() {
       }
     }
   }
+  // 3. The sync quota, after retention freed what it could.
+  if (Status quota = CheckSyncQuota(); !quota.ok() && status.ok()) status = quota;
   return status;
 }
 

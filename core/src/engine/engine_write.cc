@@ -60,6 +60,15 @@ Result<AggregateFunction> ParseAggregateFunction(std::string_view name) {
 Result<std::unique_ptr<Engine>> Engine::Open(Env* env, const std::string& data_dir,
                                              const EngineOptions& options, RecoveryReport* report) {
   if (options.seal_records == 0) return Status::InvalidArgument("seal_records must be positive");
+  const SyncQuotaOptions& quota = options.sync_quota;
+  if (quota.downsample_step_seconds < 1 || quota.downsample_step_seconds > 3600 ||
+      3600 % quota.downsample_step_seconds != 0) {
+    return Status::InvalidArgument(
+        "the sync quota's downsample step must divide an hour (1 to 3600 s), not " +
+        std::to_string(quota.downsample_step_seconds) + " s");
+  }
+  if (quota.check_interval_ms < 0)
+    return Status::InvalidArgument("the sync quota's check interval is negative");
   auto engine = std::make_unique<EngineImpl>(env, data_dir, options);
   CAIRN_RETURN_IF_ERROR(engine->OpenAndRecover(report));
   return std::unique_ptr<Engine>(std::move(engine));
@@ -88,7 +97,12 @@ struct EngineImpl::AcceptedRecord {
 };
 
 EngineImpl::EngineImpl(Env* env, std::string data_dir, const EngineOptions& options)
-    : env_(env), data_dir_(std::move(data_dir)), options_(options) {}
+    : env_(env), data_dir_(std::move(data_dir)), options_(options) {
+  quota_.enabled = options.sync_quota.max_unsynced_bytes != 0 || options.sync_quota.min_free_bytes != 0;
+  quota_.policy = options.sync_quota.policy;
+  quota_.max_unsynced_bytes = options.sync_quota.max_unsynced_bytes;
+  quota_.min_free_bytes = options.sync_quota.min_free_bytes;
+}
 
 EngineImpl::~EngineImpl() { (void)Close(); }
 
@@ -171,8 +185,10 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
   {
     CAIRN_ASSIGN_OR_RETURN(std::vector<SyncLedger> ledgers, catalog_->LoadSyncLedgers());
     for (const SyncLedger& ledger : ledgers) {
-      if (!ledger.confirmed.empty()) next_lsn_ = std::max(next_lsn_, ledger.confirmed.ranges().back().last + 1);
-      for (const SyncBatchState& batch : ledger.in_flight) next_lsn_ = std::max(next_lsn_, batch.last_lsn + 1);
+      if (!ledger.confirmed.empty())
+        next_lsn_ = std::max(next_lsn_, ledger.confirmed.ranges().back().last + 1);
+      for (const SyncBatchState& batch : ledger.in_flight)
+        next_lsn_ = std::max(next_lsn_, batch.last_lsn + 1);
     }
   }
   if (report) {
@@ -309,6 +325,8 @@ Result<TableInfo> EngineImpl::GetTable(const std::string& name) {
 // ---- writes -------------------------------------------------------------------
 
 Result<WriteResult> EngineImpl::Write(const std::string& table, const std::vector<Record>& records) {
+  // Refused before the log: nothing of a refused batch is stored.
+  CAIRN_RETURN_IF_ERROR(AdmitUnderQuota(table));
   PendingWrite w;
   w.table = &table;
   w.records = &records;

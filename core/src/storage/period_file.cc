@@ -92,6 +92,7 @@ constexpr const char* kInsertChunk =
     "INSERT INTO chunks(series_id, start_ns, seq, end_ns, count, min_lsn, max_lsn, max_version, min_ttl, "
     "schema_id, stats, data, lsns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
 constexpr const char* kDeleteSeriesChunks = "DELETE FROM chunks WHERE series_id = ?1";
+constexpr const char* kDeleteChunk = "DELETE FROM chunks WHERE series_id = ?1 AND start_ns = ?2 AND seq = ?3";
 
 // Overlap of [start_ns, end_ns] with [from, to): start_ns < to and
 // end_ns >= from. No chunk of the series is longer than its max_span_ns, so
@@ -315,7 +316,7 @@ Status PeriodFile::CreateSchemaIfMissing(Env* env, const std::string& table, Per
   }
   // The whole schema and meta in one transaction: a crash leaves either no
   // period file content at all (created again on the next open) or all of it.
-  return InTransaction(*db_, [&]() -> Status {
+  Status created = InTransaction(*db_, [&]() -> Status {
     CAIRN_RETURN_IF_ERROR(db_->Exec("PRAGMA application_id=" + std::to_string(kApplicationId)));
     CAIRN_RETURN_IF_ERROR(db_->Exec(kCreateSchema));
     CAIRN_ASSIGN_OR_RETURN(Statement * insert, db_->Prepare(kInsertMeta));
@@ -337,6 +338,14 @@ Status PeriodFile::CreateSchemaIfMissing(Env* env, const std::string& table, Per
     CAIRN_RETURN_IF_ERROR(put_integer("created_ns", env->NowUnixNanos()));
     return put_integer("compacted", 0);
   });
+  CAIRN_RETURN_IF_ERROR(created);
+  // Freed pages (chunks dropped by the sync quota) go back to the
+  // filesystem without a whole-file VACUUM. The mode can only change
+  // through a VACUUM once the file has its header (written by
+  // journal_mode=WAL), which for a file this small costs one more commit.
+  // A crash before it leaves a valid file that merely keeps its free pages.
+  CAIRN_RETURN_IF_ERROR(db_->Exec("PRAGMA auto_vacuum=INCREMENTAL"));
+  return db_->Exec("VACUUM");
 }
 
 Status PeriodFile::LoadMeta() {
@@ -577,6 +586,50 @@ Status PeriodFile::WriteChunks(const std::vector<PeriodSeries>& series, std::vec
   }
   for (size_t i = 0; i < chunks.size(); ++i) chunks[i].seq = written[i].seq;
   return Status::Ok();
+}
+
+Status PeriodFile::ReplaceChunks(const std::vector<ChunkKey>& removed,
+                                 const std::vector<PeriodSeries>& series, std::vector<ChunkRow>& added) {
+  CAIRN_RETURN_IF_ERROR(CheckWritable());
+  for (const ChunkRow& chunk : added) CAIRN_RETURN_IF_ERROR(ValidateChunk(chunk));
+  std::map<int64_t, const PeriodSeries*> series_by_id;
+  for (const PeriodSeries& one : series) series_by_id[one.series_id] = &one;
+  std::vector<ChunkRow> written = added;
+  Status status = InTransaction(*db_, [&]() -> Status {
+    CAIRN_ASSIGN_OR_RETURN(Statement * remove, db_->Prepare(kDeleteChunk));
+    for (const ChunkKey& key : removed) {
+      CAIRN_RETURN_IF_ERROR(remove->BindInt64(1, key.series_id));
+      CAIRN_RETURN_IF_ERROR(remove->BindInt64(2, key.start_ns));
+      CAIRN_RETURN_IF_ERROR(remove->BindInt64(3, key.seq));
+      CAIRN_RETURN_IF_ERROR(remove->Run());
+      if (db_->ChangedRows() != 1) {
+        return Status::NotFound(path_ + ": no chunk of series " + std::to_string(key.series_id) + " at " +
+                                std::to_string(key.start_ns) + " seq " + std::to_string(key.seq));
+      }
+    }
+    for (const PeriodSeries& one : series) CAIRN_RETURN_IF_ERROR(UpsertSeries(one));
+    for (ChunkRow& chunk : written) {
+      std::vector<ChunkField> fields = chunk.fields;
+      if (fields.empty()) {
+        auto listed = series_by_id.find(chunk.series_id);
+        if (listed != series_by_id.end()) {
+          fields = listed->second->fields;
+        } else {
+          CAIRN_ASSIGN_OR_RETURN(fields, SeriesFields(chunk.series_id));
+        }
+      }
+      CAIRN_RETURN_IF_ERROR(InsertChunk(chunk, fields));
+    }
+    CAIRN_ASSIGN_OR_RETURN(Statement * unused_schemas, db_->Prepare(kDeleteUnusedSchemas));
+    return unused_schemas->Run();
+  });
+  ForgetCachedSchemas();
+  CAIRN_RETURN_IF_ERROR(status);
+  for (size_t i = 0; i < added.size(); ++i) added[i].seq = written[i].seq;
+  // The pages go back at the checkpoint that follows the vacuum step; in a
+  // file without incremental auto-vacuum the pragma does nothing.
+  CAIRN_RETURN_IF_ERROR(db_->Exec("PRAGMA incremental_vacuum"));
+  return db_->Checkpoint();
 }
 
 // ---- reading ----------------------------------------------------------------

@@ -145,6 +145,22 @@ class PeriodFile {
       std::function<Result<std::vector<ChunkRow>>(const PeriodSeries&, std::vector<ChunkRow>&&)>;
   Status Compact(const MergeFunction& merge);
 
+  // Identifies one chunk in the file.
+  struct ChunkKey {
+    int64_t series_id = 0, start_ns = 0, seq = 0;
+  };
+
+  // In one transaction, all or nothing: deletes the chunks named by
+  // `removed` (NotFound if one is missing), upserts `series`, then inserts
+  // `added` under WriteChunks' rules (seq assigned, written back on OK).
+  // Afterwards gives the freed pages back to the filesystem where the file
+  // allows it (auto_vacuum=INCREMENTAL, set on every file created since
+  // format 2; older files keep the pages for later chunks). The sync quota
+  // uses it to drop or downsample sealed records without a whole-file
+  // rewrite. FailedPrecondition on a read-only handle.
+  Status ReplaceChunks(const std::vector<ChunkKey>& removed, const std::vector<PeriodSeries>& series,
+                       std::vector<ChunkRow>& added);
+
   // True once Compact committed.
   Result<bool> IsCompacted();
 

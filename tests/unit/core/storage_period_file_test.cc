@@ -473,6 +473,61 @@ TEST_F(PeriodFileTest, CompactVacuumShrinksTheFile) {
   EXPECT_EQ(rows->front().start_ns, kDayStart + 3490 * kSecond);
 }
 
+TEST_F(PeriodFileTest, ReplaceChunksIsAtomicAndGivesPagesBack) {
+  std::unique_ptr<PeriodFile> file = OpenWritable();
+  ASSERT_NE(file, nullptr);
+  std::vector<ChunkRow> chunks;
+  for (int i = 0; i < 200; ++i) {
+    chunks.push_back(MakeChunk(1, i * 10, i * 10 + 5, std::string(4000, static_cast<char>('a' + i % 26))));
+  }
+  ASSERT_TRUE(file->WriteChunks({MakeSeries(1, "d", "m")}, chunks).ok());
+  ASSERT_TRUE(file->Close().ok());
+  file = OpenWritable();
+  ASSERT_NE(file, nullptr);
+  Result<uint64_t> before = Env::Default()->FileSize(path_);
+  ASSERT_TRUE(before.ok());
+  ASSERT_GT(*before, 200u * 4000u);
+
+  // A missing chunk among the removed: nothing happens at all.
+  std::vector<PeriodFile::ChunkKey> removed;
+  for (int i = 0; i < 190; ++i) removed.push_back({1, kDayStart + i * 10 * kSecond, 0});
+  std::vector<PeriodFile::ChunkKey> with_missing = removed;
+  with_missing.push_back({1, kDayStart + 5 * kSecond, 0});
+  std::vector<ChunkRow> added = {MakeChunk(2, 3, 4, "new")};
+  Status refused = file->ReplaceChunks(with_missing, {MakeSeries(2, "d", "m@60s")}, added);
+  EXPECT_TRUE(refused.Is(StatusCode::kNotFound)) << refused.ToString();
+  Result<std::vector<ChunkRow>> rows = file->ReadChunks(1, INT64_MIN, INT64_MAX, false);
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(rows->size(), 200u);
+  Result<std::vector<PeriodSeries>> series = file->ListSeries();
+  ASSERT_TRUE(series.ok());
+  EXPECT_EQ(series->size(), 1u);
+
+  // The real replacement: 190 chunks out, one chunk of a new series in.
+  Status replaced = file->ReplaceChunks(removed, {MakeSeries(2, "d", "m@60s")}, added);
+  ASSERT_TRUE(replaced.ok()) << replaced.ToString();
+  EXPECT_EQ(added[0].seq, 0);
+  rows = file->ReadChunks(1, INT64_MIN, INT64_MAX, false);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 10u);
+  EXPECT_EQ(rows->front().start_ns, kDayStart + 1900 * kSecond);
+  rows = file->ReadChunks(2, INT64_MIN, INT64_MAX, true);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ(rows->front().data, "new");
+  // New files vacuum incrementally: the freed pages leave the file
+  // without a VACUUM.
+  Result<uint64_t> after = Env::Default()->FileSize(path_);
+  ASSERT_TRUE(after.ok());
+  EXPECT_LT(*after, *before / 5);
+  ASSERT_TRUE(file->Close().ok());
+  std::unique_ptr<PeriodFile> reader = OpenReadOnly();
+  ASSERT_NE(reader, nullptr);
+  rows = reader->ReadChunksByLsn(0, 1'000'000, 1000, false);
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(rows->size(), 11u);
+}
+
 TEST_F(PeriodFileTest, FailedMergeRollsBackTheWholeCompaction) {
   std::unique_ptr<PeriodFile> file = OpenWritable();
   ASSERT_NE(file, nullptr);

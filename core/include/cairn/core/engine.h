@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cairn/core/record.h"
@@ -36,6 +37,43 @@ enum class Durability : uint8_t {
   kInterval,  // before the sync; a background sync runs every interval: a power
               // cut can lose at most the last `sync_interval_ms` of acknowledged writes
   kOff,       // never synced by cairn except at seal and close: the OS decides
+};
+
+// What the engine does when the sync quota is reached (DESIGN §6).
+enum class QuotaPolicy : uint8_t {
+  // Writes are refused with ResourceExhausted until the backlog drains below
+  // the budget (or free space is back above the floor). Nothing acknowledged
+  // is ever lost.
+  kBackpressure,
+  // The oldest unsynced records (lowest LSN) are deleted until the backlog
+  // is back under the budget; counted in SyncQuotaStatus::records_dropped.
+  kDropOldest,
+  // The oldest unsynced records are replaced by one aggregate record per
+  // series and step (quota_format.md beside the engine); when nothing is
+  // left to downsample, the oldest unsynced records are dropped.
+  kDownsample,
+};
+
+std::string_view QuotaPolicyName(QuotaPolicy policy);  // "backpressure", "drop_oldest", "downsample"
+Result<QuotaPolicy> ParseQuotaPolicy(std::string_view name);
+
+// The sync quota: how much unsynced data tables with sync on may hold, and
+// how much free disk must remain. Both limits 0 (the default) turn it off.
+struct SyncQuotaOptions {
+  // Budget for the on-disk bytes of unconfirmed records of every synced
+  // table together (UnsyncedSummary::bytes, summed). 0: no budget.
+  uint64_t max_unsynced_bytes = 0;
+  // Free bytes that must remain on the data directory's filesystem. 0: no
+  // floor. The floor is hard: below it, writes to every table are refused
+  // whatever the policy, once the policy has reclaimed what it can.
+  uint64_t min_free_bytes = 0;
+  QuotaPolicy policy = QuotaPolicy::kBackpressure;
+  // Width of one downsampling step; must divide an hour (1..3600 s).
+  int64_t downsample_step_seconds = 60;
+  // The quota is measured (one index scan per period file holding unsynced
+  // chunks) by Maintain at most this often, so a write between two checks
+  // may overshoot the budget by what arrives meanwhile. 0: every Maintain.
+  int64_t check_interval_ms = 5000;
 };
 
 struct EngineOptions {
@@ -68,6 +106,10 @@ struct EngineOptions {
   // archive lane sends them first); the daemon sets it when sync is
   // configured. When false, retention drops files on time, synced or not.
   bool retention_waits_for_sync = false;
+
+  // Limits on unsynced data; the confirmations are read from the sync
+  // ledgers in the catalog (SaveSyncLedger).
+  SyncQuotaOptions sync_quota;
 };
 
 // What happened to one record of a write batch.
@@ -173,6 +215,25 @@ struct EngineStats {
   uint64_t log_bytes = 0;  // log segments on disk
   uint64_t period_file_bytes = 0;
   uint64_t series = 0;
+};
+
+// The sync quota as the last check found it, and what it has done since Open.
+struct SyncQuotaStatus {
+  bool enabled = false;  // either limit set
+  QuotaPolicy policy = QuotaPolicy::kBackpressure;
+  uint64_t max_unsynced_bytes = 0, min_free_bytes = 0;
+  // Measured at checked_at (Unix ns; 0 before the first check).
+  int64_t checked_at = 0;
+  uint64_t unsynced_bytes = 0;
+  uint64_t free_bytes = 0;
+  bool over_budget = false;  // unsynced_bytes > max_unsynced_bytes
+  bool below_floor = false;  // free_bytes < min_free_bytes
+  bool refusing_writes = false;
+  uint64_t writes_refused = 0;       // Write calls refused by the quota
+  uint64_t records_dropped = 0;      // unsynced records deleted (drop_oldest, or downsample's fallback)
+  uint64_t records_downsampled = 0;  // unsynced records replaced by aggregates
+  uint64_t aggregates_written = 0;   // aggregate records that replaced them
+  std::string last_error;            // the last check's or reclaim's failure, empty when it worked
 };
 
 // The dimensions (series metadata, DESIGN §3) of one series.
@@ -306,6 +367,9 @@ class Engine {
   virtual Status Maintain() = 0;
 
   virtual EngineStats Stats() = 0;
+
+  // The sync quota's state as of the last Maintain that checked it. Cheap.
+  virtual SyncQuotaStatus QuotaStatus() = 0;
 
   // Seals nothing, syncs the log, releases the lock. Idempotent.
   virtual Status Close() = 0;
