@@ -46,7 +46,7 @@ Status Daemon::Start() {
   command_options.device_tag = options_.device_tag;
   CAIRN_RETURN_IF_ERROR(RegisterEngineCommands(&commands_, engine_.get(), env_, command_options));
   CAIRN_RETURN_IF_ERROR(StartSync());
-  CAIRN_RETURN_IF_ERROR(RegisterSyncCommands(&commands_, sync_agent_.get()));
+  CAIRN_RETURN_IF_ERROR(RegisterSyncCommands(&commands_, sync_agent_.get(), engine_.get()));
   CAIRN_RETURN_IF_ERROR(StartMqttInput());
   std::string serving;
   if (!options_.serial_path.empty()) {
@@ -173,12 +173,12 @@ Status Daemon::StartHttp() {
   api_options.device_tag = options_.device_tag;
   api_options.auto_create_tables = options_.auto_create_tables;
   api_options.index_html = kWebIndexHtml;
-  if (sync_agent_ != nullptr) {
-    api_options.extra_metrics = [agent = sync_agent_.get()]() -> std::string {
-      Result<SyncStatus> status = agent->GetStatus();
-      return status.ok() ? RenderSyncMetrics(*status) : std::string();
-    };
-  }
+  api_options.extra_metrics = [agent = sync_agent_.get(), engine = engine_.get()]() -> std::string {
+    std::string out = RenderQuotaMetrics(engine->QuotaStatus());
+    if (agent == nullptr) return out;
+    Result<SyncStatus> status = agent->GetStatus();
+    return status.ok() ? RenderSyncMetrics(*status) + out : out;
+  };
   http_api_ = std::make_unique<HttpApi>(
       engine_.get(), env_, &commands_, tokens_.get(), &auth_limiter_, &api_metrics_, api_options,
       [this] { return http_server_ ? http_server_->stats() : HttpServerStats(); });

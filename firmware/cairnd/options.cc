@@ -45,6 +45,10 @@ constexpr FlagSpec kFlags[] = {
     {"--sync-backfill-rate", "N"},
     {"--sync-live-interval-ms", "MS"},
     {"--sync-receipt-timeout-ms", "MS"},
+    {"--sync-quota-bytes", "SIZE"},
+    {"--sync-free-floor", "SIZE"},
+    {"--sync-quota-policy", "POLICY"},
+    {"--sync-downsample-step", "SECONDS"},
     {"--mqtt-input-broker", "URI"},
     {"--mqtt-input", "ROUTES"},
     {"--repair-log", ""},
@@ -75,6 +79,42 @@ Result<int> ParsePositiveInt(std::string_view flag, std::string_view text) {
                                    " is not a positive number");
   }
   return value;
+}
+
+// A byte count: digits with an optional K, M or G suffix (powers of 1024),
+// e.g. 512M. Zero is allowed (the limit is off).
+Result<uint64_t> ParseByteSize(std::string_view flag, std::string_view text) {
+  const auto bad = [&] {
+    return Status::InvalidArgument("flag " + std::string(flag) + ": '" + std::string(text) +
+                                   "' is not a size (digits with an optional K, M or G suffix)");
+  };
+  uint64_t multiplier = 1;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'K':
+      case 'k':
+        multiplier = uint64_t{1} << 10;
+        break;
+      case 'M':
+      case 'm':
+        multiplier = uint64_t{1} << 20;
+        break;
+      case 'G':
+      case 'g':
+        multiplier = uint64_t{1} << 30;
+        break;
+      default:
+        break;
+    }
+    if (multiplier != 1) text.remove_suffix(1);
+  }
+  if (text.empty() || text.size() > 15) return bad();
+  uint64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return bad();
+    value = value * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return value * multiplier;
 }
 
 // full | interval=MS | off (DESIGN §4).
@@ -185,6 +225,14 @@ std::string UsageText() {
          "  --sync-backfill-rate N  backlog records sent per second at most (default 500000)\n"
          "  --sync-live-interval-ms MS  a live batch at least this often (default 1000)\n"
          "  --sync-receipt-timeout-ms MS  resend a batch without receipt after (default 30000)\n"
+         "  --sync-quota-bytes SIZE  budget for data not yet confirmed by the cloud, e.g. 2G\n"
+         "                      (default: none)\n"
+         "  --sync-free-floor SIZE  free disk space that must remain, e.g. 200M (default: none;\n"
+         "                      below it every write is refused)\n"
+         "  --sync-quota-policy P  over the budget: backpressure (default: writes refused,\n"
+         "                      nothing lost), drop_oldest (the oldest unsynced records go) or\n"
+         "                      downsample (they become per-step min/max/avg/count)\n"
+         "  --sync-downsample-step S  width of a downsampling step in seconds (default 60)\n"
          "Local sensor input over MQTT (line protocol or JSON payloads):\n"
          "  --mqtt-input-broker URI  the gateway's own broker, e.g. tcp://127.0.0.1:1883\n"
          "  --mqtt-input ROUTES  FILTER=TABLE[,FILTER=TABLE...], e.g. sensors/+/data=sensors\n"
@@ -318,6 +366,23 @@ Result<ParsedCommandLine> ParseCommandLine(std::span<const char* const> words) {
     } else if (flag->name == "--sync-receipt-timeout-ms") {
       CAIRN_ASSIGN_OR_RETURN(const int n, ParsePositiveInt(flag->name, *value));
       parsed.options.sync_receipt_timeout_ms = n;
+    } else if (flag->name == "--sync-quota-bytes") {
+      CAIRN_ASSIGN_OR_RETURN(parsed.options.engine.sync_quota.max_unsynced_bytes,
+                             ParseByteSize(flag->name, *value));
+    } else if (flag->name == "--sync-free-floor") {
+      CAIRN_ASSIGN_OR_RETURN(parsed.options.engine.sync_quota.min_free_bytes,
+                             ParseByteSize(flag->name, *value));
+    } else if (flag->name == "--sync-quota-policy") {
+      Result<QuotaPolicy> policy = ParseQuotaPolicy(*value);
+      if (!policy.ok()) return policy.status().WithContext("flag --sync-quota-policy");
+      parsed.options.engine.sync_quota.policy = *policy;
+    } else if (flag->name == "--sync-downsample-step") {
+      CAIRN_ASSIGN_OR_RETURN(const int seconds, ParsePositiveInt(flag->name, *value));
+      if (seconds > 3600 || 3600 % seconds != 0) {
+        return Status::InvalidArgument("flag --sync-downsample-step: " + std::string(*value) +
+                                       " s does not divide an hour (e.g. 10, 60, 300, 900)");
+      }
+      parsed.options.engine.sync_quota.downsample_step_seconds = seconds;
     } else if (flag->name == "--mqtt-input-broker") {
       parsed.options.mqtt_input_broker = std::string(*value);
     } else if (flag->name == "--mqtt-input") {

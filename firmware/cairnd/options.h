@@ -47,7 +47,8 @@ struct DaemonOptions {
   size_t http_max_body_bytes = 8 << 20;
   std::string device_tag = "device";
   bool auto_create_tables = false;
-  // --durability and --seal-records; the rest are the engine's defaults.
+  // --durability, --seal-records and the --sync-quota flags; the rest are
+  // the engine's defaults.
   EngineOptions engine;
 
   // Sync to the cloud (sync_agent.h); off while sync_broker is empty.

@@ -10,6 +10,7 @@
 #include <map>
 #include <random>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -151,14 +152,20 @@ class SyncTest : public ::testing::Test {
   }
 
   // Writes `count` readings over HTTP; records them once cairnd answered 204.
-  bool Write(int count) {
+  bool Write(int count) { return WriteStatus(count) == 204; }
+
+  // As Write; returns the HTTP status (0 when there was no answer). Readings
+  // of a refused batch are not acknowledged and are not expected anywhere.
+  int WriteStatus(int count) {
     std::string body;
     std::vector<Written> batch;
+    const int64_t first = next_;
     for (int i = 0; i < count; ++i) {
       Written w;
       w.device = "dev-" + std::to_string(next_ % 7);
       w.timestamp = base_ns_ + next_ * 1'000'000;
-      w.value = 20.0 + static_cast<double>(next_ % 1000) / 8;
+      // Noisy like field data, so chunks compress as they would.
+      w.value = 20.0 + static_cast<double>((next_ * 2654435761u) % 1000) / 8;
       w.count = next_;
       ++next_;
       body += "env,device=" + w.device + " temperature=" + std::to_string(w.value) +
@@ -166,12 +173,28 @@ class SyncTest : public ::testing::Test {
       batch.push_back(w);
     }
     Result<HttpTestClient> client = HttpTestClient::Connect("127.0.0.1", port_);
-    if (!client.ok()) return false;
+    if (!client.ok()) return 0;
     Result<HttpTestResponse> response =
         client->Request("POST", "/write?db=sensors", {{"Authorization", "Bearer " + token_}}, body);
-    if (!response.ok() || response->status != 204) return false;
-    acknowledged_.insert(acknowledged_.end(), batch.begin(), batch.end());
-    return true;
+    if (!response.ok()) return 0;
+    if (response->status == 204) {
+      acknowledged_.insert(acknowledged_.end(), batch.begin(), batch.end());
+    } else {
+      next_ = first;  // the same identities are written again later
+      last_refusal_ = response->body;
+    }
+    return response->status;
+  }
+
+  // The value of one sample line of /metrics ("name{labels} value"); -1 if
+  // absent.
+  int64_t Metric(const std::string& sample) {
+    Result<HttpTestResponse> metrics = Get("/metrics");
+    if (!metrics.ok() || metrics->status != 200) return -1;
+    const std::string& body = metrics->body;
+    const size_t at = body.find("\n" + sample + " ");
+    if (at == std::string::npos) return -1;
+    return std::stoll(body.substr(at + sample.size() + 2));
   }
 
   Result<HttpTestResponse> Get(const std::string& target) {
@@ -216,6 +239,11 @@ class SyncTest : public ::testing::Test {
     }
   }
 
+  // Runs cairnd with the quota `policy` (drop_oldest or downsample) while the
+  // ingest side is away, then lets the backlog through: what cairnd reports
+  // as dropped or downsampled is exactly what PostgreSQL lacks.
+  void ExpectReclaimAccountsForEveryReading(const std::string& policy);
+
   template <typename Read>
   void WaitForText(Read read, const std::string& text, const std::string& failure) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTimeoutMs);
@@ -237,6 +265,7 @@ class SyncTest : public ::testing::Test {
   int starts_ = 0;
   uint16_t port_ = 0;
   std::string token_;
+  std::string last_refusal_;
   std::vector<Written> acknowledged_;
   int64_t next_ = 0;
   const int64_t base_ns_ = Env::Default()->NowUnixNanos() - int64_t{3600} * 1'000'000'000;
@@ -357,6 +386,125 @@ TEST_F(SyncTest, LiveBatchesKeepFlowingWhileABacklogDrainsOldestFirst) {
   ASSERT_NE(first_live_received, 0);
   EXPECT_LT(first_live_received, last_backfill_received);
 }
+
+TEST_F(SyncTest, BackpressureRefusesWritesDuringAnOutageAndLosesNothingAcknowledged) {
+  // The ingest side is away: nothing is confirmed, the backlog grows until
+  // the budget refuses writes with 507.
+  StartDaemon({"--sync-quota-bytes", "48K", "--sync-quota-policy", "backpressure"});
+  int status = 204;
+  for (int i = 0; i < 400 && status == 204; ++i) {
+    status = WriteStatus(100);
+    if (status == 204) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(status, 507) << "never refused after " << acknowledged_.size() << " readings";
+  EXPECT_NE(last_refusal_.find("sync quota reached"), std::string::npos) << last_refusal_;
+  EXPECT_EQ(Metric("cairn_sync_quota_refusing_writes"), 1);
+  EXPECT_GE(Metric("cairn_sync_quota_writes_refused_total"), 1);
+  EXPECT_EQ(Metric("cairn_sync_quota_budget_bytes"), 48 * 1024);
+  Result<HttpTestResponse> quota = Get("/v1/sync?view=quota");
+  ASSERT_TRUE(quota.ok());
+  EXPECT_NE(quota->body.find("\"refusing_writes\":true"), std::string::npos) << quota->body;
+  Result<HttpTestResponse> sync = Get("/v1/sync");
+  ASSERT_TRUE(sync.ok());
+  EXPECT_NE(sync->body.find("\"quota_refusing_writes\":true"), std::string::npos) << sync->body;
+
+  // The cloud comes back: the backlog drains and writes are taken again.
+  StartIngest();
+  bool accepted = false;
+  for (int attempt = 0; attempt < 600 && !accepted; ++attempt) {
+    accepted = WriteStatus(100) == 204;
+    if (!accepted) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(accepted) << last_refusal_;
+  ExpectPostgresHoldsEveryAcknowledgedReading();
+  EXPECT_EQ(Metric("cairn_sync_quota_dropped_records_total"), 0);
+  StopDaemon();
+}
+
+// drop_oldest and downsample through the whole pipeline: what cairnd
+// reports as dropped or downsampled is exactly what PostgreSQL lacks, the
+// rest arrives exactly once, and downsampling's aggregates arrive too.
+void SyncTest::ExpectReclaimAccountsForEveryReading(const std::string& policy) {
+  {
+    StartDaemon({"--sync-quota-bytes", "32K", "--sync-quota-policy", policy, "--seal-records", "16",
+                 "--sync-downsample-step", "10"});
+    for (int i = 0; i < 30; ++i) ASSERT_TRUE(Write(200)) << last_refusal_;
+    // Wait until the quota has acted on the sealed backlog and is done (the
+    // counters hold still over more than one check interval).
+    const char* acted = policy == "drop_oldest" ? "cairn_sync_quota_dropped_records_total"
+                                                : "cairn_sync_quota_downsampled_records_total";
+    int64_t dropped = -1, downsampled = -1, aggregates_written = -1;
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(6000));
+      const int64_t d = Metric("cairn_sync_quota_dropped_records_total");
+      const int64_t s = Metric("cairn_sync_quota_downsampled_records_total");
+      const int64_t a = Metric("cairn_sync_quota_aggregates_written_total");
+      if (Metric(acted) > 0 && d == dropped && s == downsampled && a == aggregates_written) break;
+      dropped = d;
+      downsampled = s;
+      aggregates_written = a;
+    }
+    ASSERT_GT(Metric(acted), 0) << daemon_->Stderr();
+    // Batches still in the agent's memory would carry dropped records
+    // anyway; a restart (without the quota) leaves only what the store holds.
+    StopDaemon();
+    StartIngest();
+    StartDaemon();
+    Result<std::unique_ptr<IngestSink>> sink = OpenPostgresSink(postgres_.connection_string());
+    ASSERT_TRUE(sink.ok()) << sink.status().ToString();
+    std::vector<StoredReading> raw, aggregates;
+    bool converged = false;
+    for (int attempt = 0; attempt < 600 && !converged; ++attempt) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      Result<std::vector<StoredReading>> readings = (*sink)->ReadReadings();
+      ASSERT_TRUE(readings.ok()) << readings.status().ToString();
+      raw.clear();
+      aggregates.clear();
+      for (StoredReading& r : *readings)
+        (r.row.measure_name == "env" ? raw : aggregates).push_back(std::move(r));
+      converged = Metric("cairn_sync_unsynced_records{table=\"sensors\"}") == 0 &&
+                  static_cast<int64_t>(raw.size()) ==
+                      static_cast<int64_t>(acknowledged_.size()) - dropped - downsampled;
+    }
+    ASSERT_TRUE(converged) << raw.size() << " raw readings in PostgreSQL, " << acknowledged_.size()
+                           << " acknowledged, " << dropped << " dropped, " << downsampled << " downsampled";
+    std::map<std::pair<std::string, int64_t>, const Written*> written;
+    for (const Written& w : acknowledged_) written[{w.device, w.timestamp}] = &w;
+    std::set<std::pair<std::string, int64_t>> seen;
+    for (const StoredReading& r : raw) {
+      auto it = written.find({r.row.device_id, r.row.timestamp});
+      ASSERT_NE(it, written.end()) << "never written: " << r.row.device_id << " " << r.row.timestamp;
+      EXPECT_TRUE(seen.insert(it->first).second) << "stored twice";
+      ASSERT_EQ(r.row.fields.size(), 2u);
+      EXPECT_DOUBLE_EQ(std::get<double>(r.row.fields[1].value), it->second->value);
+    }
+    if (policy == "drop_oldest") {
+      EXPECT_GT(dropped, 0);
+      EXPECT_EQ(downsampled, 0);
+      EXPECT_TRUE(aggregates.empty());
+    } else {
+      EXPECT_GT(downsampled, 0);
+      EXPECT_EQ(dropped, 0);  // aggregates took less room than the readings: no fallback
+      ASSERT_FALSE(aggregates.empty());
+      EXPECT_LE(static_cast<int64_t>(aggregates.size()), aggregates_written);
+      int64_t counted = 0;
+      for (const StoredReading& a : aggregates) {
+        EXPECT_EQ(a.row.measure_name, "env@10s");
+        for (const Field& f : a.row.fields) {
+          if (f.name == "temperature.count") counted += std::get<int64_t>(f.value);
+        }
+      }
+      // Every downsampled reading is counted in exactly one aggregate
+      // (the newest version of its step).
+      EXPECT_EQ(counted, downsampled);
+    }
+    StopDaemon();
+  }
+}
+
+TEST_F(SyncTest, DropOldestAccountsForEveryReading) { ExpectReclaimAccountsForEveryReading("drop_oldest"); }
+
+TEST_F(SyncTest, DownsampleAccountsForEveryReading) { ExpectReclaimAccountsForEveryReading("downsample"); }
 
 }  // namespace
 }  // namespace cairn

@@ -244,6 +244,7 @@ Result<UnsyncedSummary> EngineImpl::SummarizeUnsynced(const std::string& table_n
         if (confirmed.Contains(entry.lsn) || Expired(entry.record.ttl, now)) continue;
         ++summary.records;
         summary.bytes += HeadEntryBytes(entry);
+        summary.head_bytes += HeadEntryBytes(entry);
         note_oldest(entry.record.timestamp);
       }
     }

@@ -145,6 +145,7 @@ Result<QuotaPolicy> ParseQuotaPolicy(std::string_view name) {
 
 struct EngineImpl::QuotaMeasurement {
   uint64_t unsynced_bytes = 0;
+  uint64_t sealed_unsynced_bytes = 0;  // without the head's estimate
   uint64_t free_bytes = 0;
   std::map<std::string, LsnRangeSet> confirmed;  // every synced table
   struct File {
@@ -211,6 +212,7 @@ Result<EngineImpl::QuotaMeasurement> EngineImpl::MeasureQuota() {
       return summary.status();
     }
     m.unsynced_bytes += summary->bytes;
+    m.sealed_unsynced_bytes += summary->bytes - summary->head_bytes;
     for (int64_t start : table.starts) m.files.push_back({table.name, table.period, start});
   }
   std::sort(m.files.begin(), m.files.end(),
@@ -242,9 +244,15 @@ Status EngineImpl::CheckSyncQuota() {
   Result<QuotaMeasurement> measured = MeasureQuota();
   if (measured.ok() && q.policy != QuotaPolicy::kBackpressure &&
       (over_budget(*measured) || below_floor(*measured))) {
+    // Only sealed records can be reclaimed, and the head is counted at its
+    // in-memory size, several times what it takes once sealed: when the
+    // budget is exceeded only because of the head, later rounds find it
+    // sealed instead of this one reclaiming more than needed.
     uint64_t wanted = 0;
-    if (over_budget(*measured))
-      wanted = measured->unsynced_bytes - q.max_unsynced_bytes + q.max_unsynced_bytes / 10;
+    const uint64_t target = q.max_unsynced_bytes - q.max_unsynced_bytes / 10;
+    if (over_budget(*measured) && measured->sealed_unsynced_bytes > target) {
+      wanted = measured->sealed_unsynced_bytes - target;
+    }
     if (below_floor(*measured)) {
       wanted = std::max(wanted, q.min_free_bytes - measured->free_bytes + q.min_free_bytes / 10);
     }

@@ -1,6 +1,8 @@
 #include "cairn/transport/sync_commands.h"
 
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
 
 namespace cairn {
 
@@ -28,6 +30,70 @@ void AddConnectionNotes(const SyncStatus& status, CommandResult* result) {
   result->AddNote("gateway", status.gateway_id,
                   "gateway " + status.gateway_id + ", confirmation by " +
                       std::string(SyncConfirmationName(status.confirmation)));
+}
+
+std::string Bytes(uint64_t bytes) {
+  char text[64];
+  if (bytes >= (uint64_t{1} << 30)) {
+    std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
+  } else if (bytes >= (uint64_t{1} << 20)) {
+    std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  } else if (bytes >= 1024) {
+    std::snprintf(text, sizeof text, "%.1f KiB", static_cast<double>(bytes) / 1024);
+  } else {
+    std::snprintf(text, sizeof text, "%" PRIu64 " B", bytes);
+  }
+  return text;
+}
+
+// One line on the quota after `sync`, and one more while it refuses writes.
+void AddQuotaNotes(const SyncQuotaStatus& quota, CommandResult* result) {
+  if (!quota.enabled) {
+    result->AddNote("quota", std::monostate(),
+                    "quota: off (no budget for unsynced data, no free-disk floor)");
+    return;
+  }
+  std::string text = "quota (" + std::string(QuotaPolicyName(quota.policy)) + "): ";
+  if (quota.checked_at == 0) {
+    text += "not measured yet";
+  } else {
+    text += Bytes(quota.unsynced_bytes) + " unsynced";
+    if (quota.max_unsynced_bytes != 0) text += " of a " + Bytes(quota.max_unsynced_bytes) + " budget";
+    text += ", " + Bytes(quota.free_bytes) + " free";
+    if (quota.min_free_bytes != 0) text += " (floor " + Bytes(quota.min_free_bytes) + ")";
+  }
+  if (quota.records_dropped != 0) text += "; " + std::to_string(quota.records_dropped) + " records dropped";
+  if (quota.records_downsampled != 0) {
+    text += "; " + std::to_string(quota.records_downsampled) + " records downsampled into " +
+            std::to_string(quota.aggregates_written) + " aggregates";
+  }
+  if (!quota.last_error.empty()) text += "; last error: " + quota.last_error;
+  result->AddNote("quota", std::string(QuotaPolicyName(quota.policy)), text);
+  if (quota.refusing_writes) {
+    result->AddNote("quota_refusing_writes", true,
+                    quota.below_floor ? "writes to every table are refused: free space is below the floor"
+                                      : "writes to synced tables are refused until the backlog drains");
+  }
+}
+
+CommandResult Quota(const SyncQuotaStatus& quota) {
+  return CommandResult::KeyValues({
+      {"enabled", quota.enabled},
+      {"policy", std::string(QuotaPolicyName(quota.policy))},
+      {"budget_bytes", Count(quota.max_unsynced_bytes)},
+      {"floor_bytes", Count(quota.min_free_bytes)},
+      {"checked_at", TimestampOrNull(quota.checked_at)},
+      {"unsynced_bytes", Count(quota.unsynced_bytes)},
+      {"free_bytes", Count(quota.free_bytes)},
+      {"over_budget", quota.over_budget},
+      {"below_floor", quota.below_floor},
+      {"refusing_writes", quota.refusing_writes},
+      {"writes_refused", Count(quota.writes_refused)},
+      {"records_dropped", Count(quota.records_dropped)},
+      {"records_downsampled", Count(quota.records_downsampled)},
+      {"aggregates_written", Count(quota.aggregates_written)},
+      {"last_error", TextOrNull(quota.last_error)},
+  });
 }
 
 CommandResult Overview(SyncAgent* agent) {
@@ -85,24 +151,33 @@ std::string LabelValue(std::string_view text) {
 
 }  // namespace
 
-Status RegisterSyncCommands(CommandRegistry* registry, SyncAgent* agent) {
+Status RegisterSyncCommands(CommandRegistry* registry, SyncAgent* agent, Engine* engine) {
   return registry->Register(
       {.name = "sync",
-       .arguments = "[batches]",
-       .summary =
-           "what is not yet in the cloud, per table and lane; `sync batches` lists the batches in flight",
+       .arguments = "[batches|quota]",
+       .summary = "what is not yet in the cloud, per table and lane; `sync batches` lists the batches in "
+                  "flight, `sync quota` the limits on unsynced data",
        .options = {},
        .min_arguments = 0,
        .max_arguments = 1},
-      [agent](const CommandInvocation& invocation) -> CommandResult {
+      [agent, engine](const CommandInvocation& invocation) -> CommandResult {
+        if (!invocation.arguments().empty() && invocation.arguments()[0] == "quota") {
+          return Quota(engine->QuotaStatus());
+        }
         if (agent == nullptr) {
           return CommandResult::Error(Status::FailedPrecondition(
               "sync is off: start cairnd with --sync-broker to send data to the cloud"));
         }
-        if (invocation.arguments().empty()) return Overview(agent);
-        if (invocation.arguments()[0] == "batches") return Batches(agent);
-        return CommandResult::Error(Status::InvalidArgument(
-            "unknown sync view '" + invocation.arguments()[0] + "' (expected nothing or batches)"));
+        CommandResult result = CommandResult::Error(Status::InvalidArgument(
+            "unknown sync view '" + (invocation.arguments().empty() ? "" : invocation.arguments()[0]) +
+            "' (expected nothing, batches or quota)"));
+        if (invocation.arguments().empty()) {
+          result = Overview(agent);
+        } else if (invocation.arguments()[0] == "batches") {
+          result = Batches(agent);
+        }
+        AddQuotaNotes(engine->QuotaStatus(), &result);  // no-op on an error
+        return result;
       });
 }
 
@@ -171,6 +246,37 @@ std::string RenderSyncMetrics(const SyncStatus& status) {
       }
     }
   }
+  return out;
+}
+
+std::string RenderQuotaMetrics(const SyncQuotaStatus& quota) {
+  if (!quota.enabled) return std::string();
+  std::string out;
+  auto single = [&](const char* name, const char* type, const char* help, const std::string& labels,
+                    uint64_t value) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name +
+           (labels.empty() ? "" : "{" + labels + "}") + " " + std::to_string(value) + "\n";
+  };
+  single("cairn_sync_quota_info", "gauge", "the sync quota's policy (value 1)",
+         "policy=\"" + std::string(QuotaPolicyName(quota.policy)) + "\"", 1);
+  single("cairn_sync_quota_budget_bytes", "gauge", "budget for unsynced bytes (0: none)", "",
+         quota.max_unsynced_bytes);
+  single("cairn_sync_quota_floor_bytes", "gauge", "free bytes that must remain (0: none)", "",
+         quota.min_free_bytes);
+  single("cairn_sync_quota_unsynced_bytes", "gauge", "unsynced bytes of every synced table at the last check",
+         "", quota.unsynced_bytes);
+  single("cairn_sync_quota_free_bytes", "gauge", "free bytes on the data filesystem at the last check", "",
+         quota.free_bytes);
+  single("cairn_sync_quota_refusing_writes", "gauge", "1 while the quota refuses writes", "",
+         quota.refusing_writes ? 1 : 0);
+  single("cairn_sync_quota_writes_refused_total", "counter", "writes refused by the quota since start", "",
+         quota.writes_refused);
+  single("cairn_sync_quota_dropped_records_total", "counter",
+         "unsynced records dropped by the quota since start", "", quota.records_dropped);
+  single("cairn_sync_quota_downsampled_records_total", "counter",
+         "unsynced records replaced by aggregates since start", "", quota.records_downsampled);
+  single("cairn_sync_quota_aggregates_written_total", "counter", "aggregate records written by downsampling",
+         "", quota.aggregates_written);
   return out;
 }
 

@@ -265,6 +265,9 @@ struct UnsyncedSummary {
   // On-disk bytes those records take: the stored chunk bytes, shared pro
   // rata by a chunk's unsynced records, plus the head's in-memory estimate.
   uint64_t bytes = 0;
+  // The part of `bytes` that is the head's estimate (records not sealed
+  // yet: their size on disk is not known before they are).
+  uint64_t head_bytes = 0;
   // The oldest unsynced record's timestamp, to the start of its chunk;
   // 0 when nothing is unsynced.
   int64_t oldest_timestamp = 0;
