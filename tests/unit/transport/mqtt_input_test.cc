@@ -1,5 +1,6 @@
-// MqttInput's payload formats (mqtt_input_format.md), route parsing and
-// option checks; the tests with a broker and an engine are in
+// MqttInput's payload formats (mqtt_input_format.md), route parsing, option
+// checks and its life cycle without a broker; the tests with a broker and an
+// engine (deliveries, pauses while the engine refuses writes) are in
 // tests/integration/mqtt_input_test.cc.
 #include "cairn/transport/mqtt_input.h"
 
@@ -9,6 +10,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "forwarding_engine.h"
 
 namespace cairn {
 namespace {
@@ -211,6 +214,48 @@ TEST(MqttInputOptionsTest, RefusesBadOptions) {
   backoff.retry_min_ms = 0;
   created = MqttInput::Create(Env::Default(), no_engine, backoff);
   EXPECT_NE(created.status().message().find("retry"), std::string::npos) << created.status().ToString();
+}
+
+TEST(MqttInputLifecycleTest, StartsOnceStopsOnceAndReportsNothingWithoutABroker) {
+  // Nothing listens on port 1: the link keeps trying, no message arrives, so
+  // the engine is never called.
+  ForwardingEngine engine(nullptr);
+  MqttInputOptions options;
+  options.link.server_uri = "tcp://127.0.0.1:1";
+  options.link.client_id = "cairn-input-unit";
+  options.link.reconnect_min_ms = 10;
+  options.link.reconnect_max_ms = 50;
+  options.routes = {{"sensors/#", "readings"}};
+  Result<std::unique_ptr<MqttInput>> created = MqttInput::Create(Env::Default(), &engine, options);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  MqttInput& input = **created;
+
+  MqttInputStats stats = input.stats();
+  EXPECT_EQ(stats.messages, 0u);
+  EXPECT_EQ(stats.pauses, 0u);
+  EXPECT_FALSE(stats.paused);
+  EXPECT_EQ(stats.messages_held, 0u);
+  EXPECT_FALSE(stats.link.connected);
+
+  ASSERT_TRUE(input.Start().ok());
+  EXPECT_TRUE(input.Start().Is(StatusCode::kFailedPrecondition));
+  EXPECT_FALSE(input.WaitConnected(20));
+  input.Stop();
+  input.Stop();
+  stats = input.stats();
+  EXPECT_EQ(stats.messages, 0u);
+  EXPECT_EQ(stats.messages_failed, 0u);
+  EXPECT_FALSE(stats.paused);
+  EXPECT_FALSE(stats.link.connected);
+  // Stopped: nothing to wait for, whatever the timeout.
+  EXPECT_FALSE(input.WaitConnected(3'600'000));
+  EXPECT_TRUE(input.Start().Is(StatusCode::kFailedPrecondition));
+
+  // Stopped before it ever started: it cannot start any more.
+  created = MqttInput::Create(Env::Default(), &engine, options);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  (*created)->Stop();
+  EXPECT_TRUE((*created)->Start().Is(StatusCode::kFailedPrecondition));
 }
 
 }  // namespace

@@ -5,7 +5,10 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
+#include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -177,6 +180,26 @@ Result<Record> ReadingToRecord(const JsonValue& reading, const LineProtocolOptio
   return record;
 }
 
+// Adds the counters of `link` to `total`, and takes its state (connection,
+// in-flight publishes, last error) as the current one.
+void AddLinkStats(const MqttLinkStats& link, MqttLinkStats* total) {
+  total->connected = link.connected;
+  total->connects += link.connects;
+  total->connect_failures += link.connect_failures;
+  total->connection_losses += link.connection_losses;
+  total->published += link.published;
+  total->acknowledged += link.acknowledged;
+  total->publish_failures += link.publish_failures;
+  total->received += link.received;
+  total->bytes_published += link.bytes_published;
+  total->inflight = link.inflight;
+  if (!link.last_error.empty()) total->last_error = link.last_error;
+}
+
+bool IsRefusal(const Status& status) {
+  return status.Is(StatusCode::kUnavailable) || status.Is(StatusCode::kResourceExhausted);
+}
+
 }  // namespace
 
 Result<MqttInputRoute> ParseMqttInputRoute(std::string_view text) {
@@ -229,41 +252,99 @@ class MqttInput::Impl {
       : env_(env), engine_(engine), options_(std::move(options)) {}
 
   Status Init() {
-    MqttLinkOptions link_options = options_.link;
+    link_options_ = options_.link;
     for (const MqttInputRoute& route : options_.routes)
-      link_options.subscriptions.push_back(route.topic_filter);
-    Result<std::unique_ptr<MqttLink>> link = MqttLink::Create(
-        env_, std::move(link_options),
-        [this](std::string_view topic, std::string_view payload) { OnMessage(topic, payload); });
+      link_options_.subscriptions.push_back(route.topic_filter);
+    Result<std::unique_ptr<MqttLink>> link = CreateLink();
     if (!link.ok()) return link.status();
     link_ = std::move(*link);
     return Status::Ok();
   }
 
-  Status Start() { return link_->Start(); }
-
-  void Stop() {
+  Status Start() {
+    std::lock_guard<std::mutex> lifecycle(lifecycle_mutex_);
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
+      if (stopping_) return Status::FailedPrecondition("MQTT input stopped");
+      if (started_) return Status::FailedPrecondition("MQTT input already started");
+      started_ = true;
     }
-    stop_requested_.notify_all();
-    link_->Stop();
+    // Only the input's thread replaces the link, and it does not run yet.
+    CAIRN_RETURN_IF_ERROR(link_->Start());
+    worker_ = env_->StartThread([this] { RunPauses(); });
+    return Status::Ok();
   }
 
-  bool WaitConnected(int64_t timeout_ms) { return link_->WaitConnected(timeout_ms); }
-
-  MqttInputStats stats() const {
-    MqttInputStats copy;
+  void Stop() {
+    std::lock_guard<std::mutex> lifecycle(lifecycle_mutex_);
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      copy = stats_;
+      if (stopped_) return;
+      stopping_ = true;
+      link_connected_ = false;
     }
-    copy.link = link_->stats();
+    state_changed_.notify_all();
+    if (worker_.joinable()) worker_.join();
+    MqttLink* link;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      link = link_.get();
+    }
+    // Handlers still running hold what the engine refuses; none runs after this.
+    if (link != nullptr) link->Stop();
+    std::deque<HeldMessage> lost;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      lost.swap(held_);
+      stats_.messages += lost.size();
+      stats_.messages_failed += lost.size();
+      pausing_ = false;
+      paused_ = false;
+      stopped_ = true;
+    }
+    for (const HeldMessage& message : lost) {
+      Log(message.where + "input stopped while the engine refused this message (" +
+          std::to_string(message.records.size()) +
+          " records); it was acknowledged to the broker and is lost");
+    }
+  }
+
+  bool WaitConnected(int64_t timeout_ms) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    state_changed_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(timeout_ms, 0)),
+                            [this] { return link_connected_ || stopping_; });
+    return link_connected_;
+  }
+
+  MqttInputStats stats() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    MqttInputStats copy = stats_;
+    copy.paused = paused_;
+    copy.messages_held = held_.size();
+    copy.link = retired_link_stats_;
+    // The link never calls into the input while holding its own lock, so
+    // asking it under ours cannot deadlock.
+    if (link_ != nullptr) AddLinkStats(link_->stats(), &copy.link);
     return copy;
   }
 
  private:
+  // A message the engine refused, or one that arrived behind it, waiting in
+  // memory to be written in arrival order.
+  struct HeldMessage {
+    std::string where;  // "MQTT input TOPIC -> TABLE: ", to prefix log lines
+    std::string table;
+    std::vector<Record> records;
+    int refusals = 0;  // Engine::Write attempts refused so far
+  };
+
+  Result<std::unique_ptr<MqttLink>> CreateLink() {
+    return MqttLink::Create(
+        env_, link_options_,
+        [this](std::string_view topic, std::string_view payload) { OnMessage(topic, payload); },
+        [this](bool connected, const std::string&) { OnConnection(connected); });
+  }
+
   void Log(const std::string& line) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -291,13 +372,25 @@ class MqttInput::Impl {
     return static_cast<int64_t>(random % (static_cast<uint64_t>(bound) + 1));
   }
 
+  // On Paho's thread.
+  void OnConnection(bool connected) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      link_connected_ = connected && !stopping_;
+    }
+    state_changed_.notify_all();
+  }
+
+  // On Paho's thread: returns without waiting for the engine beyond one
+  // Engine::Write, so that Paho's other clients keep going.
   void OnMessage(std::string_view topic, std::string_view payload) {
-    HandleMessage(topic, payload);
+    if (!HandleMessage(topic, payload)) return;
     std::lock_guard<std::mutex> lock(mutex_);
     ++stats_.messages;
   }
 
-  void HandleMessage(std::string_view topic, std::string_view payload) {
+  // False when the message was held (it is counted once stored or lost).
+  bool HandleMessage(std::string_view topic, std::string_view payload) {
     const MqttInputRoute* route = RouteFor(topic);
     if (route == nullptr) {
       // Only possible when the broker delivers beyond our filters (a
@@ -307,7 +400,7 @@ class MqttInput::Impl {
         ++stats_.messages_failed;
       }
       Log("MQTT input: no route for topic " + std::string(topic) + "; message dropped");
-      return;
+      return true;
     }
     LineProtocolOptions parse_options;
     parse_options.precision = options_.precision;
@@ -317,86 +410,200 @@ class MqttInput::Impl {
     std::vector<Record> records;
     std::vector<std::string> errors;
     Status parsed = MqttInput::ParsePayload(payload, parse_options, &records, &errors);
-    const std::string where = "MQTT input " + std::string(topic) + " -> " + route->table + ": ";
+    std::string where = "MQTT input " + std::string(topic) + " -> " + route->table + ": ";
     if (!parsed.ok()) {
       {
         std::lock_guard<std::mutex> lock(mutex_);
         ++stats_.messages_failed;
       }
       Log(where + parsed.message());
-      return;
+      return true;
     }
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stats_.records_rejected += errors.size();
     }
     for (const std::string& error : errors) Log(where + error);
-    if (records.empty()) return;
-    StoreRecords(where, route->table, records);
+    if (records.empty()) return true;
+    HeldMessage message{std::move(where), route->table, std::move(records), 0};
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (pausing_) {
+        // Behind the held ones: written after them, by the input's thread.
+        held_.push_back(std::move(message));
+        return false;
+      }
+    }
+    Status refusal = TryStore(message.where, message.table, message.records);
+    if (refusal.ok()) return true;
+    Log(message.where + refusal.ToString() + "; pausing the input and retrying");
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      message.refusals = 1;
+      held_.push_back(std::move(message));
+      pausing_ = true;
+      ++stats_.pauses;
+    }
+    state_changed_.notify_all();
+    return false;
   }
 
-  void StoreRecords(const std::string& where, const std::string& table, const std::vector<Record>& records) {
-    for (int attempt = 0;; ++attempt) {
-      bool stopping;
+  // Writes one message's records. OK when the message is settled (stored,
+  // partly stored, or failed for good; counted and logged); the engine's
+  // status when it refused the records as a whole for now (Unavailable,
+  // ResourceExhausted), with nothing counted.
+  Status TryStore(const std::string& where, const std::string& table, const std::vector<Record>& records) {
+    Result<WriteResult> written = engine_->Write(table, records);
+    if (!written.ok()) {
+      if (IsRefusal(written.status())) return written.status();
       {
         std::lock_guard<std::mutex> lock(mutex_);
-        stopping = stopping_;
-        if (stopping) ++stats_.messages_failed;
-        if (!stopping && attempt > 0) ++stats_.write_retries;
+        ++stats_.messages_failed;
       }
-      if (stopping) {
-        // Acknowledged to the broker when the handler returns: lost.
-        Log(where + "input stopped while the engine refused the message; it is dropped");
-        return;
-      }
-      Result<WriteResult> written = engine_->Write(table, records);
-      if (written.ok()) {
-        size_t stored = 0;
-        std::vector<std::string> refused;
-        for (size_t i = 0; i < written->records.size(); ++i) {
-          const RecordResult& outcome = written->records[i];
-          if (outcome.outcome == WriteOutcome::kStored || outcome.outcome == WriteOutcome::kDuplicate) {
-            ++stored;
-          } else {
-            refused.push_back(where + "record " + std::to_string(i + 1) + " of " + records[i].device_id +
-                              "/" + records[i].measure_name + " refused: " + outcome.reason);
-          }
-        }
-        {
-          std::lock_guard<std::mutex> lock(mutex_);
-          stats_.records_stored += stored;
-          stats_.records_rejected += refused.size();
-        }
-        for (const std::string& line : refused) Log(line);
-        return;
-      }
-      const Status& status = written.status();
-      if (!status.Is(StatusCode::kUnavailable) && !status.Is(StatusCode::kResourceExhausted)) {
-        {
-          std::lock_guard<std::mutex> lock(mutex_);
-          ++stats_.messages_failed;
-        }
-        Log(where + status.ToString());
-        return;
-      }
-      // The engine cannot take it now (quota, backpressure): keep the message
-      // unacknowledged at the broker and try again.
-      if (attempt == 0) Log(where + status.ToString() + "; retrying");
-      std::unique_lock<std::mutex> lock(mutex_);
-      stop_requested_.wait_for(lock, std::chrono::milliseconds(RetryDelayMs(attempt)),
-                               [this] { return stopping_; });
+      Log(where + written.status().ToString());
+      return Status::Ok();
     }
+    size_t stored = 0;
+    std::vector<std::string> refused;
+    for (size_t i = 0; i < written->records.size(); ++i) {
+      const RecordResult& outcome = written->records[i];
+      if (outcome.outcome == WriteOutcome::kStored || outcome.outcome == WriteOutcome::kDuplicate) {
+        ++stored;
+      } else {
+        refused.push_back(where + "record " + std::to_string(i + 1) + " of " + records[i].device_id + "/" +
+                          records[i].measure_name + " refused: " + outcome.reason);
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stats_.records_stored += stored;
+      stats_.records_rejected += refused.size();
+    }
+    for (const std::string& line : refused) Log(line);
+    return Status::Ok();
+  }
+
+  // The input's thread: waits for a refusal, then pauses until the held
+  // messages are stored. Never runs on Paho's threads, so it may stop and
+  // start links.
+  void RunPauses() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      state_changed_.wait(lock, [this] { return stopping_ || pausing_; });
+      if (stopping_) return;
+      Pause(lock);
+    }
+  }
+
+  // One pause, from stopping the link to resuming with a new one; returns
+  // early when Stop begins (Stop then accounts for the held messages).
+  // `lock` holds mutex_ on entry and on return.
+  void Pause(std::unique_lock<std::mutex>& lock) {
+    // The broker keeps for the session whatever it does not deliver: stop
+    // delivering. MqttLink::Stop returns after the last handler call, so
+    // the held queue is complete from here on.
+    MqttLink* link = link_.get();
+    lock.unlock();
+    link->Stop();
+    lock.lock();
+    AddLinkStats(link_->stats(), &retired_link_stats_);
+    retired_link_stats_.connected = false;
+    retired_link_stats_.inflight = 0;
+    std::unique_ptr<MqttLink> stopped = std::move(link_);
+    link_connected_ = false;
+    paused_ = true;
+    lock.unlock();
+    // Destroyed before a new client with the same id exists.
+    stopped.reset();
+    lock.lock();
+
+    // Only this thread removes held messages, and no handler adds any while
+    // the link is stopped, so the front stays put while unlocked.
+    while (!held_.empty()) {
+      if (stopping_) return;
+      HeldMessage& message = held_.front();
+      if (message.refusals > 0) {
+        if (state_changed_.wait_for(lock, std::chrono::milliseconds(RetryDelayMs(message.refusals - 1)),
+                                    [this] { return stopping_; })) {
+          return;
+        }
+        ++stats_.write_retries;
+      }
+      lock.unlock();
+      Status refusal = TryStore(message.where, message.table, message.records);
+      lock.lock();
+      if (!refusal.ok()) {
+        ++message.refusals;
+        continue;
+      }
+      held_.pop_front();
+      ++stats_.messages;
+    }
+
+    // A stopped link cannot start again: resume with a new one.
+    for (int attempt = 0;; ++attempt) {
+      if (stopping_) return;
+      lock.unlock();
+      Result<std::unique_ptr<MqttLink>> created = CreateLink();
+      // Logged once: the options passed at Create, so what fails now (a TLS
+      // file gone) tends to last.
+      if (!created.ok() && attempt == 0) Log("MQTT input cannot resume: " + created.status().ToString());
+      lock.lock();
+      if (created.ok()) {
+        if (stopping_) {
+          lock.unlock();
+          created->reset();
+          lock.lock();
+          return;
+        }
+        link_ = std::move(*created);
+        break;
+      }
+      if (state_changed_.wait_for(lock, std::chrono::milliseconds(RetryDelayMs(attempt)),
+                                  [this] { return stopping_; })) {
+        return;
+      }
+    }
+    pausing_ = false;
+    paused_ = false;
+    MqttLink* resumed = link_.get();
+    lock.unlock();
+    // Refused only for a link started or stopped before, not a new one.
+    // Stop waits for this thread before it stops the link.
+    Status started = resumed->Start();
+    if (!started.ok()) Log("MQTT input cannot resume: " + started.ToString());
+    lock.lock();
   }
 
   Env* const env_;
   Engine* const engine_;
   const MqttInputOptions options_;
+  // options_.link with the routes' filters as subscriptions.
+  MqttLinkOptions link_options_;
+
+  // Serialises Start and Stop. Never taken by handlers or the input's thread.
+  std::mutex lifecycle_mutex_;
+  std::thread worker_;
+
+  // Taken briefly by handlers on Paho's thread; never held while calling
+  // MqttLink::Stop, Start, Create or a link's destructor, nor the engine.
   mutable std::mutex mutex_;
-  std::condition_variable stop_requested_;
+  std::condition_variable state_changed_;
+  bool started_ = false;
   bool stopping_ = false;
+  bool stopped_ = false;
+  // The current link announced its connection.
+  bool link_connected_ = false;
+  // A refusal asked for a pause; handlers hold what arrives (until resumed).
+  bool pausing_ = false;
+  // The link is stopped for the pause (until resumed).
+  bool paused_ = false;
+  std::deque<HeldMessage> held_;
   MqttInputStats stats_;
+  // Counters of the links stopped by pauses.
+  MqttLinkStats retired_link_stats_;
   // Last: destroyed (and stopped) first, while the members its handler uses
-  // still exist.
+  // still exist. Null during a pause, between two links.
   std::unique_ptr<MqttLink> link_;
 };
 

@@ -6,17 +6,34 @@
 // JSON reading format (transport/src/mqtt/mqtt_input_format.md). The first
 // route whose filter matches a message's topic decides its table.
 //
-// Delivery: the message is QoS 1 and acknowledged to the broker only after
-// its handler returns, and the handler returns after Engine::Write did (the
-// records are durable per the engine's durability mode). While the engine
-// refuses a write as a whole with Unavailable or ResourceExhausted (a quota
-// in backpressure mode), the handler keeps retrying the same message with
-// backoff, so the broker keeps it and everything behind it queued. Paho runs
-// every client's callbacks and network traffic of the process on shared
-// threads under one lock, so during such a retry no other MqttLink in the
-// process makes progress either. Stop ends a retry: the handler returns,
-// so that message is acknowledged without being stored; it is counted as
-// failed and logged.
+// Delivery: messages are QoS 1, and Paho acknowledges one to the broker
+// (PUBACK) only when the handler returns. Normally the handler writes the
+// message's records itself and returns after Engine::Write did, so a
+// message is acknowledged only once its records are durable (per the
+// engine's durability mode); a crash before that leaves it at the broker,
+// which delivers it again.
+//
+// When the engine refuses a message as a whole with Unavailable or
+// ResourceExhausted (a quota in backpressure mode), the handler must not
+// wait: Paho reads the network of every client in the process on one
+// thread, and the sync agent's link needs that thread for the PUBACKs and
+// receipts that drain the backlog the engine is waiting for. So the handler
+// moves the message's records into a held queue in memory and returns, and
+// the input pauses: its own thread (never one of Paho's) stops the link,
+// and the broker, which keeps the persistent session (clean_session off),
+// queues everything published behind it. Messages that still arrive before
+// the link is stopped join the held queue behind the others, never written
+// ahead of them. The input's thread retries the held messages in order with
+// backoff (retry_min_ms..retry_max_ms, full jitter), and once all are
+// stored it connects a new link, so the broker delivers what it queued
+// meanwhile. Only held messages live only in memory: at most the one that
+// was refused and those that arrived between that refusal and the stop of
+// the link. They were acknowledged to the broker when their handler
+// returned, so a crash during the pause loses them, and so does Stop (it
+// counts them in messages_failed and logs each). Everything behind them
+// waits at the broker, within its limits for a disconnected session
+// (mosquitto: max_queued_messages, 1000 by default; beyond it the broker
+// drops messages).
 //
 // Bad input never blocks the subscription: lines or readings that do not
 // parse, or that the engine refuses, are counted and logged and the good
@@ -24,7 +41,7 @@
 // counted and dropped.
 //
 // Thread-safety: every method may be called from any thread; Stop must not be
-// called from `log`.
+// called from `log`. The input runs one thread of its own from Start to Stop.
 #pragma once
 
 #include <cstddef>
@@ -60,7 +77,8 @@ Result<MqttInputRoute> ParseMqttInputRoute(std::string_view text);
 struct MqttInputOptions {
   // The broker connection. Its subscriptions must be empty: MqttInput
   // subscribes to the routes' filters. Use clean_session off (the default)
-  // so that readings published while cairnd is down wait at the broker.
+  // so that readings published while cairnd is down or the input is paused
+  // wait at the broker; with it on, the broker drops them.
   MqttLinkOptions link;
   // At least one.
   std::vector<MqttInputRoute> routes;
@@ -70,22 +88,29 @@ struct MqttInputOptions {
   std::string device_tag = "device";
   // Longer lines are refused (as for HTTP writes).
   size_t max_line_bytes = 64 * 1024;
-  // Backoff bounds while the engine refuses writes (full jitter).
+  // Backoff bounds between write attempts of a held message while the engine
+  // refuses it (full jitter).
   int64_t retry_min_ms = 100;
   int64_t retry_max_ms = 5'000;
   // Receives one line per problem (bad line, refused record, unknown table,
-  // engine refusal); optional. Called on Paho's thread; must not block long.
+  // engine refusal, held message lost at Stop); optional. Called on Paho's
+  // thread, on the input's thread or in Stop, one call at a time; must not
+  // block long.
   std::function<void(std::string_view)> log;
 };
 
 // Counters since Create.
 struct MqttInputStats {
-  uint64_t messages = 0;          // messages handled (stored, partly stored or failed)
+  uint64_t messages = 0;          // messages settled (stored, partly stored or failed); a held
+                                  // message counts once it is stored or lost
   uint64_t records_stored = 0;    // records the engine stored (or had: duplicates)
   uint64_t records_rejected = 0;  // bad lines/readings, invalid or lower-version records
   uint64_t messages_failed = 0;   // messages of which nothing could be stored for a reason not
                                   // in the records: unknown table, unparseable JSON, write error
   uint64_t write_retries = 0;     // Engine::Write attempts repeated after a refusal
+  uint64_t pauses = 0;            // times the engine's refusal paused the input
+  bool paused = false;            // the link is stopped for a pause (from its stop to the resume)
+  uint64_t messages_held = 0;     // refused or arrived during a pause, in memory, not yet stored
   std::string last_error;
   MqttLinkStats link;
 };
@@ -95,7 +120,7 @@ class MqttInput {
   // Checks the options (InvalidArgument: no routes, a bad filter or empty
   // table, link subscriptions given, bad link options, backoff bounds) and
   // creates the link without connecting. `env` and `engine` must outlive the
-  // input.
+  // input; `engine` may be called from Paho's thread and from the input's.
   static Result<std::unique_ptr<MqttInput>> Create(Env* env, Engine* engine, MqttInputOptions options);
 
   // Stops first.
@@ -104,16 +129,20 @@ class MqttInput {
   MqttInput(const MqttInput&) = delete;
   MqttInput& operator=(const MqttInput&) = delete;
 
-  // Connects in the background and keeps the connection (MqttLink::Start).
+  // Connects in the background and keeps the connection (MqttLink::Start),
+  // and starts the input's thread. FailedPrecondition when already started
+  // or stopped.
   Status Start();
 
-  // Ends a write retry in progress, then stops the link (MqttLink::Stop).
+  // Ends a pause (waiting at most for an engine write in progress), stops
+  // the link, then counts the held messages as failed and logs them as lost.
   // No engine write starts after it returns. Idempotent.
   void Stop();
 
   MqttInputStats stats() const;
 
-  // Blocks until the link is connected and subscribed, at most `timeout_ms`.
+  // Blocks until the link is connected and subscribed, at most `timeout_ms`;
+  // during a pause, until the new link is. False after Stop.
   bool WaitConnected(int64_t timeout_ms);
 
   // Exposed for tests and the payload documentation: turns one message into
