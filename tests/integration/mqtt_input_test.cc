@@ -45,26 +45,27 @@ bool Eventually(const std::function<bool()>& condition) {
   return true;
 }
 
-// Refuses the first `refusals` writes as a whole, as a quota in
-// backpressure mode does; a negative count refuses until AcceptWrites.
+// Refuses the first `refusals` writes as a whole, as the engine does for
+// received records when free disk space is below the sync quota's floor; a
+// negative count refuses until AcceptWrites.
 // Remembers the records it let through, in write order.
 class RefusingEngine : public ForwardingEngine {
  public:
   RefusingEngine(Engine* target, int refusals) : ForwardingEngine(target), refusals_(refusals) {}
 
-  Result<WriteResult> Write(const std::string& table, const std::vector<Record>& records) override {
+  Result<WriteResult> WriteReceived(const std::string& table, const std::vector<Record>& records) override {
     ++attempts_;
     int left = refusals_.load();
     while (left != 0) {
       if (left < 0 || refusals_.compare_exchange_weak(left, left - 1)) {
-        return Status::ResourceExhausted("quota for unsynced data reached (backpressure)");
+        return Status::ResourceExhausted("free disk space is below the sync quota's floor");
       }
     }
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (const Record& record : records) accepted_.push_back(record);
     }
-    return ForwardingEngine::Write(table, records);
+    return ForwardingEngine::WriteReceived(table, records);
   }
 
   void AcceptWrites() { refusals_ = 0; }

@@ -6,6 +6,7 @@
 // what cairnd acknowledged: every reading, exactly once, equal.
 //
 // Every wait is bounded; every child is killed and reaped by its guard.
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <random>
@@ -20,6 +21,7 @@
 #include "cairn/core/engine.h"
 #include "cairn/ingest/postgres_sink.h"
 #include "cairn/platform/env.h"
+#include "cairn/transport/mqtt_link.h"
 
 #include "cairnd_process.h"
 #include "child_process.h"
@@ -418,6 +420,91 @@ TEST_F(SyncTest, BackpressureRefusesWritesDuringAnOutageAndLosesNothingAcknowled
   ASSERT_TRUE(accepted) << last_refusal_;
   ExpectPostgresHoldsEveryAcknowledgedReading();
   EXPECT_EQ(Metric("cairn_sync_quota_dropped_records_total"), 0);
+  StopDaemon();
+}
+
+// The gateway's own sensors publish to a local broker while the cloud is
+// away and a backpressure quota refuses HTTP writes: the readings the local
+// input received (acknowledged to the broker on receipt) are stored over
+// budget, the sync link keeps working in the same process, and once the
+// cloud is back every published reading arrives once.
+TEST_F(SyncTest, BackpressureRefusesHttpButKeepsWhatLocalSensorsDelivered) {
+  MosquittoBroker local;
+  Status started = local.Start(MosquittoBrokerOptions{});
+  ASSERT_TRUE(started.ok()) << started.ToString();
+  const std::string local_uri = "tcp://127.0.0.1:" + std::to_string(local.port());
+  StartDaemon({"--sync-quota-bytes", "48K", "--mqtt-input-broker", local_uri, "--mqtt-input",
+               "site/+/readings=sensors"});
+  MqttLinkOptions sensor_options;
+  sensor_options.server_uri = local_uri;
+  sensor_options.client_id = "sensor-gateway-bus";
+  Result<std::unique_ptr<MqttLink>> sensor = MqttLink::Create(Env::Default(), sensor_options);
+  ASSERT_TRUE(sensor.ok()) << sensor.status().ToString();
+  ASSERT_TRUE((*sensor)->Start().ok());
+  ASSERT_TRUE((*sensor)->WaitConnected(kTimeoutMs));
+
+  // The input subscribes after cairnd starts listening: until it has, the
+  // broker has no session to keep readings for. A probe reading, published
+  // until it is stored, says when it has.
+  Written probe{"probe", base_ns_ - 1'000'000, 1.5, -1};
+  bool probe_stored = false;
+  for (int attempt = 0; attempt < 100 && !probe_stored; ++attempt) {
+    (void)(*sensor)->Publish(
+        "site/probe/readings",
+        "env,device=probe temperature=1.500000,count=-1i " + std::to_string(probe.timestamp),
+        [](const Status&) {});
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    Result<HttpTestResponse> latest = Get("/v1/tables/sensors/devices/probe/latest");
+    probe_stored =
+        latest.ok() && latest->status == 200 && latest->body.find("temperature") != std::string::npos;
+  }
+  ASSERT_TRUE(probe_stored);
+  acknowledged_.push_back(probe);
+
+  // 40 messages of 100 readings, each acknowledged by the local broker.
+  std::atomic<int> acknowledged{0}, failed{0};
+  bool refused_seen = false;
+  for (int m = 0; m < 40; ++m) {
+    std::string body;
+    for (int i = 0; i < 100; ++i) {
+      Written w;
+      w.device = "dev-" + std::to_string(next_ % 7);
+      w.timestamp = base_ns_ + next_ * 1'000'000;
+      w.value = 20.0 + static_cast<double>((next_ * 2654435761u) % 1000) / 8;
+      w.count = next_;
+      ++next_;
+      body += "env,device=" + w.device + " temperature=" + std::to_string(w.value) +
+              ",count=" + std::to_string(w.count) + "i " + std::to_string(w.timestamp) + "\n";
+      acknowledged_.push_back(w);
+    }
+    Status published = Status::Unavailable("not tried");
+    for (int attempt = 0; attempt < 500 && !published.ok(); ++attempt) {
+      published = (*sensor)->Publish("site/" + std::to_string(m % 3) + "/readings", body,
+                                     [&](const Status& s) { (s.ok() ? acknowledged : failed).fetch_add(1); });
+      if (!published.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_TRUE(published.ok()) << published.ToString();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    refused_seen = refused_seen || Metric("cairn_sync_quota_refusing_writes") == 1;
+  }
+  for (int attempt = 0; attempt < 500 && acknowledged.load() + failed.load() < 40; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(acknowledged.load(), 40);
+  for (int attempt = 0; attempt < 300 && !refused_seen; ++attempt) {
+    refused_seen = Metric("cairn_sync_quota_refusing_writes") == 1;
+    if (!refused_seen) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(refused_seen) << "the quota never refused";
+  EXPECT_EQ(WriteStatus(10), 507) << "HTTP writers are pushed back";
+  // While the input is held back, the sync link is still alive in the same
+  // process (Paho's shared network thread is not blocked): connected.
+  EXPECT_EQ(Metric("cairn_sync_connected"), 1);
+
+  StartIngest();
+  ExpectPostgresHoldsEveryAcknowledgedReading(240000);
+  EXPECT_EQ(Metric("cairn_sync_quota_dropped_records_total"), 0);
+  (*sensor)->Stop();
   StopDaemon();
 }
 

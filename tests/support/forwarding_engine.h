@@ -29,6 +29,9 @@ class ForwardingEngine : public Engine {
   Result<WriteResult> Write(const std::string& table, const std::vector<Record>& records) override {
     return target_->Write(table, records);
   }
+  Result<WriteResult> WriteReceived(const std::string& table, const std::vector<Record>& records) override {
+    return target_->WriteReceived(table, records);
+  }
   Result<std::optional<RecordRow>> Get(const std::string& table, const std::string& device_id,
                                        const std::string& measure_name, int64_t timestamp) override {
     return target_->Get(table, device_id, measure_name, timestamp);

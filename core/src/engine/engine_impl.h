@@ -74,6 +74,7 @@ class EngineImpl final : public Engine {
   Result<TableInfo> GetTable(const std::string& name) override;
 
   Result<WriteResult> Write(const std::string& table, const std::vector<Record>& records) override;
+  Result<WriteResult> WriteReceived(const std::string& table, const std::vector<Record>& records) override;
 
   Result<std::optional<RecordRow>> Get(const std::string& table, const std::string& device_id,
                                        const std::string& measure_name, int64_t timestamp) override;
@@ -133,8 +134,9 @@ class EngineImpl final : public Engine {
   // ---- sync quota (engine_quota.cc) ----
   struct QuotaMeasurement;
   // OK, or ResourceExhausted naming the limit when the quota refuses writes
-  // to `table` now.
-  Status AdmitUnderQuota(const std::string& table);
+  // to `table` now; `received` (WriteReceived) is refused by the floor only.
+  Status AdmitUnderQuota(const std::string& table, bool received);
+  Result<WriteResult> WriteAdmitted(const std::string& table, const std::vector<Record>& records);
   // Measures the quota when due, applies the policy, updates quota_.
   Status CheckSyncQuota();
   Result<QuotaMeasurement> MeasureQuota();

@@ -161,9 +161,10 @@ SyncQuotaStatus EngineImpl::QuotaStatus() {
   return quota_;
 }
 
-Status EngineImpl::AdmitUnderQuota(const std::string& table) {
+Status EngineImpl::AdmitUnderQuota(const std::string& table, bool received) {
   const bool refuse_all = quota_refuses_all_.load(std::memory_order_relaxed);
-  if (!refuse_all && !quota_refuses_synced_.load(std::memory_order_relaxed)) return Status::Ok();
+  if (!refuse_all && (received || !quota_refuses_synced_.load(std::memory_order_relaxed)))
+    return Status::Ok();
   if (!refuse_all) {
     std::shared_lock state(state_mutex_);
     auto it = tables_.find(table);

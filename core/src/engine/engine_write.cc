@@ -326,7 +326,16 @@ Result<TableInfo> EngineImpl::GetTable(const std::string& name) {
 
 Result<WriteResult> EngineImpl::Write(const std::string& table, const std::vector<Record>& records) {
   // Refused before the log: nothing of a refused batch is stored.
-  CAIRN_RETURN_IF_ERROR(AdmitUnderQuota(table));
+  CAIRN_RETURN_IF_ERROR(AdmitUnderQuota(table, /*received=*/false));
+  return WriteAdmitted(table, records);
+}
+
+Result<WriteResult> EngineImpl::WriteReceived(const std::string& table, const std::vector<Record>& records) {
+  CAIRN_RETURN_IF_ERROR(AdmitUnderQuota(table, /*received=*/true));
+  return WriteAdmitted(table, records);
+}
+
+Result<WriteResult> EngineImpl::WriteAdmitted(const std::string& table, const std::vector<Record>& records) {
   PendingWrite w;
   w.table = &table;
   w.records = &records;

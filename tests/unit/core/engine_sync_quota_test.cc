@@ -166,6 +166,11 @@ TEST_F(EngineSyncQuotaTest, BackpressureRefusesSyncedWritesUntilTheBacklogIsConf
   // Nothing stored was touched, and the refused record is not there.
   EXPECT_EQ(RangeOf("env").size(), 3000u);
   EXPECT_EQ(Changes().size(), 3000u);
+  // Records their source already counts as delivered are taken over budget.
+  auto received = engine_->WriteReceived("t", {Temperature("d", Start() + 6000 * kSecond, 1)});
+  EXPECT_TRUE(received.ok()) << received.status().ToString();
+  EXPECT_EQ(RangeOf("env").size(), 3001u);
+  EXPECT_EQ(engine_->QuotaStatus().writes_refused, 1u);
 
   // The cloud confirms the backlog: writes are taken again.
   Confirm(1, engine_->Stats().last_lsn);
@@ -386,6 +391,10 @@ TEST_F(EngineSyncQuotaTest, TheFreeDiskFloorRefusesEveryTableAndDropOldestReclai
     EXPECT_NE(refused.status().message().find("below the sync quota's floor"), std::string::npos)
         << refused.status().ToString();
   }
+  // The floor is hard, also for records already delivered by their source.
+  EXPECT_TRUE(engine_->WriteReceived("t", {Temperature("d", Start(), 1)})
+                  .status()
+                  .Is(StatusCode::kResourceExhausted));
   env_.free_ = 2ull << 30;
   MaintainOk();
   EXPECT_FALSE(engine_->QuotaStatus().refusing_writes);

@@ -453,7 +453,9 @@ class MqttInput::Impl {
   // status when it refused the records as a whole for now (Unavailable,
   // ResourceExhausted), with nothing counted.
   Status TryStore(const std::string& where, const std::string& table, const std::vector<Record>& records) {
-    Result<WriteResult> written = engine_->Write(table, records);
+    // Paho acknowledged the message to the broker when it read it, so the
+    // sync quota's budget must not turn it away (WriteReceived).
+    Result<WriteResult> written = engine_->WriteReceived(table, records);
     if (!written.ok()) {
       if (IsRefusal(written.status())) return written.status();
       {

@@ -312,10 +312,17 @@ class Engine {
   // ---- writes ---------------------------------------------------------------
 
   // Writes a batch to `table`. The call fails as a whole only when the table
-  // does not exist or the log cannot be written; otherwise each record gets an
+  // does not exist, the log cannot be written or the sync quota refuses it
+  // (ResourceExhausted, nothing stored); otherwise each record gets an
   // outcome. Returns after the stored records are durable per the durability
   // mode.
   virtual Result<WriteResult> Write(const std::string& table, const std::vector<Record>& records) = 0;
+
+  // As Write, for records whose source has already been told they are
+  // delivered and cannot take them back (an MQTT broker whose client library
+  // acknowledged them on receipt): the sync quota's budget does not refuse
+  // them, so they may overshoot it; the free-disk floor still does.
+  virtual Result<WriteResult> WriteReceived(const std::string& table, const std::vector<Record>& records) = 0;
 
   // ---- reads ----------------------------------------------------------------
 

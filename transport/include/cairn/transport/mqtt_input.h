@@ -6,34 +6,34 @@
 // JSON reading format (transport/src/mqtt/mqtt_input_format.md). The first
 // route whose filter matches a message's topic decides its table.
 //
-// Delivery: messages are QoS 1, and Paho acknowledges one to the broker
-// (PUBACK) only when the handler returns. Normally the handler writes the
-// message's records itself and returns after Engine::Write did, so a
-// message is acknowledged only once its records are durable (per the
-// engine's durability mode); a crash before that leaves it at the broker,
-// which delivers it again.
+// Delivery: messages are QoS 1 with a persistent session (clean_session
+// off), so what is published while cairnd is down waits at the broker.
+// Paho C acknowledges a QoS 1 message (PUBACK) as soon as it has read it
+// from the network, before the handler runs; the handler writes the
+// message's records (Engine::WriteReceived) and returns once they are
+// durable per the engine's durability mode. A crash in between loses the
+// messages Paho had read and not yet handed over; MQTT 3.1.1 through Paho
+// offers no later acknowledgement.
 //
-// When the engine refuses a message as a whole with Unavailable or
-// ResourceExhausted (a quota in backpressure mode), the handler must not
-// wait: Paho reads the network of every client in the process on one
-// thread, and the sync agent's link needs that thread for the PUBACKs and
-// receipts that drain the backlog the engine is waiting for. So the handler
-// moves the message's records into a held queue in memory and returns, and
-// the input pauses: its own thread (never one of Paho's) stops the link,
-// and the broker, which keeps the persistent session (clean_session off),
-// queues everything published behind it. Messages that still arrive before
-// the link is stopped join the held queue behind the others, never written
-// ahead of them. The input's thread retries the held messages in order with
-// backoff (retry_min_ms..retry_max_ms, full jitter), and once all are
-// stored it connects a new link, so the broker delivers what it queued
-// meanwhile. Only held messages live only in memory: at most the one that
-// was refused and those that arrived between that refusal and the stop of
-// the link. They were acknowledged to the broker when their handler
-// returned, so a crash during the pause loses them, and so does Stop (it
-// counts them in messages_failed and logs each). Everything behind them
-// waits at the broker, within its limits for a disconnected session
-// (mosquitto: max_queued_messages, 1000 by default; beyond it the broker
-// drops messages).
+// Because the broker already has its acknowledgement, the sync quota's
+// budget does not refuse these writes (WriteReceived): holding them back
+// would only move them into memory, and a gateway broker drops what it
+// queues beyond its limit (mosquitto: max_queued_messages, 1000 by default)
+// during a long outage. Only a refusal as a whole that no waiting in the
+// handler may fix (Unavailable, or ResourceExhausted when free disk space
+// is below the quota's floor) pauses the input. The handler must not wait:
+// Paho reads the network of every client in the process on one thread, and
+// the sync agent's link needs it for the receipts that drain the backlog.
+// So the handler moves the message's records into a held queue in memory
+// and returns, and the input's own thread (never one of Paho's) stops the
+// link, so the broker queues what is published behind it. Messages that
+// still arrive before the link is stopped join the held queue, never
+// written ahead of it. The input's thread retries the held messages in
+// order with backoff (retry_min_ms..retry_max_ms, full jitter), and once all
+// are stored it connects a new link and the broker delivers what it queued
+// meanwhile. Held messages live only in memory: a crash during the pause
+// loses them, and so does Stop (it counts them in messages_failed and logs
+// each).
 //
 // Bad input never blocks the subscription: lines or readings that do not
 // parse, or that the engine refuses, are counted and logged and the good
