@@ -531,24 +531,30 @@ class SyncAgentImpl final : public SyncAgent {
         through = gaps.front().last;
       }
       CAIRN_ASSIGN_OR_RETURN(ChangeBatch changes, ReadEncodable(table_name, after, through, max_records));
-      std::lock_guard lock(mutex_);
-      auto table = tables_.find(table_name);
-      if (table == tables_.end()) return Status::Ok();
-      TableSync& t = table->second;
-      if (changes.covered_through <= after) return Status::Ok();
-      if (changes.records.empty()) {
-        t.confirmed.Add(after + 1, changes.covered_through);
-        t.dirty = true;
-        continue;
+      {
+        std::lock_guard lock(mutex_);
+        auto table = tables_.find(table_name);
+        if (table == tables_.end()) return Status::Ok();
+        TableSync& t = table->second;
+        if (changes.covered_through <= after) return Status::Ok();
+        if (changes.records.empty()) {
+          t.confirmed.Add(after + 1, changes.covered_through);
+          t.dirty = true;
+          continue;
+        }
+        if (options_.backfill_records_per_second > 0) {
+          backfill_tokens_ -= static_cast<double>(changes.records.size());
+        }
+        // All of it in periods past retention: the archive lane.
+        const int64_t cutoff = env_->NowUnixNanos() - t.retention_ns;
+        const SyncLane lane = NextPeriodStart(t.period, changes.max_timestamp) <= cutoff
+                                  ? SyncLane::kArchive
+                                  : SyncLane::kBackfill;
+        CAIRN_RETURN_IF_ERROR(AddBatchLocked(t, lane, after, changes));
       }
-      if (options_.backfill_records_per_second > 0) {
-        backfill_tokens_ -= static_cast<double>(changes.records.size());
-      }
-      // All of it in periods past retention: the archive lane.
-      const int64_t cutoff = env_->NowUnixNanos() - t.retention_ns;
-      const SyncLane lane = NextPeriodStart(t.period, changes.max_timestamp) <= cutoff ? SyncLane::kArchive
-                                                                                       : SyncLane::kBackfill;
-      CAIRN_RETURN_IF_ERROR(AddBatchLocked(t, lane, after, changes));
+      // On the wire at once, so the link carries one batch while the next
+      // is read and encoded.
+      CAIRN_RETURN_IF_ERROR(PublishPending(table_name, now));
     }
     return Status::Ok();
   }
