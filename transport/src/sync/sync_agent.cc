@@ -285,8 +285,15 @@ class SyncAgentImpl final : public SyncAgent {
   void Run() {
     std::unique_lock lock(mutex_);
     while (!stopping_) {
-      wake_.wait_for(lock, std::chrono::milliseconds(options_.poll_interval_ms));
+      // A write's Notify wakes the wait; a full live batch that may have more
+      // behind it skips it.
+      wake_.wait_for(lock, std::chrono::milliseconds(options_.poll_interval_ms),
+                     [this] { return stopping_ || more_live_; });
       if (stopping_) break;
+      if (more_live_) {
+        more_live_ = false;
+        notified_.store(true, std::memory_order_relaxed);
+      }
       lock.unlock();
       Status status = Round();
       lock.lock();
@@ -493,6 +500,10 @@ class SyncAgentImpl final : public SyncAgent {
     }
     CAIRN_RETURN_IF_ERROR(AddBatchLocked(t, SyncLane::kLive, after, changes));
     t.live_sent = changes.covered_through;
+    // A full batch may have more behind it: the next round comes at once
+    // instead of after the interval, so a burst does not drain one batch a
+    // second.
+    if (full) more_live_ = true;
     return Status::Ok();
   }
 
@@ -589,6 +600,7 @@ class SyncAgentImpl final : public SyncAgent {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::atomic<bool> notified_{false};
+  bool more_live_ = false;  // a full live batch was sent; guarded by mutex_
   bool started_ = false;
   bool stopping_ = false;
   uint64_t start_lsn_ = 0;
