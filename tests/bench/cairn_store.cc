@@ -6,15 +6,14 @@
 
 #include "cairn/core/engine.h"
 
+#include "bench_common.h"
 #include "bench_store.h"
 
 namespace cairn::bench {
 
 namespace {
 
-constexpr char kTable[] = "bench";
-constexpr char kMeasure[] = "env";
-constexpr int64_t kNanosPerHour = 3600ll * 1'000'000'000;
+constexpr int64_t kNanosPerHour = 3600 * kNanosPerSecond;
 
 const Value* FindField(const RecordRow& row, std::string_view name) {
   for (const Field& field : row.fields) {
@@ -37,31 +36,14 @@ class CairnStore final : public BenchStore {
 
   Status Open(const std::string& directory) override {
     CAIRN_ASSIGN_OR_RETURN(engine_, Engine::Open(Env::Default(), directory, EngineOptions()));
-    return engine_->CreateTable(kTable, TableOptions());
+    return engine_->CreateTable(kBenchTable, TableOptions());
   }
 
   Status Write(const std::vector<SensorRecord>& batch) override {
     // The client keeps one batch of records and overwrites it in place, as a
     // gateway's input loop would; the field layout never changes.
-    if (records_.size() < batch.size()) {
-      records_.resize(batch.size());
-      for (Record& record : records_) {
-        if (record.fields.size() == 3) continue;
-        record.measure_name = kMeasure;
-        record.fields = {Field{"temperature", 0.0}, Field{"humidity", 0.0}, Field{"pressure", 0.0}};
-      }
-    }
-    records_.resize(batch.size());
-    for (size_t i = 0; i < batch.size(); ++i) {
-      const SensorRecord& in = batch[i];
-      Record& out = records_[i];
-      out.device_id.assign(in.device_id);
-      out.timestamp = in.timestamp;
-      out.fields[0].value = in.temperature_celsius();
-      out.fields[1].value = in.humidity_percent();
-      out.fields[2].value = in.pressure_hectopascals();
-    }
-    CAIRN_ASSIGN_OR_RETURN(WriteResult result, engine_->Write(kTable, records_));
+    ToEnvRecords(batch, &records_);
+    CAIRN_ASSIGN_OR_RETURN(WriteResult result, engine_->Write(kBenchTable, records_));
     if (result.invalid != 0 || result.rejected != 0) {
       for (size_t i = 0; i < result.records.size(); ++i) {
         const RecordResult& outcome = result.records[i];
@@ -79,7 +61,7 @@ class CairnStore final : public BenchStore {
   Status Settle() override { return engine_->SealAll(); }
 
   Result<LatestReading> Latest(const std::string& device_id) override {
-    CAIRN_ASSIGN_OR_RETURN(std::vector<RecordRow> rows, engine_->Latest(kTable, device_id, kMeasure));
+    CAIRN_ASSIGN_OR_RETURN(std::vector<RecordRow> rows, engine_->Latest(kBenchTable, device_id, kEnvMeasure));
     if (rows.empty()) return Status::NotFound("no reading of " + device_id);
     LatestReading reading;
     reading.timestamp = rows[0].timestamp;
@@ -91,9 +73,9 @@ class CairnStore final : public BenchStore {
 
   Result<RangeSummary> ReadRange(const std::string& device_id, int64_t from, int64_t to) override {
     RangeQuery query;
-    query.table = kTable;
+    query.table = kBenchTable;
     query.device_id = device_id;
-    query.measure_name = kMeasure;
+    query.measure_name = kEnvMeasure;
     query.from = from;
     query.to = to;
     query.limit = 0;
@@ -115,9 +97,9 @@ class CairnStore final : public BenchStore {
   Result<std::vector<HourlyAggregate>> AggregateTemperatureHourly(const std::string& device_id, int64_t from,
                                                                   int64_t to) override {
     AggregateQuery query;
-    query.table = kTable;
+    query.table = kBenchTable;
     query.device_id = device_id;
-    query.measure_name = kMeasure;
+    query.measure_name = kEnvMeasure;
     query.field = "temperature";
     query.from = from;
     query.to = to;

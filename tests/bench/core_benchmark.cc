@@ -1,12 +1,9 @@
 #include "core_benchmark.h"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <iostream>
 #include <optional>
@@ -19,6 +16,7 @@
 #include "cairn/platform/env.h"
 #include "cairn/transport/json_value.h"
 
+#include "bench_common.h"
 #include "bench_store.h"
 #include "child_process.h"
 #include "sensor_generator.h"
@@ -30,15 +28,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int64_t kNanosPerSecond = 1'000'000'000;
-constexpr int64_t kSecondsPerDay = 86'400;
-constexpr int64_t kNanosPerDay = kSecondsPerDay * kNanosPerSecond;
-constexpr uint64_t kReadingsPerRecord = 3;  // temperature, humidity, pressure
 constexpr size_t kLatestSamples = 10'000;
 constexpr size_t kRangeSamples = 20;
 constexpr uint64_t kHoursPerDay = 24;
-// Hours of data stay inside the default 30-day table retention.
-constexpr double kMaxHours = 27 * 24;
 // The random streams of the main data, the day series and the latest probes
 // are derived from --seed with distinct constants so they never coincide.
 constexpr uint64_t kDayStream = 0x6461792d73657269ull;
@@ -80,38 +72,13 @@ constexpr double kTargetRangeMillis = 2;
 // keep it busy for over 4 minutes on a 2-core x86 host; this size runs in
 // about 1.5 minutes there and still seals every series a dozen times.
 struct CoreOptions {
-  uint32_t devices = 200;
-  double hours = 4.0;
-  size_t batch = 1000;
-  std::string dir;  // parent of the scratch directory; empty: $TMPDIR or /tmp
-  uint64_t seed = 1;
-  bool json = false;
-  bool self_check = false;
-  bool keep = false;
+  CommonOptions common{.hours = 4.0};
   std::vector<std::string> stores = {"cairn", "naive_sqlite"};
 };
 
-// Everything a measuring child needs; identical for every store.
-struct Plan {
-  uint32_t devices = 0;
-  uint64_t seconds = 0;
-  size_t batch = 0;
-  uint64_t seed = 0;
-  int64_t start = 0;  // first second of the main data and of the day series, a UTC midnight
-  bool progress = false;
-};
-
-SensorGeneratorOptions MainGeneratorOptions(const Plan& plan) {
-  SensorGeneratorOptions options;
-  options.devices = plan.devices;
-  options.device_id_prefix = "sensor-";
-  options.start_unix_nanos = plan.start;
-  options.seconds = plan.seconds;
-  options.seed = plan.seed;
-  return options;
-}
-
-SensorGeneratorOptions DayGeneratorOptions(const Plan& plan) {
+// The day series: one device over the whole UTC day from plan.start, where
+// the main data starts too.
+SensorGeneratorOptions DayGeneratorOptions(const DataPlan& plan) {
   SensorGeneratorOptions options;
   options.devices = 1;
   options.device_id_prefix = "day-";
@@ -121,21 +88,7 @@ SensorGeneratorOptions DayGeneratorOptions(const Plan& plan) {
   return options;
 }
 
-uint64_t MainRecords(const Plan& plan) { return static_cast<uint64_t>(plan.devices) * plan.seconds; }
-uint64_t MainReadings(const Plan& plan) { return MainRecords(plan) * kReadingsPerRecord; }
-
-double Round(double value, int decimals) {
-  const double scale = std::pow(10.0, decimals);
-  return std::round(value * scale) / scale;
-}
-
-// Nearest-rank percentile. Precondition: !samples.empty().
-int64_t Percentile(std::vector<int64_t> samples, double fraction) {
-  std::sort(samples.begin(), samples.end());
-  auto rank = static_cast<size_t>(std::ceil(fraction * static_cast<double>(samples.size())));
-  rank = std::clamp<size_t>(rank, 1, samples.size());
-  return samples[rank - 1];
-}
+uint64_t MainReadings(const DataPlan& plan) { return PlannedRecords(plan) * kReadingsPerRecord; }
 
 int64_t ElapsedNanos(Clock::time_point since) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - since).count();
@@ -150,22 +103,14 @@ struct Digest {
   }
 };
 
-void Progress(const Plan& plan, std::string_view store, std::string_view step) {
-  static const Clock::time_point origin = Clock::now();
-  if (!plan.progress) return;
-  char elapsed[32];
-  std::snprintf(elapsed, sizeof(elapsed), "%8.2f s", static_cast<double>(ElapsedNanos(origin)) / 1e9);
-  std::cerr << elapsed << "  " << store << ": " << step << std::endl;
-}
-
 // ---- measuring one store (runs in a child process) --------------------------
 
-Result<JsonValue> MeasureStore(BenchStore* store, const Plan& plan, const std::string& directory) {
+Result<JsonValue> MeasureStore(BenchStore* store, const DataPlan& plan, const std::string& directory) {
   const std::string_view name = store->name();
   CAIRN_RETURN_IF_ERROR(store->Open(directory).WithContext("open"));
 
   Progress(plan, name, "ingest");
-  SensorGenerator main(MainGeneratorOptions(plan));
+  SensorGenerator main(GeneratorOptions(plan));
   std::vector<SensorRecord> batch;
   batch.reserve(plan.batch);
   const Result<IoCounters> io_before = ReadIoCounters();
@@ -290,7 +235,7 @@ std::unique_ptr<BenchStore> NewStore(std::string_view name) {
 }
 
 // Runs one store's measurement in a child and returns its raw result.
-Result<JsonValue> RunStore(std::string_view name, const Plan& plan, const std::string& run_directory) {
+Result<JsonValue> RunStore(std::string_view name, const DataPlan& plan, const std::string& run_directory) {
   const std::string directory = run_directory + "/" + std::string(name);
   CAIRN_RETURN_IF_ERROR(Env::Default()->CreateDirs(directory));
   auto measure = [&]() -> std::string {
@@ -311,21 +256,6 @@ Result<JsonValue> RunStore(std::string_view name, const Plan& plan, const std::s
 
 // ---- the report ------------------------------------------------------------
 
-const JsonValue* FindPath(const JsonValue& root, std::initializer_list<std::string_view> path) {
-  const JsonValue* node = &root;
-  for (std::string_view key : path) {
-    node = node->Find(key);
-    if (node == nullptr) return nullptr;
-  }
-  return node;
-}
-
-std::optional<double> NumberAt(const JsonValue& root, std::initializer_list<std::string_view> path) {
-  const JsonValue* node = FindPath(root, path);
-  if (node == nullptr || !node->is_number()) return std::nullopt;
-  return node->number();
-}
-
 // Picks the I/O counter every store can report: write_bytes when non-zero
 // for all of them, else wchar, else none.
 std::string ChooseFlashCounter(const std::vector<std::pair<std::string, JsonValue>>& raw) {
@@ -342,7 +272,7 @@ std::string ChooseFlashCounter(const std::vector<std::pair<std::string, JsonValu
   return have_write_bytes ? "write_bytes" : "wchar";
 }
 
-JsonValue StoreReport(const JsonValue& raw, const std::string& counter, const Plan& plan) {
+JsonValue StoreReport(const JsonValue& raw, const std::string& counter, const DataPlan& plan) {
   JsonValue report = JsonValue::Object();
   std::optional<double> flash_bytes;
   if (counter != "none") flash_bytes = NumberAt(raw, {"io", counter});
@@ -367,9 +297,9 @@ JsonValue StoreReport(const JsonValue& raw, const std::string& counter, const Pl
 // Compares what the stores answered with each other and with what the
 // generator delivered; returns the differences found.
 std::vector<std::string> CheckResults(const std::vector<std::pair<std::string, JsonValue>>& raw,
-                                      const Plan& plan) {
+                                      const DataPlan& plan) {
   std::vector<std::string> problems;
-  const uint64_t expected_records = MainRecords(plan) + kSecondsPerDay;
+  const uint64_t expected_records = PlannedRecords(plan) + kSecondsPerDay;
   const std::pair<std::string_view, uint64_t> expectations[] = {
       {"stored_records", expected_records},
       {"range_rows", kSecondsPerDay},
@@ -440,25 +370,12 @@ JsonValue TargetsMet(const JsonValue& report) {
   return met;
 }
 
-JsonValue BuildReport(const CoreOptions& options, const Plan& plan, const std::string& run_directory,
+JsonValue BuildReport(const CoreOptions& options, const DataPlan& plan, const std::string& run_directory,
                       const std::vector<std::pair<std::string, JsonValue>>& raw) {
-  const MachineDescription machine = DescribeMachine();
   const std::string counter = ChooseFlashCounter(raw);
 
-  JsonValue report = JsonValue::Object();
-  report.Set("benchmark", JsonValue::String("core"));
-  report.Set("readings", JsonValue::Unsigned(MainReadings(plan)));
-  report.Set("records", JsonValue::Unsigned(MainRecords(plan)));
-  report.Set("devices", JsonValue::Unsigned(plan.devices));
-  report.Set("hours", JsonValue::Number(options.hours));
-  report.Set("batch", JsonValue::Unsigned(plan.batch));
-  report.Set("seed", JsonValue::Unsigned(plan.seed));
-  JsonValue machine_json = JsonValue::Object();
-  machine_json.Set("nproc", JsonValue::Integer(machine.cpus));
-  machine_json.Set("cpu_model", JsonValue::String(machine.cpu_model));
-  machine_json.Set("arch", JsonValue::String(machine.architecture));
-  machine_json.Set("kernel", JsonValue::String(machine.kernel));
-  report.Set("machine", std::move(machine_json));
+  JsonValue report = ReportHead("core", plan, options.common.hours, MainReadings(plan));
+  report.Set("machine", MachineJson());
   report.Set("sqlite_version", JsonValue::String(sqlite3_libversion()));
   report.Set("data_filesystem", JsonValue::String(FilesystemName(run_directory)));
   report.Set("flash_counter", JsonValue::String(counter));
@@ -481,40 +398,17 @@ JsonValue BuildReport(const CoreOptions& options, const Plan& plan, const std::s
 
   const std::vector<std::string> problems = CheckResults(raw, plan);
   JsonValue checks = JsonValue::Object();
-  checks.Set("expected_records", JsonValue::Unsigned(MainRecords(plan) + kSecondsPerDay));
-  checks.Set("results_match", JsonValue::Bool(problems.empty()));
-  JsonValue mismatches = JsonValue::Array();
-  for (const std::string& problem : problems) mismatches.Append(JsonValue::String(problem));
-  checks.Set("mismatches", std::move(mismatches));
+  checks.Set("expected_records", JsonValue::Unsigned(PlannedRecords(plan) + kSecondsPerDay));
+  SetResults(problems, &checks);
   report.Set("checks", std::move(checks));
   return report;
 }
 
-std::string FormatNumber(const JsonValue* value, int decimals) {
-  if (value == nullptr || !value->is_number()) return "-";
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, value->number());
-  return buffer;
-}
-
-std::string FormatRatio(const JsonValue* value) {
-  if (value == nullptr || !value->is_number()) return "-";
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.3g", value->number());
-  return buffer;
-}
-
 void PrintTable(const JsonValue& report, std::ostream& out) {
-  const JsonValue& machine = *report.Find("machine");
   char line[256];
-  out << "cairn-bench core: " << report.Find("devices")->text() << " devices x "
-      << report.Find("hours")->text() << " h at 1 Hz = " << report.Find("records")->text()
-      << " records = " << report.Find("readings")->text() << " readings, batch "
-      << report.Find("batch")->text() << ", seed " << report.Find("seed")->text() << "\n";
-  out << "machine: " << machine.Find("nproc")->text() << " CPUs, " << machine.Find("cpu_model")->text()
-      << " (" << machine.Find("arch")->text() << ", Linux " << machine.Find("kernel")->text() << "), SQLite "
-      << report.Find("sqlite_version")->text() << ", data on " << report.Find("data_filesystem")->text()
-      << "\n";
+  PrintHeading(report, out);
+  out << ", SQLite " << report.Find("sqlite_version")->text() << ", data on "
+      << report.Find("data_filesystem")->text() << "\n";
   if (report.Find("data_filesystem")->text() == "tmpfs") {
     out << "warning: the data directory is on tmpfs: fsync is free and nothing reaches flash; "
            "use --dir on the gateway's storage\n";
@@ -550,22 +444,17 @@ void PrintTable(const JsonValue& report, std::ostream& out) {
         << FormatNumber(FindPath(*result, {"checks", "out_of_order_delivered"}), 0)
         << " late records delivered\n";
   }
-  const JsonValue& checks = *report.Find("checks");
-  if (checks.Find("results_match")->boolean()) {
-    out << "results: every store returned the same latest readings, day range and hourly aggregates\n";
-  } else {
-    out << "results DIFFER:\n";
-    for (const JsonValue& problem : checks.Find("mismatches")->elements())
-      out << "  " << problem.text() << "\n";
-  }
+  PrintResults(report,
+               "results: every store returned the same latest readings, day range and hourly aggregates",
+               "results DIFFER:", out);
 }
 
 // Checks the printed JSON the way a consumer would: it parses, and every key
 // the report promises is there with the right type.
 std::vector<std::string> SelfCheck(const std::string& printed) {
   std::vector<std::string> problems;
-  Result<JsonValue> parsed = JsonValue::Parse(printed);
-  if (!parsed.ok()) return {"output is not valid JSON: " + parsed.status().ToString()};
+  const std::optional<JsonValue> parsed = ParseReport(printed, "core", &problems);
+  if (!parsed) return problems;
   const JsonValue& report = *parsed;
   auto require_number = [&](const JsonValue& node, std::string_view where, std::string_view key,
                             bool positive) {
@@ -577,10 +466,6 @@ std::vector<std::string> SelfCheck(const std::string& printed) {
                          " is out of range");
     }
   };
-  const JsonValue* benchmark = report.Find("benchmark");
-  if (benchmark == nullptr || !benchmark->is_string() || benchmark->text() != "core") {
-    problems.push_back("benchmark is not \"core\"");
-  }
   for (std::string_view key : {"readings", "devices", "hours"}) require_number(report, "report", key, true);
   const JsonValue* machine = report.Find("machine");
   if (machine == nullptr || !machine->is_object()) {
@@ -617,8 +502,7 @@ std::vector<std::string> SelfCheck(const std::string& printed) {
       }
     }
   }
-  const JsonValue* match = FindPath(report, {"checks", "results_match"});
-  if (match == nullptr || match->kind() != JsonValue::Kind::kBool || !match->boolean()) {
+  if (!IsTrue(FindPath(report, {"checks", "results_match"}))) {
     problems.push_back("checks.results_match is not true: the stores answered differently");
   }
   return problems;
@@ -641,17 +525,6 @@ constexpr char kUsage[] =
     "  --json        print one JSON object instead of the table\n"
     "  --self-check  validate the printed JSON (keys, types, stores agreeing); exit 1 if not\n";
 
-template <typename T>
-bool ParseInteger(std::string_view text, T* out) {
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return error == std::errc() && end == text.data() + text.size();
-}
-
-bool ParseHours(std::string_view text, double* out) {
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return error == std::errc() && end == text.data() + text.size() && std::isfinite(*out);
-}
-
 std::vector<std::string> SplitComma(std::string_view text) {
   std::vector<std::string> parts;
   while (!text.empty()) {
@@ -665,106 +538,48 @@ std::vector<std::string> SplitComma(std::string_view text) {
 
 // Returns an error message, empty on success.
 std::string ParseOptions(int argc, char** argv, CoreOptions* options) {
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
+  auto own_flags = [options](std::string_view flag,
+                             const TakeFlagValue& take_value) -> std::optional<std::string> {
+    if (flag != "--stores") return std::nullopt;
     std::string_view value;
-    bool has_value = false;
-    if (const size_t equals = arg.find('='); arg.starts_with("--") && equals != std::string_view::npos) {
-      value = arg.substr(equals + 1);
-      arg = arg.substr(0, equals);
-      has_value = true;
+    if (!take_value(&value)) return "--stores takes a list";
+    options->stores = SplitComma(value);
+    if (options->stores.empty()) return "--stores takes a non-empty list";
+    for (const std::string& store : options->stores) {
+      if (std::find(std::begin(kStoreNames), std::end(kStoreNames), store) == std::end(kStoreNames)) {
+        return "unknown store \"" + store + "\" (known: cairn, naive_sqlite)";
+      }
     }
-    auto take_value = [&]() -> bool {
-      if (has_value) return true;
-      if (i + 1 >= argc) return false;
-      value = argv[++i];
-      return true;
-    };
-    if (arg == "--json") {
-      options->json = true;
-    } else if (arg == "--self-check") {
-      options->self_check = true;
-    } else if (arg == "--keep") {
-      options->keep = true;
-    } else if (arg == "--devices") {
-      if (!take_value() || !ParseInteger(value, &options->devices) || options->devices < 1 ||
-          options->devices > 1'000'000) {
-        return "--devices takes an integer in [1, 1000000]";
-      }
-    } else if (arg == "--hours") {
-      if (!take_value() || !ParseHours(value, &options->hours) || options->hours <= 0 ||
-          options->hours > kMaxHours) {
-        return "--hours takes a number in (0, 648] (the data must stay inside the 30-day retention)";
-      }
-    } else if (arg == "--batch") {
-      if (!take_value() || !ParseInteger(value, &options->batch) || options->batch < 1 ||
-          options->batch > 1'000'000) {
-        return "--batch takes an integer in [1, 1000000]";
-      }
-    } else if (arg == "--seed") {
-      if (!take_value() || !ParseInteger(value, &options->seed)) return "--seed takes an unsigned integer";
-    } else if (arg == "--dir") {
-      if (!take_value() || value.empty()) return "--dir takes a directory";
-      options->dir = std::string(value);
-    } else if (arg == "--stores") {
-      if (!take_value()) return "--stores takes a list";
-      options->stores = SplitComma(value);
-      if (options->stores.empty()) return "--stores takes a non-empty list";
-      for (const std::string& store : options->stores) {
-        if (std::find(std::begin(kStoreNames), std::end(kStoreNames), store) == std::end(kStoreNames)) {
-          return "unknown store \"" + store + "\" (known: cairn, naive_sqlite)";
-        }
-      }
-    } else {
-      return "unknown argument \"" + std::string(arg) + "\"";
-    }
+    return "";
+  };
+  if (std::string error = ParseCommonOptions(argc, argv, &options->common, own_flags); !error.empty()) {
+    return error;
   }
-  if (options->self_check && options->stores.size() != std::size(kStoreNames)) {
+  if (options->common.self_check && options->stores.size() != std::size(kStoreNames)) {
     return "--self-check needs every store";
   }
-  const double seconds = std::round(options->hours * 3600);
-  if (seconds < 1) return "--hours must cover at least one second";
-  return "";
+  return CheckHoursCoverASecond(options->common);
 }
 
 }  // namespace
 
 int RunCoreBenchmark(int argc, char** argv) {
-  CoreOptions options;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-      std::cout << kUsage;
-      return 0;
-    }
+  if (WantsHelp(argc, argv)) {
+    std::cout << kUsage;
+    return 0;
   }
+  CoreOptions options;
   if (const std::string error = ParseOptions(argc, argv, &options); !error.empty()) {
     std::cerr << "cairn-bench core: " << error << "\n\n" << kUsage;
     return 2;
   }
 
-  Plan plan;
-  plan.devices = options.devices;
-  plan.seconds = static_cast<uint64_t>(std::llround(options.hours * 3600));
-  plan.batch = options.batch;
-  plan.seed = options.seed;
-  plan.progress = !options.json;
-  // The data ends before yesterday's midnight: within the table's retention,
-  // never in the future, and a whole UTC day for the day series.
-  const int64_t today = Env::Default()->NowUnixNanos() / kNanosPerDay;
-  const auto days_of_data = static_cast<int64_t>((plan.seconds + kSecondsPerDay - 1) / kSecondsPerDay);
-  plan.start = (today - days_of_data - 1) * kNanosPerDay;
-
-  std::string parent = options.dir;
-  if (parent.empty()) {
-    const char* tmpdir = std::getenv("TMPDIR");
-    parent = tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp";
-  }
-  Result<ScratchDirectory> scratch = ScratchDirectory::Create(parent, "cairn-bench-");
+  const DataPlan plan = PlanData(options.common);
+  Result<ScratchDirectory> scratch = CreateScratchDirectory(options.common, "cairn-bench-");
   if (!scratch.ok()) {
     std::cerr << "cairn-bench core: " << scratch.status().ToString() << "\n";
     return 1;
   }
-  if (options.keep) scratch->Keep();
 
   std::vector<std::pair<std::string, JsonValue>> raw;
   for (std::string_view name : kStoreNames) {
@@ -780,20 +595,7 @@ int RunCoreBenchmark(int argc, char** argv) {
   }
 
   const JsonValue report = BuildReport(options, plan, scratch->path(), raw);
-  const std::string printed = report.Serialize();
-  if (options.json) {
-    std::cout << printed << "\n";
-  } else {
-    PrintTable(report, std::cout);
-  }
-  if (options.keep) std::cerr << "data kept in " << scratch->path() << "\n";
-
-  if (options.self_check) {
-    const std::vector<std::string> problems = SelfCheck(printed);
-    for (const std::string& problem : problems) std::cerr << "self-check: " << problem << "\n";
-    if (!problems.empty()) return 1;
-    std::cerr << "self-check: OK\n";
-  }
+  if (!PrintReport(options.common, report, scratch->path(), PrintTable, SelfCheck)) return 1;
   return FindPath(report, {"checks", "results_match"})->boolean() ? 0 : 1;
 }
 

@@ -8,8 +8,6 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <functional>
@@ -34,6 +32,7 @@
 #include "cairn/transport/sync_agent.h"
 #include "cairn/transport/sync_envelope.h"
 
+#include "bench_common.h"
 #include "mosquitto_broker.h"
 #include "sensor_generator.h"
 #include "system_probe.h"
@@ -44,17 +43,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int64_t kNanosPerSecond = 1'000'000'000;
-constexpr int64_t kSecondsPerDay = 86'400;
-constexpr int64_t kNanosPerDay = kSecondsPerDay * kNanosPerSecond;
-constexpr uint64_t kReadingsPerRecord = 3;  // temperature, humidity, pressure
-// Hours of data stay inside the default 30-day table retention, so the
-// agent sends them on the backfill lane, not the archive lane.
-constexpr double kMaxHours = 27 * 24;
-
-constexpr char kTable[] = "bench";
-constexpr char kMeasure[] = "env";
-constexpr char kDevicePrefix[] = "sensor-";
 constexpr char kTopicPrefix[] = "cairn/v1";
 // The naive peer publishes every record to "naive/<gateway>/env", the shape
 // of Telegraf's default "telegraf/<host>/<plugin>".
@@ -94,45 +82,16 @@ constexpr double kTargetBackfillWireBytesPerReading = 2.5;
 // the first 100 000 records through the naive peer: about a minute on a
 // 2-core x86 host.
 struct SyncOptions {
-  uint32_t devices = 200;
-  double hours = 1.0;
-  size_t batch = 1000;
-  std::string dir;  // parent of the scratch directory; empty: $TMPDIR or /tmp
-  uint64_t seed = 1;
+  CommonOptions common{.hours = 1.0};
   uint64_t peer_records = 100'000;
   double live_rate = 300'000;  // readings/s of the paced live run
-  bool json = false;
-  bool self_check = false;
-  bool keep = false;
 };
 
-struct Plan {
-  uint32_t devices = 0;
-  uint64_t seconds = 0;
-  size_t batch = 0;
-  uint64_t seed = 0;
-  int64_t start = 0;     // first second of the data, a UTC midnight
+// The generated data and what every run of it shares.
+struct Plan : DataPlan {
   double live_rate = 0;  // readings/s of the paced live run
-  bool progress = false;
-  std::string key;  // the gateway's HMAC key
+  std::string key;       // the gateway's HMAC key
 };
-
-SensorGeneratorOptions GeneratorOptions(const Plan& plan) {
-  SensorGeneratorOptions options;
-  options.devices = plan.devices;
-  options.device_id_prefix = kDevicePrefix;
-  options.start_unix_nanos = plan.start;
-  options.seconds = plan.seconds;
-  options.seed = plan.seed;
-  return options;
-}
-
-uint64_t DistinctRecords(const Plan& plan) { return static_cast<uint64_t>(plan.devices) * plan.seconds; }
-
-double Round(double value, int decimals) {
-  const double scale = std::pow(10.0, decimals);
-  return std::round(value * scale) / scale;
-}
 
 // Rounds to `digits` significant digits, for ratios that span many decades.
 double RoundSignificant(double value, int digits) {
@@ -143,14 +102,6 @@ double RoundSignificant(double value, int digits) {
 
 int64_t NowNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
-}
-
-// Nearest-rank percentile. Precondition: !samples.empty().
-int64_t Percentile(std::vector<int64_t> samples, double fraction) {
-  std::sort(samples.begin(), samples.end());
-  auto rank = static_cast<size_t>(std::ceil(fraction * static_cast<double>(samples.size())));
-  rank = std::clamp<size_t>(rank, 1, samples.size());
-  return samples[rank - 1];
 }
 
 // CPU time of the calling thread, and of the whole process (every thread).
@@ -175,15 +126,6 @@ void OnInterruptSignal(int) { interrupted = 1; }
 Status CheckInterrupt() {
   if (interrupted != 0) return Status::Unavailable("interrupted");
   return Status::Ok();
-}
-
-void Progress(const Plan& plan, std::string_view scenario, std::string_view step) {
-  static const Clock::time_point origin = Clock::now();
-  if (!plan.progress) return;
-  char elapsed[32];
-  std::snprintf(elapsed, sizeof(elapsed), "%8.2f s",
-                static_cast<double>((Clock::now() - origin) / std::chrono::microseconds(1)) / 1e6);
-  std::cerr << elapsed << "  " << scenario << ": " << step << std::endl;
 }
 
 // ---- what the receiver must see -------------------------------------------
@@ -276,9 +218,8 @@ DataSummary SummarizeData(const Plan& plan, uint64_t limit) {
 }
 
 std::optional<uint32_t> DeviceIndex(std::string_view device_id) {
-  constexpr std::string_view prefix = kDevicePrefix;
-  if (!device_id.starts_with(prefix)) return std::nullopt;
-  device_id.remove_prefix(prefix.size());
+  if (!device_id.starts_with(kDeviceIdPrefix)) return std::nullopt;
+  device_id.remove_prefix(kDeviceIdPrefix.size());
   uint32_t index = 0;
   const auto result = std::from_chars(device_id.data(), device_id.data() + device_id.size(), index);
   if (result.ec != std::errc() || result.ptr != device_id.data() + device_id.size()) return std::nullopt;
@@ -370,8 +311,9 @@ class Receiver {
     auto enqueue = [this](std::string_view topic, std::string_view payload) { Enqueue(topic, payload); };
     const std::string prefix = kTopicPrefix;
     CAIRN_ASSIGN_OR_RETURN(
-        subscriber_, StartLink(server_uri, "cairn-bench-receiver",
-                               {prefix + "/+/+/+", std::string(kPeerTopicRoot) + "/+/" + kMeasure}, enqueue));
+        subscriber_,
+        StartLink(server_uri, "cairn-bench-receiver",
+                  {prefix + "/+/+/+", std::string(kPeerTopicRoot) + "/+/" + kEnvMeasure}, enqueue));
     CAIRN_ASSIGN_OR_RETURN(publisher_, StartLink(server_uri, "cairn-bench-receipts", {}, {}));
     CAIRN_ASSIGN_OR_RETURN(
         observer_, StartLink(server_uri, "cairn-bench-receipt-observer", {prefix + "/+/receipts"}, enqueue));
@@ -586,7 +528,7 @@ class Receiver {
           if (field.name == "humidity") humidity = value;
           if (field.name == "pressure") pressure = value;
         }
-        if (!device || row.measure_name != kMeasure || row.fields.size() != kReadingsPerRecord ||
+        if (!device || row.measure_name != kEnvMeasure || row.fields.size() != kReadingsPerRecord ||
             temperature == nullptr || humidity == nullptr || pressure == nullptr) {
           ++state_.counts.invalid;
           state_.counts.last_invalid = "a record that was never written: " + row.device_id + "/" +
@@ -648,7 +590,7 @@ class Receiver {
     const JsonValue* timestamp = parsed->Find("timestamp");
     const JsonValue* name = parsed->Find("name");
     if (fields == nullptr || device_id == nullptr || timestamp == nullptr || name == nullptr ||
-        !device_id->is_string() || !timestamp->is_number() || name->text() != kMeasure) {
+        !device_id->is_string() || !timestamp->is_number() || name->text() != kEnvMeasure) {
       return Invalid("peer message without fields, device, timestamp or name");
     }
     const JsonValue* temperature = fields->Find("temperature");
@@ -700,25 +642,8 @@ class RecordWriter {
 
   // Writes one batch; every record must be stored or dropped as a duplicate.
   Result<WriteResult> Write(const std::vector<SensorRecord>& batch) {
-    if (records_.size() < batch.size()) {
-      records_.resize(batch.size());
-      for (Record& record : records_) {
-        if (record.fields.size() == kReadingsPerRecord) continue;
-        record.measure_name = kMeasure;
-        record.fields = {Field{"temperature", 0.0}, Field{"humidity", 0.0}, Field{"pressure", 0.0}};
-      }
-    }
-    records_.resize(batch.size());
-    for (size_t i = 0; i < batch.size(); ++i) {
-      const SensorRecord& in = batch[i];
-      Record& out = records_[i];
-      out.device_id.assign(in.device_id);
-      out.timestamp = in.timestamp;
-      out.fields[0].value = in.temperature_celsius();
-      out.fields[1].value = in.humidity_percent();
-      out.fields[2].value = in.pressure_hectopascals();
-    }
-    CAIRN_ASSIGN_OR_RETURN(WriteResult result, engine_->Write(kTable, records_));
+    ToEnvRecords(batch, &records_);
+    CAIRN_ASSIGN_OR_RETURN(WriteResult result, engine_->Write(kBenchTable, records_));
     if (result.invalid != 0 || result.rejected != 0) {
       return Status::Internal("cairn refused " + std::to_string(result.invalid + result.rejected) +
                               " valid records");
@@ -738,7 +663,7 @@ Status WriteBackfillSource(const Plan& plan, const std::string& directory, uint6
   EngineOptions options;
   options.durability = Durability::kOff;
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Open(Env::Default(), directory, options));
-  CAIRN_RETURN_IF_ERROR(engine->CreateTable(kTable, TableOptions()));
+  CAIRN_RETURN_IF_ERROR(engine->CreateTable(kBenchTable, TableOptions()));
   RecordWriter writer(engine.get());
   SensorGenerator generator(GeneratorOptions(plan));
   std::vector<SensorRecord> batch;
@@ -831,13 +756,13 @@ SyncAgentOptions AgentOptions(const Plan& plan, const RunSpec& spec, const std::
 Result<SyncTableStatus> TableStatus(SyncAgent* agent, SyncStatus* full = nullptr) {
   CAIRN_ASSIGN_OR_RETURN(SyncStatus status, agent->GetStatus());
   for (const SyncTableStatus& table : status.tables) {
-    if (table.table == kTable) {
+    if (table.table == kBenchTable) {
       SyncTableStatus found = table;
       if (full != nullptr) *full = std::move(status);
       return found;
     }
   }
-  return Status::NotFound("the agent does not sync table '" + std::string(kTable) + "'");
+  return Status::NotFound("the agent does not sync table '" + std::string(kBenchTable) + "'");
 }
 
 Status WaitConnected(SyncAgent* agent, const AgentLog& log) {
@@ -901,6 +826,18 @@ Status WaitUntilConfirmed(SyncAgent* agent, Receiver* receiver, const DataSummar
   return Status::Ok();
 }
 
+// What the receiver expects of a cairn run as the gateway `gateway_id`.
+ReceiverExpectation RunExpectation(const Plan& plan, const RunSpec& spec, const std::string& gateway_id) {
+  ReceiverExpectation expectation;
+  expectation.gateway_id = gateway_id;
+  expectation.key = plan.key;
+  expectation.send_receipts = spec.confirmation == SyncConfirmation::kReceipt;
+  expectation.devices = plan.devices;
+  expectation.seconds = plan.seconds;
+  expectation.start = plan.start;
+  return expectation;
+}
+
 // Backfill: the data is stored and sealed before the agent starts, so all of
 // it lies at or below the live start and goes out on the backfill lane.
 Result<RunResult> RunBackfill(const Plan& plan, const RunSpec& spec, const std::string& source,
@@ -919,23 +856,16 @@ Result<RunResult> RunBackfill(const Plan& plan, const RunSpec& spec, const std::
                             std::to_string(source_last_lsn));
   }
   const std::string gateway_id = "bench-backfill-" + spec.name;
-  ReceiverExpectation expectation;
-  expectation.gateway_id = gateway_id;
-  expectation.key = plan.key;
-  expectation.send_receipts = spec.confirmation == SyncConfirmation::kReceipt;
-  expectation.devices = plan.devices;
-  expectation.seconds = plan.seconds;
-  expectation.start = plan.start;
-  receiver->Begin(std::move(expectation));
+  receiver->Begin(RunExpectation(plan, spec, gateway_id));
 
   // The agent connects while the table's sync is off, and the clock starts
   // when it is switched on: the run measures syncing, not the MQTT connect
   // (which also waits for Paho's threads when a second client of the
   // process connects: about 2 s).
-  CAIRN_ASSIGN_OR_RETURN(TableInfo table, engine->GetTable(kTable));
+  CAIRN_ASSIGN_OR_RETURN(TableInfo table, engine->GetTable(kBenchTable));
   TableOptions sync_off = table.options;
   sync_off.sync = false;
-  CAIRN_RETURN_IF_ERROR(engine->AlterTable(kTable, sync_off));
+  CAIRN_RETURN_IF_ERROR(engine->AlterTable(kBenchTable, sync_off));
   auto log = std::make_shared<AgentLog>();
   CAIRN_ASSIGN_OR_RETURN(
       std::unique_ptr<SyncAgent> agent,
@@ -946,7 +876,7 @@ Result<RunResult> RunBackfill(const Plan& plan, const RunSpec& spec, const std::
     Progress(plan, label, "sync");
     result.process_cpu_nanos = -ProcessCpuNanos();
     result.start_nanos = NowNanos();
-    confirmed = engine->AlterTable(kTable, table.options);
+    confirmed = engine->AlterTable(kBenchTable, table.options);
   }
   if (confirmed.ok()) {
     agent->Notify();
@@ -967,16 +897,9 @@ Result<RunResult> RunLive(const Plan& plan, const RunSpec& spec, const std::stri
   const std::string label = RunLabel(spec);
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
                          Engine::Open(Env::Default(), directory, EngineOptions()));
-  CAIRN_RETURN_IF_ERROR(engine->CreateTable(kTable, TableOptions()));
+  CAIRN_RETURN_IF_ERROR(engine->CreateTable(kBenchTable, TableOptions()));
   const std::string gateway_id = "bench-live-" + spec.name;
-  ReceiverExpectation expectation;
-  expectation.gateway_id = gateway_id;
-  expectation.key = plan.key;
-  expectation.send_receipts = spec.confirmation == SyncConfirmation::kReceipt;
-  expectation.devices = plan.devices;
-  expectation.seconds = plan.seconds;
-  expectation.start = plan.start;
-  receiver->Begin(std::move(expectation));
+  receiver->Begin(RunExpectation(plan, spec, gateway_id));
 
   auto log = std::make_shared<AgentLog>();
   CAIRN_ASSIGN_OR_RETURN(
@@ -1133,7 +1056,7 @@ void PeerPayload(const SensorRecord& record, std::string* out) {
 Result<PeerResult> RunPeer(const Plan& plan, const std::string& server_uri, const DataSummary& data,
                            Receiver* receiver) {
   const std::string gateway_id = "bench-peer";
-  const std::string topic = std::string(kPeerTopicRoot) + "/" + gateway_id + "/" + kMeasure;
+  const std::string topic = std::string(kPeerTopicRoot) + "/" + gateway_id + "/" + kEnvMeasure;
   ReceiverExpectation expectation;
   expectation.peer = true;
   expectation.peer_topic = topic;
@@ -1446,21 +1369,6 @@ JsonValue PeerJson(const PeerResult& peer, const DataSummary& data) {
   return json;
 }
 
-const JsonValue* FindPath(const JsonValue& root, std::initializer_list<std::string_view> path) {
-  const JsonValue* node = &root;
-  for (std::string_view key : path) {
-    node = node->Find(key);
-    if (node == nullptr) return nullptr;
-  }
-  return node;
-}
-
-std::optional<double> NumberAt(const JsonValue& root, std::initializer_list<std::string_view> path) {
-  const JsonValue* node = FindPath(root, path);
-  if (node == nullptr || !node->is_number()) return std::nullopt;
-  return node->number();
-}
-
 // The figures every run and the peer report, compared as cairn / peer.
 constexpr std::string_view kRatioMetrics[] = {"readings_per_s", "messages_per_s", "payload_bytes_per_reading",
                                               "mqtt_uplink_bytes_per_reading"};
@@ -1512,20 +1420,6 @@ std::string MosquittoVersion(const MosquittoBroker& broker) {
 }
 
 // ---- printing --------------------------------------------------------------
-
-std::string FormatNumber(const JsonValue* value, int decimals) {
-  if (value == nullptr || !value->is_number()) return "-";
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, value->number());
-  return buffer;
-}
-
-std::string FormatRatio(const JsonValue* value) {
-  if (value == nullptr || !value->is_number()) return "-";
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.3g", value->number());
-  return buffer;
-}
 
 struct Column {
   std::string_view heading;
@@ -1583,14 +1477,8 @@ void PrintRuns(const JsonValue& report, std::ostream& out, const Column (&column
 }
 
 void PrintTable(const JsonValue& report, std::ostream& out) {
-  const JsonValue& machine = *report.Find("machine");
-  out << "cairn-bench sync: " << report.Find("devices")->text() << " devices x "
-      << report.Find("hours")->text() << " h at 1 Hz = " << report.Find("records")->text()
-      << " records = " << report.Find("readings")->text() << " readings, batch "
-      << report.Find("batch")->text() << ", seed " << report.Find("seed")->text() << "\n";
-  out << "machine: " << machine.Find("nproc")->text() << " CPUs, " << machine.Find("cpu_model")->text()
-      << " (" << machine.Find("arch")->text() << ", Linux " << machine.Find("kernel")->text()
-      << "), mosquitto " << FindPath(report, {"broker", "version"})->text() << " on loopback, data on "
+  PrintHeading(report, out);
+  out << ", mosquitto " << FindPath(report, {"broker", "version"})->text() << " on loopback, data on "
       << report.Find("data_filesystem")->text() << "\n\n";
   PrintRuns(report, out, kRateColumns);
   const JsonValue* peer = report.Find("peer");
@@ -1641,15 +1529,10 @@ void PrintTable(const JsonValue& report, std::ostream& out) {
                                       : "NO");
   }
   out << "\n";
-  const JsonValue& checks = *report.Find("checks");
-  if (checks.Find("results_match")->boolean()) {
-    out << "checks: the receiver decoded every distinct reading with its values, and every ledger confirms "
-           "everything\n";
-  } else {
-    out << "checks FAILED:\n";
-    for (const JsonValue& problem : checks.Find("mismatches")->elements())
-      out << "  " << problem.text() << "\n";
-  }
+  PrintResults(report,
+               "checks: the receiver decoded every distinct reading with its values, and every ledger "
+               "confirms everything",
+               "checks FAILED:", out);
 }
 
 // ---- self-check --------------------------------------------------------------
@@ -1672,8 +1555,8 @@ constexpr std::pair<std::string_view, std::string_view> kExpectedRuns[] = {
 
 std::vector<std::string> SelfCheck(const std::string& printed) {
   std::vector<std::string> problems;
-  Result<JsonValue> parsed = JsonValue::Parse(printed);
-  if (!parsed.ok()) return {"output is not valid JSON: " + parsed.status().ToString()};
+  const std::optional<JsonValue> parsed = ParseReport(printed, "sync", &problems);
+  if (!parsed) return problems;
   const JsonValue& report = *parsed;
   auto require_positive = [&](const JsonValue* node, const std::string& where, std::string_view key) {
     const JsonValue* value = node != nullptr ? node->Find(key) : nullptr;
@@ -1684,10 +1567,6 @@ std::vector<std::string> SelfCheck(const std::string& printed) {
       problems.push_back(where + "." + std::string(key) + " = " + value->text() + " is not positive");
     }
   };
-  const JsonValue* benchmark = report.Find("benchmark");
-  if (benchmark == nullptr || !benchmark->is_string() || benchmark->text() != "sync") {
-    problems.push_back("benchmark is not \"sync\"");
-  }
   for (std::string_view key : {"readings", "records", "devices", "hours"})
     require_positive(&report, "report", key);
   require_positive(report.Find("machine"), "machine", "nproc");
@@ -1703,8 +1582,7 @@ std::vector<std::string> SelfCheck(const std::string& printed) {
       continue;
     }
     for (std::string_view metric : kRunMetrics) require_positive(run, where, metric);
-    const JsonValue* match = FindPath(*run, {"checks", "values_match"});
-    if (match == nullptr || match->kind() != JsonValue::Kind::kBool || !match->boolean()) {
+    if (!IsTrue(FindPath(*run, {"checks", "values_match"}))) {
       problems.push_back(where + ".checks.values_match is not true");
     }
     if (expected.first == std::string_view("live")) {
@@ -1739,8 +1617,7 @@ std::vector<std::string> SelfCheck(const std::string& printed) {
       if (member.second.kind() != JsonValue::Kind::kBool) problems.push_back("targets_met." + member.first);
     }
   }
-  const JsonValue* match = FindPath(report, {"checks", "results_match"});
-  if (match == nullptr || match->kind() != JsonValue::Kind::kBool || !match->boolean()) {
+  if (!IsTrue(FindPath(report, {"checks", "results_match"}))) {
     problems.push_back("checks.results_match is not true");
   }
   return problems;
@@ -1765,75 +1642,29 @@ constexpr char kUsage[] =
     "  --json            print one JSON object instead of the table\n"
     "  --self-check      validate the printed JSON (keys, types, checks); exit 1 if not\n";
 
-template <typename T>
-bool ParseInteger(std::string_view text, T* out) {
-  const std::from_chars_result result = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return result.ec == std::errc() && result.ptr == text.data() + text.size();
-}
-
-bool ParseDouble(std::string_view text, double* out) {
-  const std::from_chars_result result = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return result.ec == std::errc() && result.ptr == text.data() + text.size() && std::isfinite(*out);
-}
-
 // Returns an error message, empty on success.
 std::string ParseOptions(int argc, char** argv, SyncOptions* options) {
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
+  auto own_flags = [options](std::string_view flag,
+                             const TakeFlagValue& take_value) -> std::optional<std::string> {
     std::string_view value;
-    bool has_value = false;
-    if (const size_t equals = arg.find('='); arg.starts_with("--") && equals != std::string_view::npos) {
-      value = arg.substr(equals + 1);
-      arg = arg.substr(0, equals);
-      has_value = true;
-    }
-    auto take_value = [&]() -> bool {
-      if (has_value) return true;
-      if (i + 1 >= argc) return false;
-      value = argv[++i];
-      return true;
-    };
-    if (arg == "--json") {
-      options->json = true;
-    } else if (arg == "--self-check") {
-      options->self_check = true;
-    } else if (arg == "--keep") {
-      options->keep = true;
-    } else if (arg == "--devices") {
-      if (!take_value() || !ParseInteger(value, &options->devices) || options->devices < 1 ||
-          options->devices > 1'000'000) {
-        return "--devices takes an integer in [1, 1000000]";
-      }
-    } else if (arg == "--hours") {
-      if (!take_value() || !ParseDouble(value, &options->hours) || options->hours <= 0 ||
-          options->hours > kMaxHours) {
-        return "--hours takes a number in (0, 648] (the data must stay inside the 30-day retention)";
-      }
-    } else if (arg == "--batch") {
-      if (!take_value() || !ParseInteger(value, &options->batch) || options->batch < 1 ||
-          options->batch > 1'000'000) {
-        return "--batch takes an integer in [1, 1000000]";
-      }
-    } else if (arg == "--seed") {
-      if (!take_value() || !ParseInteger(value, &options->seed)) return "--seed takes an unsigned integer";
-    } else if (arg == "--dir") {
-      if (!take_value() || value.empty()) return "--dir takes a directory";
-      options->dir = std::string(value);
-    } else if (arg == "--peer-records") {
-      if (!take_value() || !ParseInteger(value, &options->peer_records) || options->peer_records < 1) {
+    if (flag == "--peer-records") {
+      if (!take_value(&value) || !ParseInteger(value, &options->peer_records) || options->peer_records < 1) {
         return "--peer-records takes a positive integer";
       }
-    } else if (arg == "--live-rate") {
-      if (!take_value() || !ParseDouble(value, &options->live_rate) || options->live_rate <= 0) {
+      return "";
+    }
+    if (flag == "--live-rate") {
+      if (!take_value(&value) || !ParseFiniteDouble(value, &options->live_rate) || options->live_rate <= 0) {
         return "--live-rate takes a positive number of readings per second";
       }
-    } else {
-      return "unknown argument \"" + std::string(arg) + "\"";
+      return "";
     }
+    return std::nullopt;
+  };
+  if (std::string error = ParseCommonOptions(argc, argv, &options->common, own_flags); !error.empty()) {
+    return error;
   }
-  const double seconds = std::round(options->hours * 3600);
-  if (seconds < 1) return "--hours must cover at least one second";
-  return "";
+  return CheckHoursCoverASecond(options->common);
 }
 
 std::string KeyFromSeed(uint64_t seed) {
@@ -1854,43 +1685,22 @@ struct RunAll {
 }  // namespace
 
 int RunSyncBenchmark(int argc, char** argv) {
-  SyncOptions options;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-      std::cout << kUsage;
-      return 0;
-    }
+  if (WantsHelp(argc, argv)) {
+    std::cout << kUsage;
+    return 0;
   }
+  SyncOptions options;
   if (const std::string error = ParseOptions(argc, argv, &options); !error.empty()) {
     std::cerr << "cairn-bench sync: " << error << "\n\n" << kUsage;
     return 2;
   }
 
-  Plan plan;
-  plan.devices = options.devices;
-  plan.seconds = static_cast<uint64_t>(std::llround(options.hours * 3600));
-  plan.batch = options.batch;
-  plan.seed = options.seed;
-  plan.live_rate = options.live_rate;
-  plan.progress = !options.json;
-  plan.key = KeyFromSeed(options.seed);
-  // The data ends before yesterday's midnight: inside the table's retention
-  // (backfill, not archive) and never in the future.
-  const int64_t today = Env::Default()->NowUnixNanos() / kNanosPerDay;
-  const auto days_of_data = static_cast<int64_t>((plan.seconds + kSecondsPerDay - 1) / kSecondsPerDay);
-  plan.start = (today - days_of_data - 1) * kNanosPerDay;
-
-  std::string parent = options.dir;
-  if (parent.empty()) {
-    const char* tmpdir = std::getenv("TMPDIR");
-    parent = tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp";
-  }
-  Result<ScratchDirectory> scratch = ScratchDirectory::Create(parent, "cairn-bench-sync-");
+  const Plan plan{PlanData(options.common), options.live_rate, KeyFromSeed(options.common.seed)};
+  Result<ScratchDirectory> scratch = CreateScratchDirectory(options.common, "cairn-bench-sync-");
   if (!scratch.ok()) {
     std::cerr << "cairn-bench sync: " << scratch.status().ToString() << "\n";
     return 1;
   }
-  if (options.keep) scratch->Keep();
 
   std::signal(SIGINT, OnInterruptSignal);
   std::signal(SIGTERM, OnInterruptSignal);
@@ -1948,22 +1758,9 @@ int RunSyncBenchmark(int argc, char** argv) {
     return 1;
   }
 
-  const MachineDescription machine = DescribeMachine();
-  JsonValue report = JsonValue::Object();
-  report.Set("benchmark", JsonValue::String("sync"));
-  report.Set("readings", JsonValue::Unsigned(data.distinct_readings));
-  report.Set("records", JsonValue::Unsigned(DistinctRecords(plan)));
-  report.Set("devices", JsonValue::Unsigned(plan.devices));
-  report.Set("hours", JsonValue::Number(options.hours));
-  report.Set("batch", JsonValue::Unsigned(plan.batch));
-  report.Set("seed", JsonValue::Unsigned(plan.seed));
+  JsonValue report = ReportHead("sync", plan, options.common.hours, data.distinct_readings);
   report.Set("live_rate", JsonValue::Number(plan.live_rate));
-  JsonValue machine_json = JsonValue::Object();
-  machine_json.Set("nproc", JsonValue::Integer(machine.cpus));
-  machine_json.Set("cpu_model", JsonValue::String(machine.cpu_model));
-  machine_json.Set("arch", JsonValue::String(machine.architecture));
-  machine_json.Set("kernel", JsonValue::String(machine.kernel));
-  report.Set("machine", std::move(machine_json));
+  report.Set("machine", MachineJson());
   JsonValue broker_json = JsonValue::Object();
   broker_json.Set("version", JsonValue::String(MosquittoVersion(broker)));
   broker_json.Set("transport", JsonValue::String("tcp 127.0.0.1"));
@@ -2002,26 +1799,10 @@ int RunSyncBenchmark(int argc, char** argv) {
   JsonValue checks = JsonValue::Object();
   checks.Set("expected_distinct_readings", JsonValue::Unsigned(data.distinct_readings));
   checks.Set("duplicates_delivered", JsonValue::Unsigned(data.delivered - data.distinct_records));
-  checks.Set("results_match", JsonValue::Bool(problems.empty()));
-  JsonValue mismatches = JsonValue::Array();
-  for (const std::string& problem : problems) mismatches.Append(JsonValue::String(problem));
-  checks.Set("mismatches", std::move(mismatches));
+  SetResults(problems, &checks);
   report.Set("checks", std::move(checks));
 
-  const std::string printed = report.Serialize();
-  if (options.json) {
-    std::cout << printed << "\n";
-  } else {
-    PrintTable(report, std::cout);
-  }
-  if (options.keep) std::cerr << "data kept in " << scratch->path() << "\n";
-
-  if (options.self_check) {
-    const std::vector<std::string> self_problems = SelfCheck(printed);
-    for (const std::string& problem : self_problems) std::cerr << "self-check: " << problem << "\n";
-    if (!self_problems.empty()) return 1;
-    std::cerr << "self-check: OK\n";
-  }
+  if (!PrintReport(options.common, report, scratch->path(), PrintTable, SelfCheck)) return 1;
   return problems.empty() ? 0 : 1;
 }
 
