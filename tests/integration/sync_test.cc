@@ -153,6 +153,21 @@ class SyncTest : public ::testing::Test {
     daemon_.reset();
   }
 
+  // The next reading of the test's sequence, appended to `body` as a line
+  // of line protocol.
+  Written NextReading(std::string* body) {
+    Written w;
+    w.device = "dev-" + std::to_string(next_ % 7);
+    w.timestamp = base_ns_ + next_ * 1'000'000;
+    // Noisy like field data, so chunks compress as they would.
+    w.value = 20.0 + static_cast<double>((next_ * 2654435761u) % 1000) / 8;
+    w.count = next_;
+    ++next_;
+    *body += "env,device=" + w.device + " temperature=" + std::to_string(w.value) +
+             ",count=" + std::to_string(w.count) + "i " + std::to_string(w.timestamp) + "\n";
+    return w;
+  }
+
   // Writes `count` readings over HTTP; records them once cairnd answered 204.
   bool Write(int count) { return WriteStatus(count) == 204; }
 
@@ -162,18 +177,7 @@ class SyncTest : public ::testing::Test {
     std::string body;
     std::vector<Written> batch;
     const int64_t first = next_;
-    for (int i = 0; i < count; ++i) {
-      Written w;
-      w.device = "dev-" + std::to_string(next_ % 7);
-      w.timestamp = base_ns_ + next_ * 1'000'000;
-      // Noisy like field data, so chunks compress as they would.
-      w.value = 20.0 + static_cast<double>((next_ * 2654435761u) % 1000) / 8;
-      w.count = next_;
-      ++next_;
-      body += "env,device=" + w.device + " temperature=" + std::to_string(w.value) +
-              ",count=" + std::to_string(w.count) + "i " + std::to_string(w.timestamp) + "\n";
-      batch.push_back(w);
-    }
+    for (int i = 0; i < count; ++i) batch.push_back(NextReading(&body));
     Result<HttpTestClient> client = HttpTestClient::Connect("127.0.0.1", port_);
     if (!client.ok()) return 0;
     Result<HttpTestResponse> response =
@@ -466,17 +470,7 @@ TEST_F(SyncTest, BackpressureRefusesHttpButKeepsWhatLocalSensorsDelivered) {
   bool refused_seen = false;
   for (int m = 0; m < 40; ++m) {
     std::string body;
-    for (int i = 0; i < 100; ++i) {
-      Written w;
-      w.device = "dev-" + std::to_string(next_ % 7);
-      w.timestamp = base_ns_ + next_ * 1'000'000;
-      w.value = 20.0 + static_cast<double>((next_ * 2654435761u) % 1000) / 8;
-      w.count = next_;
-      ++next_;
-      body += "env,device=" + w.device + " temperature=" + std::to_string(w.value) +
-              ",count=" + std::to_string(w.count) + "i " + std::to_string(w.timestamp) + "\n";
-      acknowledged_.push_back(w);
-    }
+    for (int i = 0; i < 100; ++i) acknowledged_.push_back(NextReading(&body));
     Status published = Status::Unavailable("not tried");
     for (int attempt = 0; attempt < 500 && !published.ok(); ++attempt) {
       published = (*sensor)->Publish("site/" + std::to_string(m % 3) + "/readings", body,

@@ -46,12 +46,15 @@ Status EncodeSeriesChunks(int64_t series_id, const std::vector<ChunkField>& sche
                           std::vector<ChunkRecord>& records, const std::vector<uint64_t>& lsns,
                           size_t max_records, std::vector<ChunkRow>* out);
 
-// Decodes a chunk read with data into (record, LSN) pairs appended to
-// `out`, its values laid out along `schema`, which grows by the chunk's
-// fields it lacks (records decoded earlier keep the shorter layout: resize
-// before encoding). Corruption when the LSN list does not match the chunk.
-Status DecodeChunkRecords(const ChunkRow& chunk, std::vector<ChunkField>* schema,
-                          std::vector<std::pair<ChunkRecord, uint64_t>>* out);
+// A series' records by timestamp: the highest version seen and its LSN.
+using NewestRecords = std::map<int64_t, std::pair<ChunkRecord, uint64_t>>;
+
+// Decodes a chunk read with data into `newest`, where a record replaces one
+// of the same timestamp only with a higher version. Values are laid out
+// along `schema`, which grows by the chunk's fields it lacks (records decoded
+// earlier keep the shorter layout: resize before encoding). Corruption when
+// the LSN list does not match the chunk.
+Status MergeChunkRecords(const ChunkRow& chunk, std::vector<ChunkField>* schema, NewestRecords* newest);
 
 // What a caller of GetPeriodFile will do with the file.
 enum class PeriodAccess : uint8_t {

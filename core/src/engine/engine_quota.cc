@@ -453,20 +453,14 @@ Result<uint64_t> EngineImpl::ReclaimInPeriod(const std::string& table, Period pe
       // series' other chunks stay as they are (a step split between chosen
       // and other chunks is merged into its aggregate by a later round).
       std::vector<ChunkField> schema = raw.fields;
-      std::map<int64_t, std::pair<ChunkRecord, uint64_t>> winners;
+      NewestRecords winners;
       std::vector<PeriodFile::ChunkKey> series_removed;
       uint64_t series_bytes = 0;
       for (const ChunkRow& chunk : chunks) {
         if (unconfirmed_in(chunk) == 0) continue;
         series_removed.push_back({chunk.series_id, chunk.start_ns, chunk.seq});
         series_bytes += row_bytes(chunk);
-        std::vector<std::pair<ChunkRecord, uint64_t>> decoded;
-        CAIRN_RETURN_IF_ERROR(DecodeChunkRecords(chunk, &schema, &decoded));
-        for (auto& entry : decoded) {
-          const int64_t ts = entry.first.timestamp;
-          auto [it, inserted] = winners.try_emplace(ts, entry);
-          if (!inserted && entry.first.version > it->second.first.version) it->second = std::move(entry);
-        }
+        CAIRN_RETURN_IF_ERROR(MergeChunkRecords(chunk, &schema, &winners));
       }
       if (series_removed.empty()) continue;
       std::vector<ChunkRecord> kept;
@@ -492,19 +486,14 @@ Result<uint64_t> EngineImpl::ReclaimInPeriod(const std::string& table, Period pe
         const AggregateTarget& target = targets[raw_id];
         // Aggregates already in the file for these steps are merged in, and
         // the result replaces them by version.
-        std::map<int64_t, ChunkRecord> existing;
+        NewestRecords existing;
         std::vector<ChunkField> target_schema = target.fields;
         if (!steps.empty()) {
           CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRow> old_rows,
                                  file.ReadChunks(target.series_id, steps.begin()->first,
                                                  steps.rbegin()->first + 1, /*with_data=*/true));
           for (const ChunkRow& row : old_rows) {
-            std::vector<std::pair<ChunkRecord, uint64_t>> decoded;
-            CAIRN_RETURN_IF_ERROR(DecodeChunkRecords(row, &target_schema, &decoded));
-            for (auto& entry : decoded) {
-              auto [it, inserted] = existing.try_emplace(entry.first.timestamp, entry.first);
-              if (!inserted && entry.first.version > it->second.version) it->second = std::move(entry.first);
-            }
+            CAIRN_RETURN_IF_ERROR(MergeChunkRecords(row, &target_schema, &existing));
           }
         }
         std::unordered_map<std::string, size_t> target_index;
@@ -532,7 +521,7 @@ Result<uint64_t> EngineImpl::ReclaimInPeriod(const std::string& table, Period pe
             }
           }
           if (aggregate.ttl == -1) aggregate.ttl = 0;
-          aggregate.version = old == existing.end() ? 0 : old->second.version + 1;
+          aggregate.version = old == existing.end() ? 0 : old->second.first.version + 1;
           for (size_t f = 0; f < schema.size(); ++f) {
             const bool numeric = IsNumeric(schema[f].type);
             FieldAccumulator acc;
@@ -540,8 +529,8 @@ Result<uint64_t> EngineImpl::ReclaimInPeriod(const std::string& table, Period pe
             auto old_value = [&](size_t which) -> Value {
               if (old == existing.end()) return Value{};
               auto i = target_index.find(names[which].name);
-              if (i == target_index.end() || i->second >= old->second.values.size()) return Value{};
-              return old->second.values[i->second];
+              if (i == target_index.end() || i->second >= old->second.first.values.size()) return Value{};
+              return old->second.first.values[i->second];
             };
             if (old != existing.end()) {
               const Value count = old_value(numeric ? 3 : 1);

@@ -54,8 +54,7 @@ Status EncodeSeriesChunks(int64_t series_id, const std::vector<ChunkField>& sche
   return Status::Ok();
 }
 
-Status DecodeChunkRecords(const ChunkRow& chunk, std::vector<ChunkField>* schema,
-                          std::vector<std::pair<ChunkRecord, uint64_t>>* out) {
+Status MergeChunkRecords(const ChunkRow& chunk, std::vector<ChunkField>* schema, NewestRecords* newest) {
   CAIRN_ASSIGN_OR_RETURN(DecodedChunk decoded, DecodeChunk(chunk.data));
   std::vector<size_t> column_to_schema;
   for (const ChunkColumn& column : decoded.columns) {
@@ -81,7 +80,8 @@ Status DecodeChunkRecords(const ChunkRow& chunk, std::vector<ChunkField>* schema
     for (size_t c = 0; c < decoded.columns.size(); ++c) {
       if (decoded.columns[c].present[i]) r.values[column_to_schema[c]] = decoded.columns[c].values[i];
     }
-    out->emplace_back(std::move(r), chunk.lsns[i]);
+    auto [it, inserted] = newest->try_emplace(r.timestamp, r, chunk.lsns[i]);
+    if (!inserted && r.version > it->second.first.version) it->second = {std::move(r), chunk.lsns[i]};
   }
   return Status::Ok();
 }
@@ -395,16 +395,9 @@ Status EngineImpl::CompactPeriod(const std::string& table, Period period, int64_
         // Merge every chunk of the series: the highest version of each
         // timestamp wins, expired records are dropped for good.
         std::vector<ChunkField> schema;
-        std::map<int64_t, std::pair<ChunkRecord, uint64_t>> merged;  // ts -> record, its LSN
-        for (const ChunkRow& chunk : chunks) {
-          std::vector<std::pair<ChunkRecord, uint64_t>> decoded;
-          CAIRN_RETURN_IF_ERROR(DecodeChunkRecords(chunk, &schema, &decoded));
-          for (auto& entry : decoded) {
-            const int64_t ts = entry.first.timestamp;
-            auto [it, inserted] = merged.try_emplace(ts, entry);
-            if (!inserted && entry.first.version > it->second.first.version) it->second = std::move(entry);
-          }
-        }
+        NewestRecords merged;
+        for (const ChunkRow& chunk : chunks)
+          CAIRN_RETURN_IF_ERROR(MergeChunkRecords(chunk, &schema, &merged));
         std::vector<ChunkRecord> records;
         std::vector<uint64_t> lsns;
         for (auto& [ts, entry] : merged) {

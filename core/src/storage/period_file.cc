@@ -554,31 +554,35 @@ Status PeriodFile::InsertChunk(ChunkRow& chunk, const std::vector<ChunkField>& f
   return Status::Ok();
 }
 
+Status PeriodFile::InsertSeriesAndChunks(const std::vector<PeriodSeries>& series,
+                                         std::vector<ChunkRow>& chunks) {
+  std::map<int64_t, const PeriodSeries*> series_by_id;
+  for (const PeriodSeries& one : series) {
+    series_by_id[one.series_id] = &one;
+    CAIRN_RETURN_IF_ERROR(UpsertSeries(one));
+  }
+  for (ChunkRow& chunk : chunks) {
+    std::vector<ChunkField> fields = chunk.fields;
+    if (fields.empty()) {
+      auto listed = series_by_id.find(chunk.series_id);
+      if (listed != series_by_id.end()) {
+        fields = listed->second->fields;
+      } else {
+        CAIRN_ASSIGN_OR_RETURN(fields, SeriesFields(chunk.series_id));
+      }
+    }
+    CAIRN_RETURN_IF_ERROR(InsertChunk(chunk, fields));
+  }
+  return Status::Ok();
+}
+
 Status PeriodFile::WriteChunks(const std::vector<PeriodSeries>& series, std::vector<ChunkRow>& chunks) {
   CAIRN_RETURN_IF_ERROR(CheckWritable());
   if (series.empty() && chunks.empty()) return Status::Ok();
   for (const ChunkRow& chunk : chunks) CAIRN_RETURN_IF_ERROR(ValidateChunk(chunk));
-  std::map<int64_t, const PeriodSeries*> series_by_id;
-  for (const PeriodSeries& one : series) series_by_id[one.series_id] = &one;
-
   // Work on a copy so that the caller's rows change only once committed.
   std::vector<ChunkRow> written = chunks;
-  Status status = InTransaction(*db_, [&]() -> Status {
-    for (const PeriodSeries& one : series) CAIRN_RETURN_IF_ERROR(UpsertSeries(one));
-    for (ChunkRow& chunk : written) {
-      std::vector<ChunkField> fields = chunk.fields;
-      if (fields.empty()) {
-        auto listed = series_by_id.find(chunk.series_id);
-        if (listed != series_by_id.end()) {
-          fields = listed->second->fields;
-        } else {
-          CAIRN_ASSIGN_OR_RETURN(fields, SeriesFields(chunk.series_id));
-        }
-      }
-      CAIRN_RETURN_IF_ERROR(InsertChunk(chunk, fields));
-    }
-    return Status::Ok();
-  });
+  Status status = InTransaction(*db_, [&]() { return InsertSeriesAndChunks(series, written); });
   if (!status.ok()) {
     // Schema rows inserted by the failed transaction are gone.
     ForgetCachedSchemas();
@@ -592,8 +596,6 @@ Status PeriodFile::ReplaceChunks(const std::vector<ChunkKey>& removed,
                                  const std::vector<PeriodSeries>& series, std::vector<ChunkRow>& added) {
   CAIRN_RETURN_IF_ERROR(CheckWritable());
   for (const ChunkRow& chunk : added) CAIRN_RETURN_IF_ERROR(ValidateChunk(chunk));
-  std::map<int64_t, const PeriodSeries*> series_by_id;
-  for (const PeriodSeries& one : series) series_by_id[one.series_id] = &one;
   std::vector<ChunkRow> written = added;
   Status status = InTransaction(*db_, [&]() -> Status {
     CAIRN_ASSIGN_OR_RETURN(Statement * remove, db_->Prepare(kDeleteChunk));
@@ -607,19 +609,7 @@ Status PeriodFile::ReplaceChunks(const std::vector<ChunkKey>& removed,
                                 std::to_string(key.start_ns) + " seq " + std::to_string(key.seq));
       }
     }
-    for (const PeriodSeries& one : series) CAIRN_RETURN_IF_ERROR(UpsertSeries(one));
-    for (ChunkRow& chunk : written) {
-      std::vector<ChunkField> fields = chunk.fields;
-      if (fields.empty()) {
-        auto listed = series_by_id.find(chunk.series_id);
-        if (listed != series_by_id.end()) {
-          fields = listed->second->fields;
-        } else {
-          CAIRN_ASSIGN_OR_RETURN(fields, SeriesFields(chunk.series_id));
-        }
-      }
-      CAIRN_RETURN_IF_ERROR(InsertChunk(chunk, fields));
-    }
+    CAIRN_RETURN_IF_ERROR(InsertSeriesAndChunks(series, written));
     CAIRN_ASSIGN_OR_RETURN(Statement * unused_schemas, db_->Prepare(kDeleteUnusedSchemas));
     return unused_schemas->Run();
   });

@@ -190,6 +190,9 @@ class PeriodFile {
   Result<std::vector<ChunkField>> FieldsForSchemaId(int64_t schema_id);
   Result<std::vector<ChunkField>> SeriesFields(int64_t series_id);
   Status InsertChunk(ChunkRow& chunk, const std::vector<ChunkField>& fields);
+  // Upserts `series`, then inserts `chunks` (seq assigned), a chunk without
+  // fields taking its series'; the caller owns the transaction.
+  Status InsertSeriesAndChunks(const std::vector<PeriodSeries>& series, std::vector<ChunkRow>& chunks);
   Result<std::vector<ChunkRow>> ReadChunkRows(Statement* statement, bool with_data,
                                               bool with_data_bytes = false);
   Result<std::vector<ChunkRow>> ReadAllChunks(int64_t series_id);

@@ -17,25 +17,6 @@
 namespace cairn {
 namespace {
 
-// Nanoseconds per unit of each precision.
-int64_t NanosPerUnit(TimestampPrecision precision) {
-  switch (precision) {
-    case TimestampPrecision::kNanoseconds:
-      return 1;
-    case TimestampPrecision::kMicroseconds:
-      return 1'000;
-    case TimestampPrecision::kMilliseconds:
-      return 1'000'000;
-    case TimestampPrecision::kSeconds:
-      return 1'000'000'000;
-    case TimestampPrecision::kMinutes:
-      return 60'000'000'000;
-    case TimestampPrecision::kHours:
-      return 3'600'000'000'000;
-  }
-  return 1;
-}
-
 // MQTT topic matching (MQTT 3.1.1 §4.7): '+' is one level, a trailing '#'
 // is any number of levels including none, and topics starting with '$' are
 // not matched by a wildcard in the first level.

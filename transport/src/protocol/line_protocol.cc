@@ -23,24 +23,6 @@ bool IsBlank(char c) { return c == ' ' || c == '\t'; }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool Contains(std::string_view set, char c) { return set.find(c) != std::string_view::npos; }
 
-int64_t NanosPerUnit(TimestampPrecision precision) {
-  switch (precision) {
-    case TimestampPrecision::kNanoseconds:
-      return 1;
-    case TimestampPrecision::kMicroseconds:
-      return 1'000;
-    case TimestampPrecision::kMilliseconds:
-      return 1'000'000;
-    case TimestampPrecision::kSeconds:
-      return 1'000'000'000;
-    case TimestampPrecision::kMinutes:
-      return 60'000'000'000;
-    case TimestampPrecision::kHours:
-      return 3'600'000'000'000;
-  }
-  return 1;
-}
-
 // `text` for an error message: shortened at a character boundary when long.
 std::string Quote(std::string_view text) {
   if (text.size() <= kMaxQuotedBytes) return "'" + std::string(text) + "'";
@@ -334,6 +316,24 @@ class LineParser {
 };
 
 }  // namespace
+
+int64_t NanosPerUnit(TimestampPrecision precision) {
+  switch (precision) {
+    case TimestampPrecision::kNanoseconds:
+      return 1;
+    case TimestampPrecision::kMicroseconds:
+      return 1'000;
+    case TimestampPrecision::kMilliseconds:
+      return 1'000'000;
+    case TimestampPrecision::kSeconds:
+      return 1'000'000'000;
+    case TimestampPrecision::kMinutes:
+      return 60'000'000'000;
+    case TimestampPrecision::kHours:
+      return 3'600'000'000'000;
+  }
+  return 1;
+}
 
 std::string_view TimestampPrecisionName(TimestampPrecision precision) {
   switch (precision) {

@@ -68,6 +68,9 @@ std::string_view TimestampPrecisionName(TimestampPrecision precision);
 // otherwise.
 Result<TimestampPrecision> ParseTimestampPrecision(std::string_view name);
 
+// Nanoseconds in one unit of `precision` (1 for ns ... 3.6e12 for h).
+int64_t NanosPerUnit(TimestampPrecision precision);
+
 struct LineProtocolOptions {
   TimestampPrecision precision = TimestampPrecision::kNanoseconds;
   // Nanoseconds since the epoch for lines without a timestamp: normally the
