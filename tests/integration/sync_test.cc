@@ -38,6 +38,7 @@ namespace {
 constexpr int kTimeoutMs = 60000;
 constexpr const char* kKeyHex = "00112233445566778899aabbccddeeff0123456789abcdef";
 constexpr const char* kGateway = "gw-test-1";
+constexpr const char* kAllowEverything = "topic readwrite #\n";
 
 // One acknowledged reading, as the test wrote it.
 struct Written {
@@ -58,6 +59,8 @@ class SyncTest : public ::testing::Test {
     broker_options.pki = pki_;
     broker_options.require_client_certificate = true;
     broker_options.persistence = true;
+    // Everything allowed; a test narrows it with SetAcl.
+    broker_options.acl = kAllowEverything;
     Status started = broker_.Start(broker_options);
     ASSERT_TRUE(started.ok()) << started.ToString();
     started = postgres_.Start();
@@ -424,6 +427,43 @@ TEST_F(SyncTest, BackpressureRefusesWritesDuringAnOutageAndLosesNothingAcknowled
   ASSERT_TRUE(accepted) << last_refusal_;
   ExpectPostgresHoldsEveryAcknowledgedReading();
   EXPECT_EQ(Metric("cairn_sync_quota_dropped_records_total"), 0);
+  StopDaemon();
+}
+
+// The ingest side commits a batch and dies before its receipt reaches
+// cairnd (here the broker drops every receipt, then cairn-ingest is killed):
+// cairnd sends the batch again, the ingest side stores nothing twice and
+// confirms it.
+TEST_F(SyncTest, IngestKilledBetweenCommitAndReceiptGetsTheBatchAgainAndStoresItOnce) {
+  // Batches may go to the ingest side, receipts may not come back.
+  ASSERT_TRUE(broker_.SetAcl("topic readwrite cairn/v1/+/+/+\ntopic read cairn/v1/+/receipts\n").ok());
+  StartIngest();
+  StartDaemon();
+  ASSERT_TRUE(Write(500));
+  ExpectPostgresHoldsEveryAcknowledgedReading();  // committed
+  // Committed, yet unconfirmed on the gateway: the receipts were lost.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  EXPECT_GT(Metric("cairn_sync_unsynced_records{table=\"sensors\"}"), 0);
+  EXPECT_EQ(Metric("cairn_sync_receipts_total{outcome=\"accepted\"}"), 0);
+  StopIngest(SIGKILL);
+
+  ASSERT_TRUE(broker_.SetAcl(kAllowEverything).ok());
+  StartIngest();
+  // Sent again after the receipt timeout (3 s here), stored once, confirmed.
+  int64_t unsynced = -1;
+  for (int attempt = 0; attempt < 600 && unsynced != 0; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    unsynced = Metric("cairn_sync_unsynced_records{table=\"sensors\"}");
+  }
+  ASSERT_EQ(unsynced, 0) << daemon_->Stderr();
+  ExpectPostgresHoldsEveryAcknowledgedReading();
+  Result<std::unique_ptr<IngestSink>> sink = OpenPostgresSink(postgres_.connection_string());
+  ASSERT_TRUE(sink.ok());
+  Result<std::vector<StoredBatch>> batches = (*sink)->ReadBatches();
+  ASSERT_TRUE(batches.ok()) << batches.status().ToString();
+  uint64_t delivered_again = 0;
+  for (const StoredBatch& batch : *batches) delivered_again += batch.deliveries > 1 ? 1 : 0;
+  EXPECT_GT(delivered_again, 0u) << "no batch was delivered twice";
   StopDaemon();
 }
 

@@ -126,6 +126,10 @@ Status MosquittoBroker::Start(const MosquittoBrokerOptions& options) {
       config += std::string("require_certificate ") +
                 (options_.require_client_certificate ? "true" : "false") + "\n";
     }
+    if (!options_.acl.empty()) {
+      CAIRN_RETURN_IF_ERROR(env->WriteFileAtomically(directory_.PathOf("acl"), options_.acl));
+      config += "acl_file " + directory_.PathOf("acl") + "\n";
+    }
     if (options_.persistence) {
       config += "persistence true\n";
       // mosquitto joins location and file name without a separator.
@@ -210,6 +214,34 @@ void MosquittoBroker::Kill() {
                  kKillTimeoutMs / 1000);
     pid_ = -1;
   }
+}
+
+Status MosquittoBroker::SetAcl(const std::string& acl) {
+  if (!started_ || options_.acl.empty() || pid_ <= 0) {
+    return Status::FailedPrecondition("MosquittoBroker::SetAcl needs a running broker started with an ACL");
+  }
+  auto reloads = [&] {
+    const std::string log = ReadLog();
+    size_t count = 0;
+    for (size_t at = log.find("Reloading config"); at != std::string::npos;
+         at = log.find("Reloading config", at + 1)) {
+      ++count;
+    }
+    return count;
+  };
+  const size_t before = reloads();
+  options_.acl = acl;
+  CAIRN_RETURN_IF_ERROR(Env::Default()->WriteFileAtomically(directory_.PathOf("acl"), acl));
+  if (::kill(pid_, SIGHUP) != 0)
+    return Status::IOError(std::string("SIGHUP to mosquitto: ") + std::strerror(errno));
+  Env* env = Env::Default();
+  const int64_t deadline = env->MonotonicNanos() + int64_t{kKillTimeoutMs} * 1000000;
+  while (reloads() == before) {
+    if (env->MonotonicNanos() >= deadline)
+      return Status::TimedOut("mosquitto did not reload its configuration");
+    env->SleepForMicros(kPollIntervalMicros);
+  }
+  return Status::Ok();
 }
 
 Status MosquittoBroker::Restart() {

@@ -40,6 +40,11 @@ struct MosquittoBrokerOptions {
   // so messages queued since the last Stop() or Restart() do not survive
   // Kill().
   bool persistence = false;
+  // When non-empty, the contents of mosquitto's acl_file: which topics
+  // clients may read and write (rules before any `user` line apply to
+  // clients without a username). A publish the ACL denies is acknowledged
+  // and dropped, as MQTT 3.1.1 brokers do. SetAcl changes it later.
+  std::string acl;
 };
 
 // One mosquitto process owned by the test, listening on 127.0.0.1 only.
@@ -89,6 +94,11 @@ class MosquittoBroker {
   // Sends SIGKILL and reaps the process: a crash, nothing is saved. No-op
   // when the broker is not running.
   void Kill();
+
+  // Replaces the ACL and has the running broker read it again (SIGHUP);
+  // returns once the broker logged the reload. FailedPrecondition unless
+  // started with a non-empty MosquittoBrokerOptions::acl.
+  Status SetAcl(const std::string& acl);
 
   // Whether the mosquitto process is alive (reaps it if it exited).
   bool running();
