@@ -411,57 +411,56 @@ class PostgresSink final : public IngestSink {
   Status UpsertSeries(const DecodedEnvelope& batch) {
     using SeriesKey = std::tuple<std::string_view, std::string_view, int>;
     std::set<SeriesKey> with_dimensions;
-    std::vector<const SeriesDimensions*> dimensioned;
+    std::vector<SeriesRow> dimensioned_rows;
     for (const SeriesDimensions& series : batch.dimensions) {
       if (series.dimensions.empty()) continue;
       if (with_dimensions.emplace(series.device_id, series.measure_name, series.shard).second) {
-        dimensioned.push_back(&series);
+        dimensioned_rows.push_back({&series.device_id, &series.measure_name, series.shard,
+                                    ingest::DimensionsToJson(series.dimensions)});
       }
     }
     std::set<SeriesKey> plain;
-    std::vector<const RecordRow*> undimensioned;
+    std::vector<SeriesRow> plain_rows;
     for (const RecordRow& row : batch.records) {
       const SeriesKey key{row.device_id, row.measure_name, row.shard};
-      if (with_dimensions.count(key) == 0 && plain.insert(key).second) undimensioned.push_back(&row);
+      if (with_dimensions.count(key) == 0 && plain.insert(key).second) {
+        plain_rows.push_back({&row.device_id, &row.measure_name, row.shard, "{}"});
+      }
     }
+    CAIRN_RETURN_IF_ERROR(InsertSeriesRows(batch.header.table, plain_rows, "DO NOTHING"));
+    return InsertSeriesRows(batch.header.table, dimensioned_rows,
+                            "DO UPDATE SET dimensions = EXCLUDED.dimensions");
+  }
+
+  // One cairn_series row to insert; the strings belong to the batch.
+  struct SeriesRow {
+    const std::string* device_id;
+    const std::string* measure_name;
+    int shard;
+    std::string dimensions_json;
+  };
+
+  // Inserts `rows` in statements of kRowsPerStatement rows, `on_conflict`
+  // deciding what happens to a series already stored.
+  Status InsertSeriesRows(const std::string& table, const std::vector<SeriesRow>& rows,
+                          std::string_view on_conflict) {
     const std::vector<std::string_view> casts{"", "", "", "integer", "", "jsonb"};
-    for (size_t start = 0; start < undimensioned.size(); start += kRowsPerStatement) {
-      const size_t end = std::min(undimensioned.size(), start + kRowsPerStatement);
+    for (size_t start = 0; start < rows.size(); start += kRowsPerStatement) {
+      const size_t end = std::min(rows.size(), start + kRowsPerStatement);
       std::string sql =
           "INSERT INTO cairn_series (table_name, device_id, measure_name, shard, partition_key, "
           "dimensions) VALUES ";
       std::vector<std::string> params;
       int next = 0;
       for (size_t i = start; i < end; ++i) {
-        const RecordRow& row = *undimensioned[i];
+        const SeriesRow& row = rows[i];
         if (i > start) sql += ", ";
         AppendRowPlaceholders(&sql, "", casts, &next);
-        params.insert(params.end(),
-                      {batch.header.table, row.device_id, row.measure_name, std::to_string(row.shard),
-                       PartitionKey(row.device_id, row.shard), "{}"});
+        params.insert(params.end(), {table, *row.device_id, *row.measure_name, std::to_string(row.shard),
+                                     PartitionKey(*row.device_id, row.shard), row.dimensions_json});
       }
-      sql += " ON CONFLICT (table_name, device_id, measure_name, shard) DO NOTHING";
-      CAIRN_RETURN_IF_ERROR(Execute(sql, params).status());
-    }
-    for (size_t start = 0; start < dimensioned.size(); start += kRowsPerStatement) {
-      const size_t end = std::min(dimensioned.size(), start + kRowsPerStatement);
-      std::string sql =
-          "INSERT INTO cairn_series (table_name, device_id, measure_name, shard, partition_key, "
-          "dimensions) VALUES ";
-      std::vector<std::string> params;
-      int next = 0;
-      for (size_t i = start; i < end; ++i) {
-        const SeriesDimensions& series = *dimensioned[i];
-        if (i > start) sql += ", ";
-        AppendRowPlaceholders(&sql, "", casts, &next);
-        params.insert(
-            params.end(),
-            {batch.header.table, series.device_id, series.measure_name, std::to_string(series.shard),
-             PartitionKey(series.device_id, series.shard), ingest::DimensionsToJson(series.dimensions)});
-      }
-      sql +=
-          " ON CONFLICT (table_name, device_id, measure_name, shard) DO UPDATE SET "
-          "dimensions = EXCLUDED.dimensions";
+      sql += " ON CONFLICT (table_name, device_id, measure_name, shard) ";
+      sql += on_conflict;
       CAIRN_RETURN_IF_ERROR(Execute(sql, params).status());
     }
     return Status::Ok();
