@@ -15,27 +15,17 @@
 #include "cairn/core/record_codec.h"
 #include "cairn/transport/sync_envelope.h"
 
+#include "record_rows.h"
 #include "sync_envelope_fuzz_support.h"
 
 namespace cairn::fuzz {
 namespace {
 
+using test_rows::Row;
+
 constexpr int64_t kSecond = 1'000'000'000;
 constexpr int64_t kMillisecond = 1'000'000;
 constexpr int64_t kStart = 1'700'000'000 * kSecond;
-
-RecordRow Row(std::string device_id, std::string measure_name, int64_t timestamp, std::vector<Field> fields,
-              uint64_t version = 0, int64_t ttl = 0, int shard = 0) {
-  RecordRow row;
-  row.device_id = std::move(device_id);
-  row.measure_name = std::move(measure_name);
-  row.shard = shard;
-  row.timestamp = timestamp;
-  row.version = version;
-  row.ttl = ttl;
-  row.fields = std::move(fields);
-  return row;
-}
 
 bool WriteFile(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);

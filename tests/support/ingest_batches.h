@@ -22,21 +22,23 @@
 #include "cairn/ingest/ingest_sink.h"
 #include "cairn/transport/sync_envelope.h"
 
+#include "record_rows.h"
+
 namespace cairn::ingest_test {
+
+using test_rows::DescribeRow;
+using test_rows::DescribeValue;
+using test_rows::SameRow;
+using test_rows::SameValue;
 
 inline constexpr int64_t kSecond = 1'000'000'000;
 inline constexpr int64_t kStart = 1'700'000'000 * kSecond;
 
+// A row with its fields sorted by name, as sinks return them.
 inline RecordRow Row(std::string device_id, std::string measure_name, int64_t timestamp,
                      std::vector<Field> fields, uint64_t version = 0, int64_t ttl = 0, int shard = 0) {
-  RecordRow row;
-  row.device_id = std::move(device_id);
-  row.measure_name = std::move(measure_name);
-  row.shard = shard;
-  row.timestamp = timestamp;
-  row.version = version;
-  row.ttl = ttl;
-  row.fields = std::move(fields);
+  RecordRow row = test_rows::Row(std::move(device_id), std::move(measure_name), timestamp, std::move(fields),
+                                 version, ttl, shard);
   std::sort(row.fields.begin(), row.fields.end(),
             [](const Field& a, const Field& b) { return a.name < b.name; });
   return row;
@@ -78,55 +80,6 @@ inline std::vector<RecordRow> AllTypesRows() {
       Row("\xe8\xa8\xad\xe5\x82\x99-1", "m\xc3\xa9sure", kMin, {{"v", 1e300}}),
       Row("\xe8\xa8\xad\xe5\x82\x99-1", "m\xc3\xa9sure", kMax, {{"v", -1e-300}}),
   };
-}
-
-inline bool SameValue(const Value& a, const Value& b) {
-  if (a.index() != b.index()) return false;
-  if (const double* x = std::get_if<double>(&a)) {
-    return std::bit_cast<uint64_t>(*x) == std::bit_cast<uint64_t>(std::get<double>(b));
-  }
-  return a == b;
-}
-
-inline bool SameRow(const RecordRow& a, const RecordRow& b) {
-  if (std::tie(a.device_id, a.measure_name, a.shard, a.timestamp, a.version, a.ttl) !=
-      std::tie(b.device_id, b.measure_name, b.shard, b.timestamp, b.version, b.ttl)) {
-    return false;
-  }
-  if (a.fields.size() != b.fields.size()) return false;
-  for (size_t i = 0; i < a.fields.size(); ++i) {
-    if (a.fields[i].name != b.fields[i].name || !SameValue(a.fields[i].value, b.fields[i].value))
-      return false;
-  }
-  return true;
-}
-
-inline std::string DescribeValue(const Value& value) {
-  std::ostringstream out;
-  out.precision(17);
-  if (const auto* d = std::get_if<double>(&value)) {
-    out << "double " << *d << " (bits " << std::hex << std::bit_cast<uint64_t>(*d) << std::dec << ")";
-  } else if (const auto* i = std::get_if<int64_t>(&value)) {
-    out << "int64 " << *i;
-  } else if (const auto* b = std::get_if<bool>(&value)) {
-    out << "bool " << (*b ? "true" : "false");
-  } else if (const auto* s = std::get_if<std::string>(&value)) {
-    out << "string of " << s->size() << " bytes";
-  } else if (const auto* t = std::get_if<Timestamp>(&value)) {
-    out << "timestamp " << t->unix_nanos;
-  } else {
-    out << "absent";
-  }
-  return out.str();
-}
-
-inline std::string DescribeRow(const RecordRow& row) {
-  std::ostringstream out;
-  out << "(" << row.device_id << ", " << row.measure_name << ", shard " << row.shard << ", t "
-      << row.timestamp << ", v " << row.version << ", ttl " << row.ttl << ") {";
-  for (const Field& field : row.fields) out << " " << field.name << ": " << DescribeValue(field.value) << ";";
-  out << " }";
-  return out.str();
 }
 
 // The rows a sink should hold after storing `rows` into `table` (winners of

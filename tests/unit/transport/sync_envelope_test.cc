@@ -19,8 +19,16 @@
 
 #include "cairn/platform/crypto.h"
 
+#include "record_rows.h"
+
 namespace cairn {
 namespace {
+
+using test_rows::DescribeRow;
+using test_rows::ExpectSameRows;
+using test_rows::Row;
+using test_rows::SameRow;
+using test_rows::SameValue;
 
 constexpr int64_t kMinInt64 = std::numeric_limits<int64_t>::min();
 constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
@@ -30,63 +38,8 @@ constexpr int64_t kStart = 1'700'000'000 * kSecond;
 constexpr std::string_view kKey = "gateway-7 secret key, 32 bytes!!";
 constexpr std::string_view kOtherKey = "another gateway's key, 32 bytes!";
 
-RecordRow Row(std::string device_id, std::string measure_name, int64_t timestamp, std::vector<Field> fields,
-              uint64_t version = 0, int64_t ttl = 0, int shard = 0) {
-  RecordRow row;
-  row.device_id = std::move(device_id);
-  row.measure_name = std::move(measure_name);
-  row.shard = shard;
-  row.timestamp = timestamp;
-  row.version = version;
-  row.ttl = ttl;
-  row.fields = std::move(fields);
-  return row;
-}
-
 EnvelopeHeader Header(uint64_t first_lsn = 1000, uint64_t last_lsn = 1999, SyncLane lane = SyncLane::kLive) {
   return EnvelopeHeader{"gw-7", "sensors", lane, 42, first_lsn, last_lsn};
-}
-
-bool SameValue(const Value& a, const Value& b) {
-  if (a.index() != b.index()) return false;
-  if (const double* x = std::get_if<double>(&a)) {
-    return std::bit_cast<uint64_t>(*x) == std::bit_cast<uint64_t>(std::get<double>(b));
-  }
-  return a == b;
-}
-
-std::string Describe(const RecordRow& row) {
-  std::ostringstream out;
-  out << "(" << row.device_id << ", " << row.measure_name << ", shard " << row.shard
-      << ") t=" << row.timestamp << " v=" << row.version << " ttl=" << row.ttl << " fields:";
-  for (const Field& field : row.fields) {
-    out << " " << field.name << "#" << field.value.index();
-    if (const double* d = std::get_if<double>(&field.value))
-      out << "=0x" << std::hex << std::bit_cast<uint64_t>(*d) << std::dec;
-    if (const int64_t* i = std::get_if<int64_t>(&field.value)) out << "=" << *i;
-  }
-  return out.str();
-}
-
-bool SameRow(const RecordRow& a, const RecordRow& b) {
-  if (a.device_id != b.device_id || a.measure_name != b.measure_name || a.shard != b.shard ||
-      a.timestamp != b.timestamp || a.version != b.version || a.ttl != b.ttl ||
-      a.fields.size() != b.fields.size()) {
-    return false;
-  }
-  for (size_t i = 0; i < a.fields.size(); ++i) {
-    if (a.fields[i].name != b.fields[i].name || !SameValue(a.fields[i].value, b.fields[i].value))
-      return false;
-  }
-  return true;
-}
-
-void ExpectSameRows(const std::vector<RecordRow>& expected, const std::vector<RecordRow>& actual) {
-  ASSERT_EQ(expected.size(), actual.size());
-  for (size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_TRUE(SameRow(expected[i], actual[i]))
-        << "row " << i << "\n expected " << Describe(expected[i]) << "\n actual   " << Describe(actual[i]);
-  }
 }
 
 std::vector<RecordRow> WithSortedFields(std::vector<RecordRow> rows) {
