@@ -9,6 +9,7 @@
 // copy per LSN: a record sealed meanwhile is in the head copy, and one
 // sealed before is already committed in its file.
 #include <algorithm>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -249,8 +250,7 @@ Result<UnsyncedSummary> EngineImpl::SummarizeUnsynced(const std::string& table_n
       }
     }
   }
-  const std::vector<LsnRange> gaps = confirmed.Gaps(through);
-  if (gaps.empty()) return summary;
+  if (confirmed.Gaps(through).empty()) return summary;
   for (int64_t start : period_starts) {
     auto handle = GetPeriodFile(table_name, period, start, PeriodAccess::kRead);
     if (!handle.ok()) {
@@ -258,40 +258,20 @@ Result<UnsyncedSummary> EngineImpl::SummarizeUnsynced(const std::string& table_n
       return handle.status();
     }
     const bool past_retention = NextPeriodStart(period, start) <= now - retention_ns;
-    std::set<std::tuple<int64_t, int64_t, int64_t>> counted;  // chunks already summed
-    for (const LsnRange& gap : gaps) {
-      uint64_t after = gap.first - 1;
-      for (;;) {
-        std::vector<ChunkRow> rows;
-        {
-          std::lock_guard file_lock((*handle)->mutex);
-          CAIRN_ASSIGN_OR_RETURN(rows, (*handle)->file->ReadChunksByLsn(after, gap.last, 4096,
-                                                                        /*with_data=*/false));
-        }
-        uint64_t last_min = 0;
-        size_t beginning_inside = 0;
-        for (const ChunkRow& row : rows) {
-          if (row.min_lsn > after) {
-            ++beginning_inside;
-            last_min = std::max(last_min, row.min_lsn);
-          }
-          // A chunk reaching into several gaps is counted once, over all.
-          if (!counted.insert({row.series_id, row.start_ns, row.seq}).second) continue;
-          uint64_t unsynced = 0;
-          for (uint64_t lsn : row.lsns) {
-            if (!confirmed.Contains(lsn)) ++unsynced;
-          }
-          if (unsynced == 0) continue;
-          summary.records += unsynced;
-          const uint64_t chunk_bytes = row.stats.size() + row.data_bytes;
-          summary.bytes += unsynced * chunk_bytes / row.count;
-          note_oldest(row.start_ns);
-          if (past_retention) summary.held_for_archive += unsynced;
-        }
-        if (beginning_inside < 4096) break;
-        after = last_min;  // chunks that began at or before it were returned
+    std::lock_guard file_lock((*handle)->mutex);
+    CAIRN_RETURN_IF_ERROR(ForEachUnconfirmedChunk(*(*handle)->file, confirmed, through, [&](ChunkRow& row) {
+      uint64_t unsynced = 0;
+      for (uint64_t lsn : row.lsns) {
+        if (lsn <= through && !confirmed.Contains(lsn)) ++unsynced;
       }
-    }
+      if (unsynced == 0) return true;
+      summary.records += unsynced;
+      const uint64_t chunk_bytes = row.stats.size() + row.data_bytes;
+      summary.bytes += unsynced * chunk_bytes / row.count;
+      note_oldest(row.start_ns);
+      if (past_retention) summary.held_for_archive += unsynced;
+      return true;
+    }));
   }
   return summary;
 }
@@ -323,27 +303,37 @@ Result<bool> EngineImpl::PeriodHasUnsynced(const std::string& table, Period peri
   }
   std::lock_guard file_lock((*handle)->mutex);
   CAIRN_ASSIGN_OR_RETURN(uint64_t max_lsn, (*handle)->file->MaxLsn());
-  for (const LsnRange& gap : confirmed.Gaps(max_lsn)) {
+  bool found = false;
+  CAIRN_RETURN_IF_ERROR(ForEachUnconfirmedChunk(*(*handle)->file, confirmed, max_lsn, [&](ChunkRow& row) {
+    for (uint64_t lsn : row.lsns) found = found || !confirmed.Contains(lsn);
+    return !found;
+  }));
+  return found;
+}
+
+Status ForEachUnconfirmedChunk(PeriodFile& file, const LsnRangeSet& confirmed, uint64_t through,
+                               const std::function<bool(ChunkRow&)>& visit) {
+  constexpr size_t kPage = 4096;
+  std::set<std::tuple<int64_t, int64_t, int64_t>> visited;  // a chunk may reach into several gaps
+  for (const LsnRange& gap : confirmed.Gaps(through)) {
     uint64_t after = gap.first - 1;
     for (;;) {
       CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRow> rows,
-                             (*handle)->file->ReadChunksByLsn(after, gap.last, 4096, /*with_data=*/false));
+                             file.ReadChunksByLsn(after, gap.last, kPage, /*with_data=*/false));
       uint64_t last_min = 0;
       size_t beginning_inside = 0;
-      for (const ChunkRow& row : rows) {
-        for (uint64_t lsn : row.lsns) {
-          if (lsn >= gap.first && lsn <= gap.last) return true;
-        }
+      for (ChunkRow& row : rows) {
         if (row.min_lsn > after) {
           ++beginning_inside;
           last_min = std::max(last_min, row.min_lsn);
         }
+        if (visited.insert({row.series_id, row.start_ns, row.seq}).second && !visit(row)) return Status::Ok();
       }
-      if (beginning_inside < 4096) break;
-      after = last_min;
+      if (beginning_inside < kPage) break;
+      after = last_min;  // chunks that began at or before it were returned
     }
   }
-  return false;
+  return Status::Ok();
 }
 
 }  // namespace cairn

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -55,6 +56,13 @@ using NewestRecords = std::map<int64_t, std::pair<ChunkRecord, uint64_t>>;
 // earlier keep the shorter layout: resize before encoding). Corruption when
 // the LSN list does not match the chunk.
 Status MergeChunkRecords(const ChunkRow& chunk, std::vector<ChunkField>* schema, NewestRecords* newest);
+
+// Calls `visit` once for every chunk of `file` that holds an LSN at or
+// below `through` not in `confirmed`, read without data, paging through
+// ReadChunksByLsn gap by gap; stops early when `visit` returns false.
+// The caller holds the file's handle mutex.
+Status ForEachUnconfirmedChunk(PeriodFile& file, const LsnRangeSet& confirmed, uint64_t through,
+                               const std::function<bool(ChunkRow&)>& visit);
 
 // What a caller of GetPeriodFile will do with the file.
 enum class PeriodAccess : uint8_t {

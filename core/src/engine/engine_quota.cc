@@ -38,8 +38,6 @@ namespace {
 constexpr int64_t kNanosPerSecond = 1'000'000'000;
 constexpr int64_t kNanosPerMilli = 1'000'000;
 constexpr size_t kMaxRecordsPerChunk = 8192;
-// ReadChunksByLsn page size while listing a file's unsynced chunks.
-constexpr size_t kListPage = 4096;
 
 std::string Bytes(uint64_t bytes) {
   char text[64];
@@ -117,8 +115,6 @@ struct AggregateTarget {
 std::string AggregateMeasureName(const std::string& measure_name, int64_t step_seconds) {
   return measure_name + "@" + std::to_string(step_seconds) + "s";
 }
-
-using ChunkIdentity = std::tuple<int64_t, int64_t, int64_t>;  // series_id, start_ns, seq
 
 }  // namespace
 
@@ -330,27 +326,10 @@ Result<uint64_t> EngineImpl::ReclaimInPeriod(const std::string& table, Period pe
     std::lock_guard file_lock(handle->mutex);
     PeriodFile& file = *handle->file;
     CAIRN_ASSIGN_OR_RETURN(uint64_t max_lsn, file.MaxLsn());
-    std::set<ChunkIdentity> seen;
-    for (const LsnRange& gap : confirmed.Gaps(max_lsn)) {
-      uint64_t after = gap.first - 1;
-      for (;;) {
-        CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRow> rows,
-                               file.ReadChunksByLsn(after, gap.last, kListPage, /*with_data=*/false));
-        uint64_t last_min = 0;
-        size_t beginning_inside = 0;
-        for (ChunkRow& row : rows) {
-          if (row.min_lsn > after) {
-            ++beginning_inside;
-            last_min = std::max(last_min, row.min_lsn);
-          }
-          if (unconfirmed_in(row) == 0) continue;
-          if (seen.insert({row.series_id, row.start_ns, row.seq}).second)
-            candidates.push_back(std::move(row));
-        }
-        if (beginning_inside < kListPage) break;
-        after = last_min;
-      }
-    }
+    CAIRN_RETURN_IF_ERROR(ForEachUnconfirmedChunk(file, confirmed, max_lsn, [&](ChunkRow& row) {
+      if (unconfirmed_in(row) != 0) candidates.push_back(std::move(row));
+      return true;
+    }));
     if (candidates.empty()) return uint64_t{0};
     CAIRN_ASSIGN_OR_RETURN(file_series, file.ListSeries());
   }
