@@ -26,6 +26,7 @@
 #include "cairn/platform/env.h"
 #include "cairn/transport/mqtt_link.h"
 
+#include "eventually.h"
 #include "forwarding_engine.h"
 #include "mosquitto_broker.h"
 #include "test_dirs.h"
@@ -35,15 +36,8 @@ namespace {
 
 constexpr int kWaitMs = 30'000;
 
-bool Eventually(const std::function<bool()>& condition) {
-  Env* env = Env::Default();
-  const int64_t deadline = env->MonotonicNanos() + int64_t{kWaitMs} * 1'000'000;
-  while (!condition()) {
-    if (env->MonotonicNanos() >= deadline) return false;
-    env->SleepForMicros(10'000);
-  }
-  return true;
-}
+// Polls `condition` until it holds or kWaitMs passes.
+bool Eventually(const std::function<bool()>& condition) { return cairn::Eventually(condition, kWaitMs); }
 
 // Refuses the first `refusals` writes as a whole, as the engine does for
 // received records when free disk space is below the sync quota's floor; a

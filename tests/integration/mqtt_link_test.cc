@@ -21,6 +21,7 @@
 
 #include "cairn/platform/env.h"
 
+#include "eventually.h"
 #include "mosquitto_broker.h"
 #include "test_dirs.h"
 #include "test_pki.h"
@@ -166,15 +167,7 @@ class Latch {
 };
 
 // Polls `condition` until it holds or kWaitMs passes.
-bool Eventually(const std::function<bool()>& condition) {
-  Env* env = Env::Default();
-  const int64_t deadline = env->MonotonicNanos() + int64_t{kWaitMs} * 1'000'000;
-  while (!condition()) {
-    if (env->MonotonicNanos() >= deadline) return false;
-    env->SleepForMicros(10'000);
-  }
-  return true;
-}
+bool Eventually(const std::function<bool()>& condition) { return cairn::Eventually(condition, kWaitMs); }
 
 MqttLinkOptions LinkOptions(const MosquittoBroker& broker, const std::string& client_id,
                             std::vector<std::string> subscriptions = {}) {
