@@ -68,6 +68,7 @@ class ForwardingEngine : public Engine {
   Status Maintain() override { return target_->Maintain(); }
   EngineStats Stats() override { return target_->Stats(); }
   SyncQuotaStatus QuotaStatus() override { return target_->QuotaStatus(); }
+  EngineHealth Health() override { return target_->Health(); }
   Status Close() override { return target_->Close(); }
 
  private:

@@ -26,6 +26,7 @@
 #include "cairn/core/engine.h"
 
 #include "engine/catalog.h"
+#include "engine/health_board.h"
 #include "engine/series.h"
 #include "log/log_writer.h"
 #include "storage/period_file.h"
@@ -109,6 +110,7 @@ class EngineImpl final : public Engine {
   Status Maintain() override;
   EngineStats Stats() override;
   SyncQuotaStatus QuotaStatus() override;
+  EngineHealth Health() override;
   Status Close() override;
 
  private:
@@ -177,6 +179,8 @@ class EngineImpl final : public Engine {
   std::string vfs_name_;
 
   std::unique_ptr<FileLock> lock_;
+  // Open problems, raised and cleared by the components that find them.
+  HealthBoard health_;
   std::unique_ptr<Catalog> catalog_;
   std::unique_ptr<LogWriter> log_;
 

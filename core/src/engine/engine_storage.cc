@@ -585,6 +585,8 @@ EngineStats EngineImpl::Stats() {
   return s;
 }
 
+EngineHealth EngineImpl::Health() { return health_.Snapshot(); }
+
 Status EngineImpl::Close() {
   {
     std::unique_lock state(state_mutex_);

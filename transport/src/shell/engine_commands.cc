@@ -609,13 +609,23 @@ class EngineCommands {
       return CommandResult::Error(
           free.status().WithContext("health: cannot read the free space of " + options_.data_dir));
     }
-    return CommandResult::KeyValues({
-        {"status", std::string("ok")},
+    const EngineHealth health = engine_->Health();
+    std::vector<CommandResult::Entry> entries = {
+        {"status", std::string(HealthLevelName(health.level))},
         {"data_dir", options_.data_dir},
         {"free_bytes", Count(*free)},
         {"free", FormatBytes(*free)},
         {"tables", Count(tables->size())},
-    });
+        {"problems", Count(health.problems.size())},
+    };
+    // One entry per open problem, named by its key, so that a script can
+    // test for a condition and a person reads what to do.
+    for (const HealthProblem& problem : health.problems) {
+      std::string text = std::string(HealthLevelName(problem.level)) + ": " + problem.message;
+      if (!problem.remedy.empty()) text += " (fix: " + problem.remedy + ")";
+      entries.emplace_back("problem." + problem.key, std::move(text));
+    }
+    return CommandResult::KeyValues(std::move(entries));
   }
 
  private:

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cairn/core/health.h"
 #include "cairn/core/record.h"
 #include "cairn/core/sync_ledger.h"
 #include "cairn/core/table.h"
@@ -380,6 +381,11 @@ class Engine {
 
   // The sync quota's state as of the last Maintain that checked it. Cheap.
   virtual SyncQuotaStatus QuotaStatus() = 0;
+
+  // The problems the engine knows of now (health.h): damaged or quarantined
+  // files, writes refused for lack of space, and the like. Cheap; never
+  // touches the disk.
+  virtual EngineHealth Health() = 0;
 
   // Seals nothing, syncs the log, releases the lock. Idempotent.
   virtual Status Close() = 0;

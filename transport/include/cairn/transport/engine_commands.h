@@ -14,7 +14,7 @@
 //   agg TABLE DEVICE MEASURE FIELD --step D [--fn F,...] [--from T] [--to T]
 //   put [--precision P] TABLE LINE             one line-protocol point (line_protocol.h)
 //   stats                                      engine counters
-//   health                                     ok, and the data directory's free space
+//   health                                     ok / degraded / failing, the open problems, free space
 //
 // Times (T) are RFC 3339 (`2026-11-21T09:41:07Z`, `2026-11-21T10:41:07.25+01:00`,
 // `2026-11-21` for midnight UTC), integer nanoseconds since the epoch, `now`,
