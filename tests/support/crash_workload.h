@@ -27,13 +27,13 @@
 #include <limits>
 #include <map>
 #include <optional>
-#include <random>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "cairn/core/record.h"
 
+#include "crash_rng.h"
 #include "reference_model.h"
 
 namespace cairn::crash {
@@ -50,28 +50,6 @@ inline uint64_t EnvironmentCount(const char* name, uint64_t fallback) {
   if (end == nullptr || *end != '\0' || value == 0) return fallback;
   return static_cast<uint64_t>(value);
 }
-
-// A seeded source of draws with explicit 64-bit arithmetic (the standard
-// distributions are not specified bit-for-bit across library versions).
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : engine_(seed) {}
-
-  uint64_t Next() { return engine_(); }
-  // Uniform in [low, high]; precondition low <= high.
-  int64_t Between(int64_t low, int64_t high) {
-    const uint64_t span = static_cast<uint64_t>(high) - static_cast<uint64_t>(low) + 1;
-    if (span == 0) return static_cast<int64_t>(Next());
-    return static_cast<int64_t>(static_cast<uint64_t>(low) + Next() % span);
-  }
-  // Index into a container of `size` elements; precondition size > 0.
-  size_t Index(size_t size) { return static_cast<size_t>(Next() % static_cast<uint64_t>(size)); }
-  // True with probability percent/100.
-  bool Percent(int percent) { return Between(0, 99) < percent; }
-
- private:
-  std::mt19937_64 engine_;
-};
 
 // How the values of a field are drawn.
 enum class ValueStyle : uint8_t {

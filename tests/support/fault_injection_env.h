@@ -13,49 +13,115 @@
 
 #include "cairn/platform/env.h"
 
+#include "crash_rng.h"
+#include "crash_unsynced_writes.h"
+
 namespace cairn {
 
-// The operations whose N-th call can be made to fail.
+// The operations whose N-th call can be made to fail. A call may count as
+// more than one kind (File::Truncate is a kWrite and a kTruncate); it fails
+// when the plan of any of its kinds says so.
 enum class FaultOp : uint8_t {
-  kWrite,   // File::WriteAt, File::Append, File::Truncate
-  kSync,    // File::Sync and Env::SyncDir
-  kRename,  // Env::RenameFile
+  kWrite,     // File::WriteAt, File::Append, File::Truncate
+  kSync,      // File::Sync and Env::SyncDir
+  kRename,    // Env::RenameFile
+  kOpen,      // Env::OpenFile, in any mode
+  kTruncate,  // File::Truncate alone (also a kWrite)
+  kRemove,    // Env::RemoveFile
+};
+inline constexpr int kFaultOpCount = 6;
+
+// "write", "sync", "rename", "open", "truncate" or "remove".
+std::string_view FaultOpName(FaultOp op);
+
+// What an injected failure of File::WriteAt or File::Append leaves behind.
+enum class FailedWriteEffect : uint8_t {
+  kNothing,      // the call has no effect at all
+  kHalfWritten,  // the first half of the bytes (rounded down) reach the file
+                 // before the error, as when a disk fills up in mid-write
 };
 
-// "write", "sync" or "rename".
-std::string_view FaultOpName(FaultOp op);
+// What a simulated power cut does to what no sync made durable (see
+// FaultInjectionEnv's model). The seed makes every random choice, so a cut
+// is replayed exactly by passing the same options after the same calls.
+struct PowerCutOptions {
+  enum class Data : uint8_t {
+    kDropUnsynced,     // every unsynced write is lost
+    kTornWrite,        // per file, the unsynced writes persist in order up to
+                       // one that is torn inside a sector (CutWithTornWrite)
+    kReorderedWrites,  // per file, a random subset of the sectors the
+                       // unsynced writes touched persists (CutWithReorderedWrites)
+  };
+  Data data = Data::kDropUnsynced;
+  // false: every directory entry change not yet made durable by SyncDir is
+  // undone. true: each is kept or undone at random, independently of the
+  // others, except that a change is undone when an earlier pending change of
+  // the same path (or of a directory above it) is undone.
+  bool keep_some_entry_changes = false;
+  uint32_t sector_bytes = 512;  // > 0; the unit of tearing and reordering
+  uint64_t seed = 0;
+};
+
+// "drop", "torn" or "reordered".
+std::string_view PowerCutDataName(PowerCutOptions::Data data);
+
+// What a power cut did, for assertions and failure messages.
+struct PowerCutReport {
+  uint64_t files_cut = 0;     // files whose unsynced writes were dropped, torn or reordered
+  uint64_t torn_writes = 0;   // writes cut inside a sector
+  uint64_t sectors_kept = 0;  // reordered: touched sectors that persisted
+  uint64_t sectors_lost = 0;  // reordered: touched sectors that did not
+  uint64_t entry_changes_kept = 0;
+  uint64_t entry_changes_undone = 0;
+  // One line per file and per entry change: what happened to it.
+  std::vector<std::string> lines;
+
+  // The counters in one line.
+  std::string Summary() const;
+};
 
 // Wraps a real Env (normally Env::Default() on a ScopedTempDir) and adds two
 // powers to it.
 //
 // Fault injection: FailNth makes the N-th next call of one kind of operation
 // return a chosen Status, FailFromNth makes that call and every later one
-// fail. A failing call has no effect at all (nothing is written, synced or
-// renamed). CallCount and InjectedCount let a test sweep N = 1, 2, 3 ...
-// until a workload completes without any fault firing, so every failure point
-// is visited once.
+// fail. A failing call has no effect (a failing write may be asked to write
+// half its bytes first). CallCount and InjectedCount let a test sweep
+// N = 1, 2, 3 ... until a workload completes without any fault firing, so
+// every failure point is visited once.
 //
-// Power cuts: the env remembers what is durable and SimulatePowerCut puts
-// the files on disk back to exactly that state. The model:
+// A failed sync is modelled after Linux: the writeback error leaves the
+// pages clean in the page cache, so what was written since the file's last
+// successful sync still reads back but will never reach the disk, not even
+// when a later sync succeeds. Only bytes written again after the failure
+// can become durable; the rest is lost at the next power cut (and a write
+// past a lost range leaves zeros there). Retrying the sync is no remedy.
+//
+// Power cuts: the env remembers what is durable, and SimulatePowerCut puts
+// the files on disk into a state that a reboot at this instant could find:
 //   - File data is durable up to the last successful File::Sync of any handle
-//     of that file. A power cut truncates what was appended since and
-//     restores bytes overwritten or truncated away since (from an undo log of
-//     pre-images kept per file).
+//     of that file (less what a failed sync lost, above). What was written
+//     since is dropped (kDropUnsynced, the default), torn (kTornWrite: the
+//     writes reach the disk in order up to one that is cut inside a sector)
+//     or reordered (kReorderedWrites: an arbitrary subset of the sectors they
+//     touched persists), each file on its own.
 //   - A directory entry change (file created, renamed or removed) is durable
 //     once Env::SyncDir of its directory succeeded after it; for a rename,
 //     both the source and the destination directory must be synced. A power
-//     cut undoes the pending changes, newest first: created files disappear,
+//     cut undoes the pending changes (all of them, or a random subset with
+//     keep_some_entry_changes), newest first: created files disappear,
 //     renamed files go back to their old name and a file replaced by a rename
 //     comes back with its durable contents, removed files come back with
-//     their durable contents (held in memory from the rename or removal on:
-//     this env is meant for test-sized files).
-//   - A failed sync makes nothing durable; unsynced data stays at risk.
+//     their durable contents.
+//   - What is durable of every file written through the env, and every
+//     unsynced write, is held in memory: this env is meant for test-sized
+//     files.
 //   - Not modelled: directories themselves (CreateDirs and RemoveDir are
-//     durable at once), torn or reordered writes within unsynced data (all of
-//     it is lost, none of it survives), partial persistence of a failed
-//     write, exotic cross-directory rename chains (undone on a best-effort
-//     basis), and changes made behind the env's back (other Envs, other
-//     processes).
+//     durable at once), damage outside the bytes a write covered (cairn's
+//     SQLite VFS declares powersafe overwrite), the unsynced writes of a
+//     file removed before the cut (it comes back as its last sync left it),
+//     exotic cross-directory rename chains (undone on a best-effort basis),
+//     and changes made behind the env's back (other Envs, other processes).
 // After a power cut, every File opened before it fails every call with
 // IOError("power cut"), so a test cannot keep writing through a handle that
 // would not exist after a real reboot. The env itself is usable at once:
@@ -83,11 +149,12 @@ class FaultInjectionEnv : public EnvWrapper {
   // The `n`-th call of `op` from now on (1: the very next call) returns
   // `error`, once. Replaces an earlier plan for `op`. Preconditions: n >= 1,
   // !error.ok().
-  void FailNth(FaultOp op, int64_t n, Status error);
+  void FailNth(FaultOp op, int64_t n, Status error, FailedWriteEffect effect = FailedWriteEffect::kNothing);
 
   // Like FailNth, but the n-th call and every later call of `op` fail, until
   // ClearFaults: a disk that stays full or broken.
-  void FailFromNth(FaultOp op, int64_t n, Status error);
+  void FailFromNth(FaultOp op, int64_t n, Status error,
+                   FailedWriteEffect effect = FailedWriteEffect::kNothing);
 
   // Removes the plans of every operation; counters are kept.
   void ClearFaults();
@@ -110,14 +177,17 @@ class FaultInjectionEnv : public EnvWrapper {
   // ---- power cut -----------------------------------------------------------
 
   // Makes the files on disk what a reboot after a power cut at this instant
-  // would find (see the model above), invalidates every File opened so far,
+  // could find (see the model above), invalidates every File opened so far,
   // and starts tracking afresh from the new state. Returns the first error
-  // of the underlying Env while rolling back, if any.
-  Status SimulatePowerCut();
+  // of the underlying Env while doing so, if any. `report`, when not null,
+  // receives what the cut did.
+  Status SimulatePowerCut(const PowerCutOptions& options, PowerCutReport* report = nullptr);
+  // Drops every unsynced write and undoes every pending entry change.
+  Status SimulatePowerCut() { return SimulatePowerCut(PowerCutOptions{}); }
 
-  // Bytes written since their file's last sync, summed over files, plus the
-  // number of directory entry changes not yet made durable by SyncDir. Zero
-  // means a power cut now would change nothing.
+  // Bytes written since their file's last sync or lost to a failed sync,
+  // summed over files, plus the number of directory entry changes not yet
+  // made durable by SyncDir. Zero means a power cut now would change nothing.
   struct Exposure {
     uint64_t unsynced_bytes = 0;
     uint64_t unsynced_entry_changes = 0;
@@ -135,17 +205,23 @@ class FaultInjectionEnv : public EnvWrapper {
   class TrackedFile;
   friend class TrackedFile;
 
-  // What is durable of one file's data. Shared between the path table and
-  // the open handles, so a handle keeps working on the right file after a
-  // rename.
+  // What is durable of one file's data and what was written since. Shared
+  // between the path table and the open handles, so a handle keeps working
+  // on the right file after a rename.
   struct FileData {
-    uint64_t synced_size = 0;
-    // Pre-images of bytes below synced_size overwritten or truncated away
-    // since the last sync, oldest first. Restoring them newest first leaves
-    // the oldest, i.e. the synced, bytes in place.
-    std::vector<std::pair<uint64_t, std::string>> undo;
-    // Bytes written or truncated since the last sync (for CurrentExposure).
+    // Until the first change through this env, the file on disk is what is
+    // durable and `durable` is not loaded.
+    bool loaded = false;
+    std::string durable;
+    // Changes since the last successful sync (and since the last failed
+    // one, which lost those before it), oldest first.
+    std::vector<crash::UnsyncedWrite> unsynced;
+    // Bytes the changes in `unsynced` carry (for CurrentExposure).
     uint64_t unsynced_bytes = 0;
+    // Bytes lost to failed syncs since the last power cut. They still read
+    // back, so while this is non-zero a power cut must rewrite the file even
+    // with nothing unsynced.
+    uint64_t lost_bytes = 0;
   };
 
   // A directory entry change not yet made durable.
@@ -164,6 +240,7 @@ class FaultInjectionEnv : public EnvWrapper {
   struct FaultPlan {
     bool active = false;
     bool persistent = false;
+    FailedWriteEffect effect = FailedWriteEffect::kNothing;
     // Calls left until the one that fails (1: the next call).
     int64_t countdown = 0;
     Status error;
@@ -171,27 +248,40 @@ class FaultInjectionEnv : public EnvWrapper {
     int64_t injected = 0;
   };
 
-  // Counts one call of `op` and returns the injected error, if one is due.
-  // Requires mutex_.
-  Status CountCall(FaultOp op);
+  void Arm(FaultOp op, int64_t n, Status error, FailedWriteEffect effect, bool persistent);
 
-  // Requires mutex_. The FileData for `key`, created from the file's current
-  // size if the file was untracked (a file that exists is durable until
-  // written through this env).
-  Result<std::shared_ptr<FileData>> DataForWriting(const std::string& key, bool created);
+  // Counts one call of `op` and returns the injected error, if one is due;
+  // `effect`, when not null, receives what the failing plan asks a write to
+  // leave. Requires mutex_.
+  Status CountCall(FaultOp op, FailedWriteEffect* effect = nullptr);
 
-  // Requires mutex_. What a power cut now would leave of the file `key`;
-  // nullopt if it does not exist.
+  // Requires mutex_. The FileData for `key`: a new one for a file created
+  // now or not tracked so far (a file that exists is durable until written
+  // through this env).
+  std::shared_ptr<FileData> DataForWriting(const std::string& key, bool created);
+
+  // Requires mutex_. What a power cut that drops every unsynced write would
+  // leave of the file `key`; nullopt if it does not exist.
   Result<std::optional<std::string>> DurableContents(const std::string& key);
 
   // Requires mutex_. Recreates `path` with `contents` (not counted, not
   // tracked).
   Status WriteWhole(const std::string& path, const std::string& contents);
 
+  // Requires mutex_. Puts each tracked file's data into its state after the
+  // cut; the first error goes to `first_error`.
+  void CutFileData(const PowerCutOptions& options, crash::Rng& rng, PowerCutReport* report,
+                   Status* first_error);
+
+  // Requires mutex_. Undoes the pending entry changes that the cut does not
+  // keep, newest first; the first error goes to `first_error`.
+  void CutEntryChanges(const PowerCutOptions& options, crash::Rng& rng, PowerCutReport* report,
+                       Status* first_error);
+
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<FileData>> files_;
   std::vector<EntryChange> pending_changes_;
-  FaultPlan plans_[3];
+  FaultPlan plans_[kFaultOpCount];
   // Bumped by every power cut; a TrackedFile from an older generation is
   // dead.
   uint64_t generation_ = 0;
