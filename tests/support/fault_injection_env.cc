@@ -124,12 +124,14 @@ class FaultInjectionEnv::TrackedFile final : public File {
   Result<size_t> ReadAt(uint64_t offset, size_t n, char* dst) override {
     std::lock_guard<std::mutex> guard(env_->mutex_);
     CAIRN_RETURN_IF_ERROR(CheckAlive());
+    CAIRN_RETURN_IF_ERROR(env_->CheckPowered());
     return target_->ReadAt(offset, n, dst);
   }
 
   Status WriteAt(uint64_t offset, std::string_view data) override {
     std::lock_guard<std::mutex> guard(env_->mutex_);
     CAIRN_RETURN_IF_ERROR(CheckAlive());
+    CAIRN_RETURN_IF_ERROR(env_->CheckPower(FaultOp::kWrite));
     CAIRN_RETURN_IF_ERROR(CheckInjected(offset, data));
     return WriteLocked(offset, data);
   }
@@ -139,6 +141,7 @@ class FaultInjectionEnv::TrackedFile final : public File {
     CAIRN_RETURN_IF_ERROR(CheckAlive());
     // Appending is writing at an offset this wrapper tracks itself, as the
     // POSIX Env does (a failed append does not move it).
+    CAIRN_RETURN_IF_ERROR(env_->CheckPower(FaultOp::kWrite));
     CAIRN_RETURN_IF_ERROR(CheckInjected(append_offset_, data));
     return WriteLocked(append_offset_, data);
   }
@@ -146,6 +149,8 @@ class FaultInjectionEnv::TrackedFile final : public File {
   Status Truncate(uint64_t size) override {
     std::lock_guard<std::mutex> guard(env_->mutex_);
     CAIRN_RETURN_IF_ERROR(CheckAlive());
+    CAIRN_RETURN_IF_ERROR(env_->CheckPower(FaultOp::kWrite));
+    CAIRN_RETURN_IF_ERROR(env_->CheckPower(FaultOp::kTruncate));
     // One call of both kinds: both are counted whichever fails.
     const Status as_write = env_->CountCall(FaultOp::kWrite);
     const Status as_truncate = env_->CountCall(FaultOp::kTruncate);
@@ -159,6 +164,7 @@ class FaultInjectionEnv::TrackedFile final : public File {
   Status Sync() override {
     std::lock_guard<std::mutex> guard(env_->mutex_);
     CAIRN_RETURN_IF_ERROR(CheckAlive());
+    CAIRN_RETURN_IF_ERROR(env_->CheckPower(FaultOp::kSync));
     Status injected = env_->CountCall(FaultOp::kSync);
     if (!injected.ok()) {
       // The writeback failed: what was unsynced is gone for good, although
@@ -182,6 +188,7 @@ class FaultInjectionEnv::TrackedFile final : public File {
   Result<uint64_t> Size() override {
     std::lock_guard<std::mutex> guard(env_->mutex_);
     CAIRN_RETURN_IF_ERROR(CheckAlive());
+    CAIRN_RETURN_IF_ERROR(env_->CheckPowered());
     return target_->Size();
   }
 
@@ -279,6 +286,30 @@ void FaultInjectionEnv::ResetCounters() {
   }
 }
 
+void FaultInjectionEnv::LosePowerAtNth(FaultOp op, int64_t n) {
+  assert(n >= 1);
+  std::lock_guard<std::mutex> guard(mutex_);
+  power_loss_op_ = op;
+  power_loss_countdown_ = n;
+}
+
+bool FaultInjectionEnv::PowerLost() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return power_lost_;
+}
+
+Status FaultInjectionEnv::CheckPowered() const {
+  if (power_lost_) return Status::IOError("power lost (simulated)");
+  return Status::Ok();
+}
+
+Status FaultInjectionEnv::CheckPower(FaultOp op) {
+  if (!power_lost_ && power_loss_countdown_ > 0 && op == power_loss_op_ && --power_loss_countdown_ == 0) {
+    power_lost_ = true;
+  }
+  return CheckPowered();
+}
+
 Status FaultInjectionEnv::ConsultFaultPlan(FaultOp op) {
   std::lock_guard<std::mutex> guard(mutex_);
   return CountCall(op);
@@ -335,6 +366,7 @@ Status FaultInjectionEnv::WriteWhole(const std::string& path, const std::string&
 
 Result<std::unique_ptr<File>> FaultInjectionEnv::OpenFile(const std::string& path, OpenMode mode) {
   std::lock_guard<std::mutex> guard(mutex_);
+  CAIRN_RETURN_IF_ERROR(CheckPower(FaultOp::kOpen));
   CAIRN_RETURN_IF_ERROR(CountCall(FaultOp::kOpen));
   if (mode == OpenMode::kReadOnly) {
     CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<File> file, target()->OpenFile(path, mode));
@@ -364,6 +396,7 @@ Result<std::unique_ptr<File>> FaultInjectionEnv::OpenFile(const std::string& pat
 
 Status FaultInjectionEnv::RenameFile(const std::string& from, const std::string& to) {
   std::lock_guard<std::mutex> guard(mutex_);
+  CAIRN_RETURN_IF_ERROR(CheckPower(FaultOp::kRename));
   CAIRN_RETURN_IF_ERROR(CountCall(FaultOp::kRename));
   const std::string from_key = NormalisePath(from);
   const std::string to_key = NormalisePath(to);
@@ -404,6 +437,7 @@ Status FaultInjectionEnv::RenameFile(const std::string& from, const std::string&
 
 Status FaultInjectionEnv::RemoveFile(const std::string& path) {
   std::lock_guard<std::mutex> guard(mutex_);
+  CAIRN_RETURN_IF_ERROR(CheckPower(FaultOp::kRemove));
   CAIRN_RETURN_IF_ERROR(CountCall(FaultOp::kRemove));
   const std::string key = NormalisePath(path);
   Result<std::optional<std::string>> durable = DurableContents(key);
@@ -419,6 +453,7 @@ Status FaultInjectionEnv::RemoveFile(const std::string& path) {
 
 Status FaultInjectionEnv::SyncDir(const std::string& path) {
   std::lock_guard<std::mutex> guard(mutex_);
+  CAIRN_RETURN_IF_ERROR(CheckPower(FaultOp::kSync));
   CAIRN_RETURN_IF_ERROR(CountCall(FaultOp::kSync));
   CAIRN_RETURN_IF_ERROR(target()->SyncDir(path));
   const std::string key = NormalisePath(path);
@@ -450,6 +485,8 @@ Status FaultInjectionEnv::SimulatePowerCut(const PowerCutOptions& options, Power
   pending_changes_.clear();
   files_.clear();
   ++generation_;
+  power_lost_ = false;
+  power_loss_countdown_ = 0;
   return first_error;
 }
 

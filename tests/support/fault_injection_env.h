@@ -174,11 +174,28 @@ class FaultInjectionEnv : public EnvWrapper {
   // one sweep with it.
   Status ConsultFaultPlan(FaultOp op);
 
+  // ---- power lost in mid-operation -------------------------------------------
+
+  // The `n`-th call of `op` from now on (1: the very next call) finds the
+  // power gone: that call and every later open, write, truncate, sync,
+  // rename, remove, read and size query through this env fail with
+  // IOError("power lost (simulated)") and change nothing, until the next
+  // SimulatePowerCut, which then treats what was written before the loss
+  // like any unsynced data. This is how a cut lands between a write and its
+  // sync (a failed sync would lose the data instead). Other calls (exists,
+  // list, create directories, locks) still pass through. Replaces an
+  // earlier plan. Precondition: n >= 1.
+  void LosePowerAtNth(FaultOp op, int64_t n);
+
+  // True from the call that found the power gone until the next cut.
+  bool PowerLost() const;
+
   // ---- power cut -----------------------------------------------------------
 
   // Makes the files on disk what a reboot after a power cut at this instant
   // could find (see the model above), invalidates every File opened so far,
-  // and starts tracking afresh from the new state. Returns the first error
+  // and starts tracking afresh from the new state, powered again (any plan
+  // of LosePowerAtNth is dropped). Returns the first error
   // of the underlying Env while doing so, if any. `report`, when not null,
   // receives what the cut did.
   Status SimulatePowerCut(const PowerCutOptions& options, PowerCutReport* report = nullptr);
@@ -250,6 +267,12 @@ class FaultInjectionEnv : public EnvWrapper {
 
   void Arm(FaultOp op, int64_t n, Status error, FailedWriteEffect effect, bool persistent);
 
+  // IOError when the power is gone or, counting this call of `op`, goes now.
+  // Requires mutex_.
+  Status CheckPower(FaultOp op);
+  // IOError when the power is gone. Requires mutex_.
+  Status CheckPowered() const;
+
   // Counts one call of `op` and returns the injected error, if one is due;
   // `effect`, when not null, receives what the failing plan asks a write to
   // leave. Requires mutex_.
@@ -282,6 +305,11 @@ class FaultInjectionEnv : public EnvWrapper {
   std::map<std::string, std::shared_ptr<FileData>> files_;
   std::vector<EntryChange> pending_changes_;
   FaultPlan plans_[kFaultOpCount];
+  // LosePowerAtNth's plan: calls of power_loss_op_ left until the loss (0:
+  // none armed), and whether the power is gone.
+  FaultOp power_loss_op_ = FaultOp::kWrite;
+  int64_t power_loss_countdown_ = 0;
+  bool power_lost_ = false;
   // Bumped by every power cut; a TrackedFile from an older generation is
   // dead.
   uint64_t generation_ = 0;

@@ -8,12 +8,27 @@
 // durability kFull every acknowledged record must be there exactly once with
 // its winning version, and nothing else may appear except the records of a
 // Write that returned an error (those may or may not have reached the disk;
-// the engine's answer settles them).
+// the engine's answer settles them). The engine must open after every cut.
+//
+// Each configuration cuts power its own way (FaultInjectionEnv's models):
+// dropping what is unsynced, tearing the write in flight inside a sector,
+// persisting a random subset of the unsynced sectors, and keeping a random
+// subset of the directory changes not yet synced; "mixed" draws the way per
+// cut. Under durability kInterval and kOff (engine.h) the records
+// acknowledged since the last point that made everything durable (SealAll,
+// a clean Close) are at risk: each may be found in any state it had since
+// that point, and the engine may refuse to open with a Corruption that names
+// the log segment and the repair command (log_format.md: unsynced pages
+// persisted out of order); the run counts those refusals, repairs and goes
+// on. Under kFull a refusal fails the run.
 //
 // Default sizes keep one run within a few minutes under sanitizers and under
 // qemu-user; CAIRN_CRASH_ITERATIONS (steps per seed) and CAIRN_CRASH_SEEDS
-// (extra seeds) make longer local runs. A failure prints the seed, the step
-// and the latest actions.
+// (seeds per configuration) make longer local runs, and CAIRN_CRASH_SEED
+// runs that one seed alone. A failure prints the configuration, the seed,
+// the step, the latest actions and what the last power cut did; each cut's
+// own seed is in the actions. A run is deterministic from its seed except
+// under kInterval, whose sync thread runs on the real clock.
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -34,6 +49,8 @@
 #include "cairn/core/table.h"
 #include "cairn/platform/env.h"
 
+#include "crash_describe.h"
+#include "crash_model_checks.h"
 #include "crash_no_sync_env.h"
 #include "crash_workload.h"
 #include "fault_injection_env.h"
@@ -52,175 +69,63 @@ constexpr int64_t kWindowNanos = int64_t{4} * 3600 * kNanosPerSecond;
 constexpr int64_t kRetentionSeconds = int64_t{7} * 86400;
 constexpr int64_t kMaxClockAdvanceNanos = int64_t{3} * 86400 * kNanosPerSecond;
 
-// ---- descriptions for failure messages ---------------------------------------
+// ---- configurations ----------------------------------------------------------------
 
-std::string Escape(std::string_view text, size_t max_bytes = 48) {
-  std::string out;
-  for (size_t i = 0; i < text.size() && i < max_bytes; ++i) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c < 0x7F && c != '\\') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02X", c);
-      out += hex;
-    }
+// How a run acknowledges writes and cuts power.
+struct RunConfig {
+  const char* name = "";
+  Durability durability = Durability::kFull;
+  // The fate of unsynced writes at every cut; nullopt: drawn per cut.
+  std::optional<PowerCutOptions::Data> cut_data = std::nullopt;
+  // Whether cuts may keep some unsynced directory changes (drawn per cut).
+  bool keep_some_entry_changes = false;
+  bool inject_faults = false;
+  // Whether power may go in the middle of an operation (between a write and
+  // its sync), not only between operations: what a torn or reordered cut
+  // needs to find anything unsynced under kFull.
+  bool lose_power_mid_operation = false;
+};
+
+// What a run's power cuts did and what the engine made of them.
+struct RunStats {
+  uint64_t cuts[3] = {0, 0, 0};  // by PowerCutOptions::Data
+  uint64_t mid_operation_cuts = 0;  // of those, cuts in the middle of an operation
+  uint64_t torn_writes = 0, sectors_kept = 0, sectors_lost = 0;
+  uint64_t entry_changes_kept = 0, entry_changes_undone = 0;
+  uint64_t refusals = 0;          // opens refused with a message naming the file and the fix
+  uint64_t acknowledged = 0;      // records acknowledged as stored
+  uint64_t lost_at_risk = 0;      // of those, found in an earlier state after a cut (kInterval, kOff)
+
+  std::string Summary() const {
+    return "cuts drop/torn/reordered " + std::to_string(cuts[0]) + "/" + std::to_string(cuts[1]) + "/" +
+           std::to_string(cuts[2]) + " (" + std::to_string(mid_operation_cuts) +
+           " in mid-operation), torn writes " + std::to_string(torn_writes) + ", sectors kept " +
+           std::to_string(sectors_kept) + " lost " + std::to_string(sectors_lost) + ", entry changes kept " +
+           std::to_string(entry_changes_kept) + " undone " + std::to_string(entry_changes_undone) +
+           ", refusals " + std::to_string(refusals) + ", acknowledged " + std::to_string(acknowledged) +
+           ", lost in the risk window " + std::to_string(lost_at_risk);
   }
-  if (text.size() > max_bytes) out += "...(" + std::to_string(text.size()) + " bytes)";
-  return out;
-}
-
-std::string Describe(const Identity& identity) {
-  return "(" + Escape(identity.device_id) + ", " + identity.measure_name + ", " +
-         std::to_string(identity.timestamp) + ")";
-}
-
-std::string Describe(const Value& value) {
-  switch (value.index()) {
-    case 0:
-      return "absent";
-    case 1: {
-      char text[64];
-      uint64_t bits;
-      const double d = std::get<double>(value);
-      std::memcpy(&bits, &d, sizeof bits);
-      std::snprintf(text, sizeof text, "%.17g(0x%016" PRIx64 ")", d, bits);
-      return text;
-    }
-    case 2:
-      return std::to_string(std::get<int64_t>(value));
-    case 3:
-      return std::get<bool>(value) ? "true" : "false";
-    case 4:
-      return "\"" + Escape(std::get<std::string>(value)) + "\"";
-    case 5:
-      return "@" + std::to_string(std::get<Timestamp>(value).unix_nanos);
-  }
-  return "?";
-}
-
-std::string Describe(const std::vector<Field>& fields) {
-  std::string out = "{";
-  for (const Field& field : fields) {
-    if (out.size() > 1) out += ", ";
-    out += field.name + "=" + Describe(field.value);
-  }
-  return out + "}";
-}
-
-std::string Describe(const StoredRecord& record) {
-  return "v" + std::to_string(record.version) + " ttl=" + std::to_string(record.ttl) + " " +
-         Describe(record.fields);
-}
-
-std::string Describe(const RecordRow& row) {
-  return Describe(IdentityOf(row)) + " shard=" + std::to_string(row.shard) + " " +
-         Describe(StoredRecord{row.version, row.ttl, row.fields});
-}
-
-std::string OutcomeName(WriteOutcome outcome) {
-  switch (outcome) {
-    case WriteOutcome::kStored:
-      return "stored";
-    case WriteOutcome::kDuplicate:
-      return "duplicate";
-    case WriteOutcome::kRejectedVersion:
-      return "rejected-version";
-    case WriteOutcome::kInvalid:
-      return "invalid";
-  }
-  return "?";
-}
-
-// Explains how two row lists differ: identities missing, unexpected,
-// repeated, or present with other contents, and the first position where the
-// order differs.
-// `explain` adds what the run knows about an identity (its write history).
-std::string DiffRows(const std::vector<RecordRow>& got, const std::vector<RecordRow>& want,
-                     const std::function<std::string(const Identity&)>& explain) {
-  std::map<Identity, std::vector<const RecordRow*>> got_by_identity, want_by_identity;
-  for (const RecordRow& row : got) got_by_identity[IdentityOf(row)].push_back(&row);
-  for (const RecordRow& row : want) want_by_identity[IdentityOf(row)].push_back(&row);
-  std::string out = "got " + std::to_string(got.size()) + " rows, want " + std::to_string(want.size());
-  int reported = 0;
-  const auto add = [&](const std::string& line) {
-    if (++reported <= 12) out += "\n    " + line;
-  };
-  for (const auto& [identity, rows] : want_by_identity) {
-    auto it = got_by_identity.find(identity);
-    if (it == got_by_identity.end()) {
-      add("missing " + Describe(*rows.front()) + explain(identity));
-    } else if (it->second.size() > 1) {
-      add("returned " + std::to_string(it->second.size()) + " times: " + Describe(identity) +
-          explain(identity));
-    } else if (!SameRow(*it->second.front(), *rows.front())) {
-      add("differs " + Describe(identity) + ": got " + Describe(*it->second.front()) + ", want " +
-          Describe(*rows.front()) + explain(identity));
-    }
-  }
-  for (const auto& [identity, rows] : got_by_identity) {
-    if (want_by_identity.count(identity) == 0) {
-      add("unexpected x" + std::to_string(rows.size()) + " " + Describe(*rows.front()) + explain(identity));
-    }
-  }
-  if (reported == 0) {
-    for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
-      if (!SameRow(got[i], want[i])) {
-        add("order differs at row " + std::to_string(i) + ": got " + Describe(IdentityOf(got[i])) +
-            ", want " + Describe(IdentityOf(want[i])));
-        break;
-      }
-    }
-  }
-  if (reported > 12) out += "\n    ... and " + std::to_string(reported - 12) + " more";
-  return out;
-}
-
-bool SameRows(const std::vector<RecordRow>& a, const std::vector<RecordRow>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!SameRow(a[i], b[i])) return false;
-  }
-  return true;
-}
-
-std::optional<long double> AsNumber(const Value& value) {
-  if (const int64_t* i = std::get_if<int64_t>(&value)) return static_cast<long double>(*i);
-  if (const double* d = std::get_if<double>(&value)) return static_cast<long double>(*d);
-  return std::nullopt;
-}
-
-// An exact statistic (min, max, first, last) of an int64 field may come back
-// as int64 or as the double nearest to it; of a double field, as that double.
-bool SameStatistic(const Value& got, const Value& want) {
-  if (SameValue(got, want)) return true;
-  if (const int64_t* i = std::get_if<int64_t>(&want)) {
-    if (const double* d = std::get_if<double>(&got)) return *d == static_cast<double>(*i);
-  }
-  return false;
-}
-
-bool NearlyEqual(long double got, long double want, long double scale) {
-  const long double tolerance = 1e-9L * std::max<long double>(1, scale);
-  const long double difference = got > want ? got - want : want - got;
-  return difference <= tolerance;
-}
+};
 
 // ---- the run -------------------------------------------------------------------
 
-class ModelRun {
+class ModelRun : public ModelChecks {
  public:
-  ModelRun(uint64_t seed, bool inject_faults)
-      : seed_(seed),
-        inject_faults_(inject_faults),
+  ModelRun(uint64_t seed, const RunConfig& config)
+      : ModelChecks(kTable, kWindowNanos, seed * 0x9E3779B97F4A7C15ull + 1),
+        seed_(seed),
+        config_(config),
+        inject_faults_(config.inject_faults),
         dir_("cairn-crash-model"),
         no_sync_(Env::Default()),
         clock_(&no_sync_, ManualClockEnv::kDefaultStartUnixNanos +
                               static_cast<int64_t>(seed % 3600) * 61 * kNanosPerSecond),
         env_(&clock_),
-        rng_(seed * 0x9E3779B97F4A7C15ull + 1),
         generator_(seed, kWindowNanos) {
-    options_.durability = Durability::kFull;
+    options_.durability = config.durability;
+    // Long enough that kInterval's sync thread runs rarely in a run: the
+    // records it has not synced are the ones at risk.
+    options_.sync_interval_ms = 50;
     options_.maintenance_interval_ms = 0;  // the test decides when maintenance runs
     const uint64_t seal_choices[] = {4, 32, 1024};
     options_.seal_records = static_cast<size_t>(seal_choices[rng_.Index(3)]);
@@ -238,6 +143,8 @@ class ModelRun {
     for (step_ = 0; step_ < steps && !Failed(); ++step_) Step();
     Finish();
   }
+
+  const RunStats& stats() const { return stats_; }
 
   // Runs a fixed script in which the `n`-th call of `op` (counted from
   // after the table exists) fails, handling the failure like any other.
@@ -266,8 +173,6 @@ class ModelRun {
   }
 
  private:
-  bool Failed() const { return ::testing::Test::HasFailure(); }
-
   // Opens a fresh engine and creates the table.
   bool Start() {
     Note("options seal_records=" + std::to_string(options_.seal_records) +
@@ -294,6 +199,8 @@ class ModelRun {
     Note("final close and reopen");
     const Status closed = engine_->Close();
     if (!closed.ok()) Fail("Close after the run: " + closed.ToString());
+    // A clean close syncs the log: nothing is at risk any more.
+    at_risk_.clear();
     engine_.reset();
     if (!Open()) return;
     CheckEverything();
@@ -312,10 +219,7 @@ class ModelRun {
       ++step_;
     };
     for (int i = 0; i < 3; ++i) run([&] { WriteBatch(/*after_fault=*/false); });
-    run([&] {
-      Note("SealAll");
-      Succeeded("SealAll", engine_->SealAll());
-    });
+    run([&] { SealAll(); });
     run([&] { WriteBatch(/*after_fault=*/false); });
     run([&] {
       clock_.AdvanceNanos(int64_t{65} * 60 * kNanosPerSecond);
@@ -327,10 +231,7 @@ class ModelRun {
       Succeeded("Maintain", engine_->Maintain());
     });
     run([&] { WriteBatch(/*after_fault=*/false); });
-    run([&] {
-      Note("SealAll");
-      Succeeded("SealAll", engine_->SealAll());
-    });
+    run([&] { SealAll(); });
     run([&] {
       clock_.AdvanceNanos(int64_t{20} * 60 * kNanosPerSecond);
       Note("clock +1200 s");
@@ -342,27 +243,55 @@ class ModelRun {
     run([&] { WriteBatch(/*after_fault=*/false); });
   }
 
-  void Note(std::string action) {
+  // Seals everything; success makes every acknowledged record durable,
+  // whatever the durability mode.
+  void SealAll() {
+    Note("SealAll");
+    if (Succeeded("SealAll", engine_->SealAll())) at_risk_.clear();
+  }
+
+  // ---- ModelChecks ------------------------------------------------------------
+
+  void Note(std::string action) override {
     trace_.push_back("step " + std::to_string(step_) + ": " + std::move(action));
     if (trace_.size() > 40) trace_.pop_front();
   }
 
-  void Fail(const std::string& message) {
-    std::string context = "seed " + std::to_string(seed_) + (inject_faults_ ? " (with faults)" : "") +
-                          ", step " + std::to_string(step_) + ": " + message + "\n  latest actions:";
+  void Fail(const std::string& message) override {
+    std::string context = std::string(config_.name) + " seed " + std::to_string(seed_) +
+                          " (replay: CAIRN_CRASH_SEED=" + std::to_string(seed_) + "), step " +
+                          std::to_string(step_) + ": " + message + "\n  latest actions:";
     for (const std::string& line : trace_) context += "\n    " + line;
+    if (!last_cut_.empty()) context += "\n  the last power cut:";
+    for (const std::string& line : last_cut_) context += "\n    " + line;
     ADD_FAILURE() << context;
   }
 
+  bool QueryStatusOk(const std::string& what, const Status& status) override { return Succeeded(what, status); }
+
+  std::string Explain(const Identity& identity) const override {
+    std::string text;
+    auto it = history_.find(identity);
+    if (it != history_.end()) {
+      for (const std::string& event : it->second) text += "\n        " + event;
+    }
+    return text;
+  }
+
+  int64_t NowNanos() override { return clock_.NowUnixNanos(); }
+
+  // ---- the run's own ------------------------------------------------------------
+
   int64_t TotalInjected() const {
-    return env_.InjectedCount(FaultOp::kWrite) + env_.InjectedCount(FaultOp::kSync) +
-           env_.InjectedCount(FaultOp::kRename);
+    int64_t total = 0;
+    for (int op = 0; op < kFaultOpCount; ++op) total += env_.InjectedCount(static_cast<FaultOp>(op));
+    return total;
   }
 
   // True when an injected fault fired since the last call.
   bool FaultFired() {
     const int64_t injected = TotalInjected();
-    const bool fired = injected != injected_seen_;
+    const bool fired = injected != injected_seen_ || env_.PowerLost();
     injected_seen_ = injected;
     return fired;
   }
@@ -371,6 +300,8 @@ class ModelRun {
     RecoveryReport report;
     auto opened = Engine::Open(&env_, dir_.path(), options_, &report);
     FaultFired();
+    if (!opened.ok() && !RepairAfterRefusal(opened.status())) return false;
+    if (!opened.ok()) opened = Engine::Open(&env_, dir_.path(), options_, &report);
     if (!opened.ok()) {
       Fail("Engine::Open: " + opened.status().ToString());
       return false;
@@ -378,6 +309,31 @@ class ModelRun {
     engine_ = std::move(opened).value();
     Note("opened: replayed " + std::to_string(report.records_replayed) + ", torn tail bytes " +
          std::to_string(report.torn_tail_bytes_truncated));
+    return true;
+  }
+
+  // An engine that refuses to open must name the file and the way out.
+  // Under kFull that is a failure of the run; under kInterval and kOff the
+  // log may hold a hole that replay must not cut silently (log_format.md):
+  // the refusal is counted and the repair run. Returns true when the open
+  // may be retried.
+  bool RepairAfterRefusal(const Status& refusal) {
+    const std::string& message = refusal.message();
+    const bool names_file_and_fix =
+        refusal.Is(StatusCode::kCorruption) && message.find(dir_.path()) != std::string::npos &&
+        message.find("repair") != std::string::npos;
+    if (config_.durability == Durability::kFull || !names_file_and_fix) {
+      Fail("Engine::Open refused: " + refusal.ToString());
+      return false;
+    }
+    ++stats_.refusals;
+    Note("open refused (" + message + "); repairing the log");
+    Result<uint64_t> repaired = Engine::RepairLog(&env_, dir_.path());
+    if (!repaired.ok()) {
+      Fail("RepairLog after a refusal: " + repaired.status().ToString());
+      return false;
+    }
+    Note("repair cut " + std::to_string(*repaired) + " bytes");
     return true;
   }
 
@@ -397,14 +353,8 @@ class ModelRun {
     return true;
   }
 
-  // Same for a query: returns false (and has handled the failure) when the
-  // result cannot be compared.
-  template <typename T>
-  bool QuerySucceeded(const std::string& what, const Result<T>& result) {
-    return Succeeded(what, result.status());
-  }
-
   void Step() {
+    if (config_.lose_power_mid_operation && !power_loss_armed_ && rng_.Percent(10)) ArmPowerLoss();
     const int64_t draw = rng_.Between(0, 99);
     if (inject_faults_ && draw < 10) {
       ArmFault();
@@ -413,8 +363,7 @@ class ModelRun {
     } else if (draw < 65) {
       RandomQueries();
     } else if (draw < 70) {
-      Note("SealAll");
-      Succeeded("SealAll", engine_->SealAll());
+      SealAll();
     } else if (draw < 77) {
       Note("Maintain");
       Succeeded("Maintain", engine_->Maintain());
@@ -443,6 +392,16 @@ class ModelRun {
     }
   }
 
+  // Power goes at the n-th next write or sync, in whatever operation makes
+  // it; that operation's error leads to the cut like an injected fault's.
+  void ArmPowerLoss() {
+    const FaultOp op = rng_.Percent(60) ? FaultOp::kSync : FaultOp::kWrite;
+    const int64_t n = rng_.Between(1, 30);
+    env_.LosePowerAtNth(op, n);
+    power_loss_armed_ = true;
+    Note("power goes at " + std::string(FaultOpName(op)) + " call " + std::to_string(n) + " from now");
+  }
+
   void AdvanceClock() {
     const int64_t advance =
         rng_.Percent(30) ? rng_.Between(40 * 60, 75 * 60) * kNanosPerSecond
@@ -452,18 +411,6 @@ class ModelRun {
     clock_.AdvanceNanos(advance);
     Note("clock +" + std::to_string(advance / kNanosPerSecond) + " s -> " +
          std::to_string(clock_.NowUnixNanos()));
-  }
-
-  // Describes, for a failure message, every write of `identity` in this run.
-  std::function<std::string(const Identity&)> Explainer() const {
-    return [this](const Identity& identity) {
-      std::string text;
-      auto it = history_.find(identity);
-      if (it != history_.end()) {
-        for (const std::string& event : it->second) text += "\n        " + event;
-      }
-      return text;
-    };
   }
 
   std::set<Identity> UncertainIdentities() const {
@@ -581,7 +528,16 @@ class ModelRun {
            " records stored");
       return;
     }
-    for (const auto& [identity, record] : overlay) model_.Set(identity, record);
+    for (const auto& [identity, record] : overlay) {
+      // Under kInterval and kOff the state it replaces may come back after
+      // a power cut, until the next point that makes everything durable.
+      if (config_.durability != Durability::kFull) {
+        const StoredRecord* before = model_.Find(identity);
+        at_risk_[identity].push_back(before ? std::optional<StoredRecord>(*before) : std::nullopt);
+      }
+      model_.Set(identity, record);
+    }
+    stats_.acknowledged += want_stored;
     if (fired && !after_fault) {
       Note("write succeeded although a fault fired inside it");
       RecoverFromFault();
@@ -591,7 +547,8 @@ class ModelRun {
   // After an injected fault the process may go on for a moment (a few more
   // writes, whose acknowledgements must hold), then the power goes.
   void RecoverFromFault() {
-    const int64_t more = rng_.Percent(50) ? rng_.Between(1, 3) : 0;
+    int64_t more = rng_.Percent(50) ? rng_.Between(1, 3) : 0;
+    if (env_.PowerLost()) more = 0;  // the machine is off: nothing goes on
     for (int64_t i = 0; i < more && !Failed(); ++i) WriteBatch(/*after_fault=*/true);
     if (Failed()) return;
     Note("power cut after the fault");
@@ -599,12 +556,40 @@ class ModelRun {
     if (!Failed()) CheckEverything();
   }
 
-  void PowerCutAndRecover() {
-    const Status cut = env_.SimulatePowerCut();
-    if (!cut.ok()) {
-      Fail("SimulatePowerCut: " + cut.ToString());
-      return;
+  // Cuts power the way the configuration says (drawing what it leaves
+  // open), notes the cut's seed and what it did.
+  bool CutPower() {
+    PowerCutOptions cut;
+    cut.data = config_.cut_data ? *config_.cut_data
+                                : static_cast<PowerCutOptions::Data>(rng_.Between(0, 2));
+    cut.keep_some_entry_changes = config_.keep_some_entry_changes && rng_.Percent(50);
+    cut.sector_bytes = rng_.Percent(50) ? 512 : 4096;
+    cut.seed = rng_.Next();
+    PowerCutReport report;
+    const bool mid_operation = env_.PowerLost();
+    const Status status = env_.SimulatePowerCut(cut, &report);
+    if (!status.ok()) {
+      Fail("SimulatePowerCut: " + status.ToString());
+      return false;
     }
+    ++stats_.cuts[static_cast<int>(cut.data)];
+    if (mid_operation) ++stats_.mid_operation_cuts;
+    power_loss_armed_ = false;
+    stats_.torn_writes += report.torn_writes;
+    stats_.sectors_kept += report.sectors_kept;
+    stats_.sectors_lost += report.sectors_lost;
+    stats_.entry_changes_kept += report.entry_changes_kept;
+    stats_.entry_changes_undone += report.entry_changes_undone;
+    Note(std::string(mid_operation ? "power cut in mid-operation (" : "power cut (") +
+         std::string(PowerCutDataName(cut.data)) + ", " + std::to_string(cut.sector_bytes) +
+         "-byte sectors, " + (cut.keep_some_entry_changes ? "some" : "no") + " entry changes kept, cut seed " +
+         std::to_string(cut.seed) + "): " + report.Summary());
+    last_cut_ = std::move(report.lines);
+    return true;
+  }
+
+  void PowerCutAndRecover() {
+    if (!CutPower()) return;
     // Dropped without Close: the power cut made its files fail, and its
     // destructor must cope with that.
     engine_.reset();
@@ -623,28 +608,29 @@ class ModelRun {
         Note("reopened with a " + std::string(FaultOpName(op)) + " fault at call " + std::to_string(n) +
              (fired ? " (fired)" : " (not reached)"));
       } else if (!fired) {
-        Fail("Engine::Open failed with no fault injected: " + opened.status().ToString());
-        return;
+        // The damage the cut left, not the fault: judged like any refusal,
+        // and Open below tries again.
+        if (!RepairAfterRefusal(opened.status())) return;
       } else {
         Note("reopen failed on the injected " + std::string(FaultOpName(op)) + " fault at call " +
              std::to_string(n) + ": " + opened.status().ToString() + "; power cut again");
-        const Status again = env_.SimulatePowerCut();
-        if (!again.ok()) {
-          Fail("SimulatePowerCut: " + again.ToString());
-          return;
-        }
+        if (!CutPower()) return;
       }
     }
     if (!engine_ && !Open()) return;
     ResolveUncertain();
   }
 
-  // Learns from the reopened engine what became of records whose Write
-  // failed: each must be in a state some prefix of the failed writes could
-  // have left (the acknowledged record, or one of the attempted ones).
+  // Learns from the reopened engine what became of the records whose state
+  // a power cut may have changed: those of a Write that failed (the
+  // acknowledged state or one of the attempted ones, as some prefix of the
+  // failed writes left it) and, under kInterval and kOff, those acknowledged
+  // since everything was last made durable (any state they had since).
   void ResolveUncertain() {
     const int64_t now = clock_.NowUnixNanos();
-    for (const auto& [identity, candidates] : uncertain_) {
+    std::set<Identity> identities = UncertainIdentities();
+    for (const auto& [identity, states] : at_risk_) identities.insert(identity);
+    for (const Identity& identity : identities) {
       auto got = engine_->Get(kTable, identity.device_id, identity.measure_name, identity.timestamp);
       if (!got.ok()) {
         Fail("Get " + Describe(identity) + " after recovery: " + got.status().ToString());
@@ -653,450 +639,44 @@ class ModelRun {
       const StoredRecord* acknowledged = model_.Find(identity);
       std::vector<std::optional<StoredRecord>> options;
       options.push_back(acknowledged ? std::optional<StoredRecord>(*acknowledged) : std::nullopt);
-      for (const StoredRecord& candidate : candidates) options.push_back(candidate);
-      bool matched = false;
-      for (const std::optional<StoredRecord>& option : options) {
-        const bool visible = option.has_value() && IsVisible(option->ttl, now);
-        if (!got->has_value()) {
-          matched = !visible;
-        } else if (visible) {
-          const RecordRow& row = **got;
-          matched = SameRow(row, MakeRow(identity, *option));
-        }
-        if (matched) {
-          model_.Set(identity, option);
-          break;
-        }
+      const size_t risky_from = options.size();
+      if (auto risky = at_risk_.find(identity); risky != at_risk_.end()) {
+        options.insert(options.end(), risky->second.rbegin(), risky->second.rend());
+      }
+      const size_t failed_from = options.size();
+      if (auto failed = uncertain_.find(identity); failed != uncertain_.end()) {
+        options.insert(options.end(), failed->second.begin(), failed->second.end());
+      }
+      std::optional<size_t> matched;
+      for (size_t i = 0; i < options.size() && !matched; ++i) {
+        const bool visible = options[i].has_value() && IsVisible(options[i]->ttl, now);
+        if (!got->has_value() ? !visible : visible && SameRow(**got, MakeRow(identity, *options[i]))) matched = i;
       }
       if (!matched) {
         std::string detail = "after recovery " + Describe(identity) + " is " +
                              (got->has_value() ? Describe(**got) : std::string("absent")) +
                              ", which neither the acknowledged state (" +
                              (acknowledged ? Describe(*acknowledged) : std::string("absent")) +
-                             ") nor a failed write explains:";
-        for (const StoredRecord& candidate : candidates) detail += " [" + Describe(candidate) + "]";
+                             ") nor an earlier state at risk nor a failed write explains:";
+        for (size_t i = 1; i < options.size(); ++i) {
+          detail += " [" + (options[i] ? Describe(*options[i]) : std::string("absent")) + "]";
+        }
         Fail(detail);
         return;
       }
+      if (*matched >= risky_from && *matched < failed_from) {
+        ++stats_.lost_at_risk;
+        history_[identity].push_back("step " + std::to_string(step_) +
+                                     ": after the power cut back in an earlier state at risk");
+      }
+      model_.Set(identity, options[*matched]);
     }
     uncertain_.clear();
-  }
-
-  // ---- queries -------------------------------------------------------------------
-
-  // Runs `query` page by page with `limit` rows a page and returns every row.
-  std::optional<std::vector<RecordRow>> RangeAllPages(RangeQuery query, size_t limit, size_t expected_rows,
-                                                      const std::string& what) {
-    query.limit = limit;
-    query.page_token.clear();
-    std::vector<RecordRow> rows;
-    const size_t max_pages = limit == 0 ? 1 : expected_rows / limit + 2;
-    for (size_t page = 0;; ++page) {
-      if (page >= max_pages) {
-        Fail(what + ": paging does not end after " + std::to_string(page) + " pages of " +
-             std::to_string(limit) + " (expected " + std::to_string(expected_rows) + " rows)");
-        return std::nullopt;
-      }
-      Result<RangeResult> result = engine_->Range(query);
-      if (!QuerySucceeded(what, result)) return std::nullopt;
-      if (limit != 0 && result->rows.size() > limit) {
-        Fail(what + ": a page of " + std::to_string(result->rows.size()) + " rows with limit " +
-             std::to_string(limit));
-        return std::nullopt;
-      }
-      rows.insert(rows.end(), result->rows.begin(), result->rows.end());
-      if (result->next_page_token.empty()) break;
-      query.page_token = result->next_page_token;
-    }
-    return rows;
-  }
-
-  std::string DescribeQuery(const RangeQuery& query) const {
-    return "Range(" + Escape(query.device_id) + ", measure '" + query.measure_name + "', prefix '" +
-           query.measure_prefix + "', [" + std::to_string(query.from) + ", " + std::to_string(query.to) +
-           "), " + (query.order == Order::kAscending ? "asc" : "desc") + ")";
-  }
-
-  void CheckRange(const RangeQuery& query, size_t limit) {
-    const int64_t now = clock_.NowUnixNanos();
-    const std::vector<RecordRow> want = model_.Range(query, now);
-    const std::string what = DescribeQuery(query) + " limit " + std::to_string(limit);
-    std::optional<std::vector<RecordRow>> got = RangeAllPages(query, limit, want.size(), what);
-    if (!got) return;
-    if (!SameRows(*got, want)) Fail(what + ": " + DiffRows(*got, want, Explainer()));
-  }
-
-  void CheckGet(const Identity& identity) {
-    const int64_t now = clock_.NowUnixNanos();
-    auto got = engine_->Get(kTable, identity.device_id, identity.measure_name, identity.timestamp);
-    if (!QuerySucceeded("Get", got)) return;
-    const std::optional<RecordRow> want = model_.Get(identity, now);
-    if (got->has_value() != want.has_value() || (want.has_value() && !SameRow(**got, *want))) {
-      Fail("Get " + Describe(identity) + ": got " +
-           (got->has_value() ? Describe(**got) : std::string("nothing")) + ", want " +
-           (want ? Describe(*want) : std::string("nothing")));
-    }
-  }
-
-  void CheckLatest(const std::string& device, const std::string& measure) {
-    const int64_t now = clock_.NowUnixNanos();
-    auto got = engine_->Latest(kTable, device, measure);
-    if (!QuerySucceeded("Latest", got)) return;
-    const std::vector<RecordRow> want = model_.Latest(device, measure, now);
-    if (!SameRows(*got, want)) {
-      Fail("Latest(" + Escape(device) + ", '" + measure + "'): " + DiffRows(*got, want, Explainer()));
-    }
-  }
-
-  void CheckLatestBatch(const std::vector<std::string>& devices, const std::string& measure) {
-    const int64_t now = clock_.NowUnixNanos();
-    auto got = engine_->LatestBatch(kTable, devices, measure);
-    if (!QuerySucceeded("LatestBatch", got)) return;
-    std::vector<RecordRow> want;
-    for (const std::string& device : devices) {
-      for (RecordRow& row : model_.Latest(device, measure, now)) want.push_back(std::move(row));
-    }
-    // The order across devices is not part of the contract.
-    std::vector<RecordRow> got_rows = *got;
-    const auto by_series = [](const RecordRow& a, const RecordRow& b) {
-      return std::tie(a.device_id, a.measure_name) < std::tie(b.device_id, b.measure_name);
-    };
-    std::sort(got_rows.begin(), got_rows.end(), by_series);
-    std::sort(want.begin(), want.end(), by_series);
-    if (!SameRows(got_rows, want))
-      Fail("LatestBatch('" + measure + "'): " + DiffRows(got_rows, want, Explainer()));
-  }
-
-  void CheckAggregate(const AggregateQuery& query) {
-    const int64_t now = clock_.NowUnixNanos();
-    auto got = engine_->Aggregate(query);
-    if (!QuerySucceeded("Aggregate", got)) return;
-    const std::vector<ModelBucket> want = model_.Aggregate(query, now);
-    const std::string what = "Aggregate(" + Escape(query.device_id) + ", " + query.measure_name + "." +
-                             query.field + ", [" + std::to_string(query.from) + ", " +
-                             std::to_string(query.to) + ") step " + std::to_string(query.step) + ")";
-    if (got->buckets.size() != want.size()) {
-      std::string detail = what + ": " + std::to_string(got->buckets.size()) + " buckets, want " +
-                           std::to_string(want.size()) + "; got starts:";
-      for (size_t i = 0; i < got->buckets.size() && i < 8; ++i) {
-        detail += " " + std::to_string(got->buckets[i].start) + "x" + std::to_string(got->buckets[i].count);
-      }
-      detail += "; want starts:";
-      for (size_t i = 0; i < want.size() && i < 8; ++i) {
-        detail += " " + std::to_string(want[i].start) + "x" + std::to_string(want[i].count);
-      }
-      Fail(detail);
-      return;
-    }
-    for (size_t b = 0; b < want.size(); ++b) {
-      const AggregateBucket& bucket = got->buckets[b];
-      const ModelBucket& model = want[b];
-      const std::string where = what + " bucket " + std::to_string(model.start);
-      if (bucket.start != model.start || bucket.count != model.count) {
-        Fail(where + ": got start " + std::to_string(bucket.start) + " count " +
-             std::to_string(bucket.count) + ", want count " + std::to_string(model.count));
-        return;
-      }
-      if (bucket.values.size() != query.functions.size()) {
-        Fail(where + ": " + std::to_string(bucket.values.size()) + " values for " +
-             std::to_string(query.functions.size()) + " functions");
-        return;
-      }
-      long double magnitude = 0;
-      for (const Value* v : {&model.min, &model.max}) {
-        const long double x = *AsNumber(*v);
-        magnitude = std::max(magnitude, x < 0 ? -x : x);
-      }
-      for (size_t f = 0; f < query.functions.size(); ++f) {
-        const Value& value = bucket.values[f];
-        const AggregateFunction function = query.functions[f];
-        bool ok = false;
-        std::string want_text;
-        switch (function) {
-          case AggregateFunction::kMin:
-            ok = SameStatistic(value, model.min);
-            want_text = Describe(model.min);
-            break;
-          case AggregateFunction::kMax:
-            ok = SameStatistic(value, model.max);
-            want_text = Describe(model.max);
-            break;
-          case AggregateFunction::kFirst:
-            ok = SameStatistic(value, model.first);
-            want_text = Describe(model.first);
-            break;
-          case AggregateFunction::kLast:
-            ok = SameStatistic(value, model.last);
-            want_text = Describe(model.last);
-            break;
-          case AggregateFunction::kCount: {
-            const std::optional<long double> n = AsNumber(value);
-            ok = n && *n == static_cast<long double>(model.count);
-            want_text = std::to_string(model.count);
-            break;
-          }
-          case AggregateFunction::kSum: {
-            const std::optional<long double> n = AsNumber(value);
-            if (model.is_int && std::holds_alternative<int64_t>(value)) {
-              ok = std::get<int64_t>(value) == model.int_sum;
-            } else {
-              ok = n && NearlyEqual(*n, model.sum, magnitude * static_cast<long double>(model.count));
-            }
-            want_text =
-                model.is_int ? std::to_string(model.int_sum) : std::to_string(static_cast<double>(model.sum));
-            break;
-          }
-          case AggregateFunction::kAvg: {
-            const std::optional<long double> n = AsNumber(value);
-            const long double average = model.sum / static_cast<long double>(model.count);
-            ok = n && NearlyEqual(*n, average, magnitude);
-            want_text = std::to_string(static_cast<double>(average));
-            break;
-          }
-        }
-        if (!ok) {
-          Fail(where + " " + std::string(AggregateFunctionName(function)) + ": got " + Describe(value) +
-               ", want " + want_text);
-          return;
-        }
-      }
-    }
-  }
-
-  // Devices and measures are catalog facts that may outlive their records
-  // (expired, or written by a Write that failed), so listings are checked
-  // between bounds: everything visible must be listed, and nothing may be
-  // listed that no Write ever carried.
-  void CheckListings() {
-    const int64_t now = clock_.NowUnixNanos();
-    const std::map<std::string, std::set<std::string>> visible = model_.VisibleSeries(now);
-    const auto& attempted = model_.attempted_series();
-
-    auto devices = engine_->ListDevices(kTable);
-    if (!QuerySucceeded("ListDevices", devices)) return;
-    std::map<std::string, std::vector<std::string>> listed;
-    for (const DeviceInfo& device : *devices) {
-      if (listed.count(device.device_id) != 0) {
-        Fail("ListDevices lists " + Escape(device.device_id) + " twice");
-        return;
-      }
-      listed[device.device_id] = device.measures;
-      if (!std::is_sorted(device.measures.begin(), device.measures.end())) {
-        Fail("ListDevices: measures of " + Escape(device.device_id) + " are not sorted");
-        return;
-      }
-      for (const std::string& measure : device.measures) {
-        if (attempted.count({device.device_id, measure}) == 0) {
-          Fail("ListDevices lists series (" + Escape(device.device_id) + ", " + measure +
-               ") that was never written");
-          return;
-        }
-      }
-    }
-    for (const auto& [device, measures] : visible) {
-      auto it = listed.find(device);
-      if (it == listed.end()) {
-        Fail("ListDevices leaves out " + Escape(device) + ", which has visible records");
-        return;
-      }
-      for (const std::string& measure : measures) {
-        if (std::find(it->second.begin(), it->second.end(), measure) == it->second.end()) {
-          Fail("ListDevices leaves out measure " + measure + " of " + Escape(device));
-          return;
-        }
-      }
-    }
-
-    auto measures = engine_->ListMeasures(kTable);
-    if (!QuerySucceeded("ListMeasures", measures)) return;
-    std::map<std::string, std::set<std::string>> visible_devices_by_measure;
-    std::map<std::string, std::set<std::string>> attempted_devices_by_measure;
-    for (const auto& [device, names] : visible) {
-      for (const std::string& name : names) visible_devices_by_measure[name].insert(device);
-    }
-    for (const auto& [device, name] : attempted) attempted_devices_by_measure[name].insert(device);
-    std::map<std::string, std::map<std::string, FieldType>> visible_fields;
-    for (const auto& [identity, record] : model_.records()) {
-      if (!IsVisible(record.ttl, now)) continue;
-      for (const Field& field : record.fields) {
-        visible_fields[identity.measure_name][field.name] = TypeOf(field.value);
-      }
-    }
-    std::set<std::string> listed_measures;
-    for (const MeasureInfo& info : *measures) {
-      listed_measures.insert(info.measure_name);
-      auto attempted_fields = model_.attempted_fields().find(info.measure_name);
-      if (attempted_fields == model_.attempted_fields().end()) {
-        Fail("ListMeasures lists " + info.measure_name + ", which was never written");
-        return;
-      }
-      for (const auto& [name, type] : info.fields) {
-        if (attempted_fields->second.count({name, type}) == 0) {
-          Fail("ListMeasures: " + info.measure_name + " has field " + name + " of type " +
-               std::string(FieldTypeName(type)) + ", which no write carried");
-          return;
-        }
-      }
-      for (const auto& [name, type] : visible_fields[info.measure_name]) {
-        auto it = info.fields.find(name);
-        if (it == info.fields.end() || it->second != type) {
-          Fail("ListMeasures: " + info.measure_name + " lacks field " + name + " of type " +
-               std::string(FieldTypeName(type)));
-          return;
-        }
-      }
-      const size_t low = visible_devices_by_measure[info.measure_name].size();
-      const size_t high = attempted_devices_by_measure[info.measure_name].size();
-      if (info.devices < low || info.devices > high) {
-        Fail("ListMeasures: " + info.measure_name + " reports " + std::to_string(info.devices) +
-             " devices; between " + std::to_string(low) + " and " + std::to_string(high) + " expected");
-        return;
-      }
-    }
-    for (const auto& [name, devices_with_it] : visible_devices_by_measure) {
-      if (listed_measures.count(name) == 0) {
-        Fail("ListMeasures leaves out " + name + ", which has visible records");
-        return;
-      }
-    }
-  }
-
-  AggregateQuery DrawAggregate(const std::string& device, const std::string& measure) {
-    const int64_t now = clock_.NowUnixNanos();
-    AggregateQuery query;
-    query.table = kTable;
-    query.device_id = device;
-    query.measure_name = measure;
-    query.field = "value";
-    const int64_t steps[] = {kNanosPerSecond, 60 * kNanosPerSecond, 7 * 60 * kNanosPerSecond,
-                             3600 * kNanosPerSecond, 86400 * kNanosPerSecond};
-    query.step = steps[rng_.Index(5)];
-    if (rng_.Percent(50)) {
-      // Everything the run can have written.
-      query.from = ManualClockEnv::kDefaultStartUnixNanos - kWindowNanos - 86400 * kNanosPerSecond;
-      query.to = now + kNanosPerSecond;
-    } else {
-      query.from = now - rng_.Between(0, kWindowNanos + kWindowNanos / 2);
-      query.to = query.from + rng_.Between(1, kWindowNanos);
-    }
-    query.functions = {AggregateFunction::kMin, AggregateFunction::kMax,   AggregateFunction::kAvg,
-                       AggregateFunction::kSum, AggregateFunction::kCount, AggregateFunction::kFirst,
-                       AggregateFunction::kLast};
-    for (size_t i = query.functions.size(); i > 1; --i)
-      std::swap(query.functions[i - 1], query.functions[rng_.Index(i)]);
-    query.functions.resize(static_cast<size_t>(rng_.Between(1, 7)));
-    return query;
-  }
-
-  RangeQuery DrawRange() {
-    const int64_t now = clock_.NowUnixNanos();
-    RangeQuery query;
-    query.table = kTable;
-    query.device_id = DevicePool()[rng_.Index(DevicePool().size())];
-    const int64_t measure_draw = rng_.Between(0, 9);
-    if (measure_draw < 4) {
-      query.measure_name = MeasureSpecs()[rng_.Index(MeasureSpecs().size())].name;
-    } else if (measure_draw < 6) {
-      query.measure_prefix = rng_.Percent(70) ? "env#" : "status#";
-    } else if (measure_draw == 6) {
-      query.measure_name = "no-such-measure";
-    }
-    if (rng_.Percent(60)) {
-      query.from = now - rng_.Between(0, kWindowNanos);
-      query.to = query.from + rng_.Between(1, kWindowNanos);
-    }
-    query.order = rng_.Percent(50) ? Order::kAscending : Order::kDescending;
-    return query;
-  }
-
-  size_t DrawLimit() {
-    const size_t limits[] = {0, 1, 3, 7, 50, 1000};
-    return limits[rng_.Index(6)];
-  }
-
-  // A few queries of random kinds, each compared with the model.
-  void RandomQueries() {
-    Note("queries");
-    const int64_t count = rng_.Between(1, 4);
-    for (int64_t i = 0; i < count && !Failed() && engine_; ++i) {
-      const std::string device = DevicePool()[rng_.Index(DevicePool().size())];
-      switch (rng_.Between(0, 6)) {
-        case 0: {
-          // Known identities (some expired) and one that never existed.
-          if (!model_.records().empty()) {
-            auto it = model_.records().begin();
-            std::advance(it, static_cast<std::ptrdiff_t>(rng_.Index(model_.records().size())));
-            CheckGet(it->first);
-          }
-          CheckGet(Identity{device, "power", clock_.NowUnixNanos() + 17});
-          break;
-        }
-        case 1:
-          CheckRange(DrawRange(), DrawLimit());
-          break;
-        case 2:
-          CheckLatest(device, rng_.Percent(50) ? "" : MeasureSpecs()[rng_.Index(MeasureSpecs().size())].name);
-          break;
-        case 3: {
-          std::vector<std::string> devices;
-          for (const std::string& d : DevicePool()) {
-            if (rng_.Percent(60)) devices.push_back(d);
-          }
-          devices.push_back("never-seen-device");
-          CheckLatestBatch(devices, rng_.Percent(50) ? "" : "env#temperature");
-          break;
-        }
-        case 4:
-          CheckAggregate(DrawAggregate(device, MeasureSpecs()[rng_.Index(MeasureSpecs().size())].name));
-          break;
-        default:
-          CheckListings();
-          break;
-      }
-    }
-  }
-
-  // The full comparison after a recovery: every series in full and in
-  // pages, point reads, latest readings, aggregates and listings.
-  void CheckEverything() {
-    if (!engine_) return;
-    for (const std::string& device : DevicePool()) {
-      RangeQuery all;
-      all.table = kTable;
-      all.device_id = device;
-      all.order = rng_.Percent(50) ? Order::kAscending : Order::kDescending;
-      CheckRange(all, 0);
-      if (Failed() || !engine_) return;
-      all.order = rng_.Percent(50) ? Order::kAscending : Order::kDescending;
-      CheckRange(all, static_cast<size_t>(rng_.Between(1, 40)));
-      if (Failed() || !engine_) return;
-      CheckLatest(device, "");
-      if (Failed() || !engine_) return;
-      AggregateQuery query = DrawAggregate(device, MeasureSpecs()[rng_.Index(MeasureSpecs().size())].name);
-      query.from = ManualClockEnv::kDefaultStartUnixNanos - kWindowNanos - 86400 * kNanosPerSecond;
-      query.to = clock_.NowUnixNanos() + kNanosPerSecond;
-      CheckAggregate(query);
-      if (Failed() || !engine_) return;
-    }
-    // Point reads of a sample of identities, expired ones included.
-    const size_t stride = std::max<size_t>(1, model_.records().size() / 24);
-    size_t index = 0;
-    std::vector<Identity> sample;
-    for (const auto& [identity, record] : model_.records()) {
-      if (index++ % stride == 0) sample.push_back(identity);
-    }
-    for (const Identity& identity : sample) {
-      CheckGet(identity);
-      if (Failed() || !engine_) return;
-    }
-    std::vector<std::string> devices = DevicePool();
-    devices.push_back("never-seen-device");
-    CheckLatestBatch(devices, "");
-    if (Failed() || !engine_) return;
-    CheckListings();
+    at_risk_.clear();
   }
 
   const uint64_t seed_;
+  const RunConfig config_;
   const bool inject_faults_;
   ScopedTempDir dir_;
   // Durability is decided by env_'s simulated power cuts, so the real disk
@@ -1104,14 +684,18 @@ class ModelRun {
   NoSyncEnv no_sync_;
   ManualClockEnv clock_;
   FaultInjectionEnv env_;
-  Rng rng_;
   WorkloadGenerator generator_;
   EngineOptions options_;
-  std::unique_ptr<Engine> engine_;
-  ReferenceModel model_;
   // Identities written by a Write that returned an error, with what each
   // such write would have stored, in order.
   std::map<Identity, std::vector<StoredRecord>> uncertain_;
+  // Under kInterval and kOff: identities acknowledged since everything was
+  // last made durable, with the states each had before, oldest first.
+  std::map<Identity, std::vector<std::optional<StoredRecord>>> at_risk_;
+  RunStats stats_;
+  bool power_loss_armed_ = false;
+  // What the last power cut did, one line per file and entry change.
+  std::vector<std::string> last_cut_;
   int64_t injected_seen_ = 0;
   int64_t advanced_ = 0;
   uint64_t step_ = 0;
@@ -1121,27 +705,82 @@ class ModelRun {
 
 uint64_t StepsPerSeed() { return EnvironmentCount("CAIRN_CRASH_ITERATIONS", 80); }
 
-// Seeds 1..N; CAIRN_CRASH_SEEDS raises N for longer local runs.
+// Seeds 1..N (CAIRN_CRASH_SEEDS raises N for longer local runs), or the one
+// seed CAIRN_CRASH_SEED names, to replay a failure.
 std::vector<uint64_t> Seeds(uint64_t default_count) {
+  if (const uint64_t only = EnvironmentCount("CAIRN_CRASH_SEED", 0); only != 0) return {only};
   std::vector<uint64_t> seeds;
   const uint64_t count = EnvironmentCount("CAIRN_CRASH_SEEDS", default_count);
   for (uint64_t seed = 1; seed <= count; ++seed) seeds.push_back(seed);
   return seeds;
 }
 
+void RunAndReport(uint64_t seed, const RunConfig& config) {
+  ModelRun run(seed, config);
+  run.Run(StepsPerSeed());
+  std::printf("[ crash    ] %s seed %llu: %s\n", config.name, static_cast<unsigned long long>(seed),
+              run.stats().Summary().c_str());
+}
+
 class CrashModelTest : public ::testing::TestWithParam<uint64_t> {};
 
 TEST_P(CrashModelTest, PowerCutsKeepEveryAcknowledgedRecordExactlyOnce) {
-  ModelRun run(GetParam(), /*inject_faults=*/false);
-  run.Run(StepsPerSeed());
+  RunAndReport(GetParam(), RunConfig{.name = "full, drop", .cut_data = PowerCutOptions::Data::kDropUnsynced});
 }
 
 TEST_P(CrashModelTest, InjectedIoFailuresNeverLoseAcknowledgedRecords) {
-  ModelRun run(GetParam() + 1000, /*inject_faults=*/true);
-  run.Run(StepsPerSeed());
+  RunConfig config{.name = "full, drop, faults", .cut_data = PowerCutOptions::Data::kDropUnsynced};
+  config.inject_faults = true;
+  RunAndReport(GetParam() + 1000, config);
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, CrashModelTest, ::testing::ValuesIn(Seeds(4)));
+
+// The same runs with the other ways a power cut treats unsynced data, and
+// with the durability modes that acknowledge before the sync.
+class CrashCutModelTest : public ::testing::TestWithParam<uint64_t> {};
+
+TEST_P(CrashCutModelTest, TornWritesKeepEveryAcknowledgedRecordExactlyOnce) {
+  RunConfig config{.name = "full, torn"};
+  config.lose_power_mid_operation = true;
+  config.cut_data = PowerCutOptions::Data::kTornWrite;
+  RunAndReport(GetParam() + 2000, config);
+}
+
+TEST_P(CrashCutModelTest, ReorderedWritesAndEntryChangesKeepEveryAcknowledgedRecordExactlyOnce) {
+  RunConfig config{.name = "full, reordered, some entry changes"};
+  config.lose_power_mid_operation = true;
+  config.cut_data = PowerCutOptions::Data::kReorderedWrites;
+  config.keep_some_entry_changes = true;
+  RunAndReport(GetParam() + 3000, config);
+}
+
+TEST_P(CrashCutModelTest, MixedCutsAndInjectedIoFailuresNeverLoseAcknowledgedRecords) {
+  RunConfig config{.name = "full, mixed, faults"};
+  config.lose_power_mid_operation = true;
+  config.keep_some_entry_changes = true;
+  config.inject_faults = true;
+  RunAndReport(GetParam() + 4000, config);
+}
+
+TEST_P(CrashCutModelTest, IntervalDurabilityLosesOnlyRecordsInTheRiskWindow) {
+  RunConfig config{.name = "interval, mixed"};
+  config.lose_power_mid_operation = true;
+  config.durability = Durability::kInterval;
+  config.keep_some_entry_changes = true;
+  RunAndReport(GetParam() + 5000, config);
+}
+
+TEST_P(CrashCutModelTest, OffDurabilityLosesOnlyRecordsInTheRiskWindow) {
+  RunConfig config{.name = "off, mixed, faults"};
+  config.lose_power_mid_operation = true;
+  config.durability = Durability::kOff;
+  config.keep_some_entry_changes = true;
+  config.inject_faults = true;
+  RunAndReport(GetParam() + 6000, config);
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, CrashCutModelTest, ::testing::ValuesIn(Seeds(2)));
 
 // SQLite's way: fail the 1st, 2nd, 3rd ... call of one kind in a fixed
 // script until the script makes no more such calls, so every failure point is
@@ -1154,7 +793,8 @@ TEST_P(CrashSweepTest, EveryFailurePointRecovers) {
   constexpr uint64_t kSeed = 77;
   int64_t calls = 0;
   {
-    ModelRun baseline(kSeed, /*inject_faults=*/false);
+    ModelRun baseline(kSeed,
+                      RunConfig{.name = "sweep baseline", .cut_data = PowerCutOptions::Data::kDropUnsynced});
     calls = baseline.CountScriptCalls(op);
   }
   ASSERT_FALSE(HasFailure());
@@ -1166,7 +806,9 @@ TEST_P(CrashSweepTest, EveryFailurePointRecovers) {
   for (int64_t n = 1; n <= calls + 1 && !HasFailure(); n += stride) {
     SCOPED_TRACE("failing " + std::string(FaultOpName(op)) + " call " + std::to_string(n) + " of " +
                  std::to_string(calls));
-    ModelRun run(kSeed, /*inject_faults=*/true);
+    RunConfig config{.name = "sweep", .cut_data = PowerCutOptions::Data::kDropUnsynced};
+    config.inject_faults = true;
+    ModelRun run(kSeed, config);
     const bool fired = run.RunScript(op, n);
     if (!fired) {
       // Only past the last call may the fault go unused.

@@ -355,6 +355,39 @@ TEST_F(PowerCutModesTest, RewritingAfterAFailedSyncMakesTheDataDurableAgain) {
   EXPECT_EQ(OnDisk("log"), "head|data");
 }
 
+// ---- power lost in mid-operation ------------------------------------------------
+
+// Power lost at a sync: the sync and everything after fail without effect,
+// and the cut then finds the write before it unsynced, to tear or reorder,
+// not lost as a failed sync would leave it.
+TEST_F(PowerCutModesTest, PowerLostAtASyncLeavesTheWriteBeforeItToTheCut) {
+  bool some_kept = false;
+  for (uint64_t seed = 1; seed <= 16; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    CreateDurable("log", "head|");
+    std::unique_ptr<File> file = Open("log", OpenMode::kReadWrite);
+    env_.LosePowerAtNth(FaultOp::kSync, 1);
+    ASSERT_TRUE(file->Append(Pattern('R', 3000)).ok());
+    EXPECT_FALSE(env_.PowerLost());
+    const Status sync = file->Sync();
+    EXPECT_TRUE(sync.Is(StatusCode::kIOError)) << sync.ToString();
+    EXPECT_NE(sync.message().find("power lost"), std::string::npos);
+    EXPECT_TRUE(env_.PowerLost());
+    EXPECT_FALSE(file->Append("more").ok());
+    EXPECT_FALSE(env_.OpenFile(Path("other"), OpenMode::kCreateExclusive).ok());
+    EXPECT_FALSE(ExistsOnDisk("other"));
+    file.reset();
+    const PowerCutReport report = Cut(PowerCutOptions::Data::kTornWrite, seed);
+    EXPECT_EQ(report.torn_writes, 1u);
+    EXPECT_FALSE(env_.PowerLost());
+    const std::string after = OnDisk("log");
+    EXPECT_EQ(after.substr(0, 5), "head|");
+    some_kept |= after.size() > 5 && after[5] == 'R';
+    ASSERT_TRUE(Env::Default()->RemoveFile(Path("log")).ok());
+  }
+  EXPECT_TRUE(some_kept) << "no cut kept any byte written before the loss";
+}
+
 // ---- fault kinds -----------------------------------------------------------------
 
 TEST_F(PowerCutModesTest, HalfWrittenFailureLeavesAPrefixAndDoesNotMoveTheAppendOffset) {
