@@ -29,6 +29,16 @@
 // the step, the latest actions and what the last power cut did; each cut's
 // own seed is in the actions. A run is deterministic from its seed except
 // under kInterval, whose sync thread runs on the real clock.
+//
+// Under kInterval the bound on the risk window (at most sync_interval_ms of
+// writes) is a timing property and is not asserted: the sync thread waits on
+// the real clock, and tests here assert no timings. What is asserted is the
+// weaker promise every mode shares: nothing made durable by a seal or a
+// clean close is lost, and what is lost goes back to a state it had.
+//
+// The file is longer than most: one class drives a run step by step and
+// keeps the model, the uncertain records and the trace in step with it; its
+// query checks live in crash_model_checks.h.
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
