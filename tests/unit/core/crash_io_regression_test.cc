@@ -173,5 +173,88 @@ TEST_F(CrashIoRegressionTest, RestartAfterAFailedLogSyncDoesNotBuildOnDataTheDis
   EXPECT_TRUE(present.count(0) && present.count(2));
 }
 
+// Retention drops a period file past retention by unlinking the .db and its
+// -wal, then syncs the directory and ignores the error. With the directory
+// sync failing (EIO) and the checkpoint at close failing with it, the .db on
+// disk holds only what an earlier checkpoint put there; the newest version
+// of a reading is in the -wal. A power cut that keeps the -wal's unlink and
+// undoes the .db's (the entry changes of one directory are independent in
+// FaultInjectionEnv's model) brings the file back without its WAL, and the
+// reading shows its older version. Once past retention a reading may be
+// gone, but never back in a state that a later write replaced.
+// Sweep: sync call 101 failing forever, "expired reading back in another
+// state" (reordered cut, some entry changes kept).
+TEST(CrashIoRetentionRegressionTest, RetentionNeverBringsBackAPeriodFileWithoutItsWal) {
+  GTEST_SKIP() << "defect (retention): a period file and its WAL are unlinked with an unchecked directory sync; "
+                  "a power cut can bring the file back without its WAL, in an older version";
+  bool reproduced_the_cut = false;
+  // The cut's choices come from its seed: try seeds until one keeps the
+  // WAL's unlink and undoes the file's (bounded; the first few do).
+  for (uint64_t seed = 1; seed <= 40 && !reproduced_the_cut; ++seed) {
+    SCOPED_TRACE("cut seed " + std::to_string(seed));
+    ScopedTempDir dir("cairn-io-retention");
+    NoSyncEnv no_sync(Env::Default());
+    ManualClockEnv clock(&no_sync);
+    FaultInjectionEnv env(&clock);
+    EngineOptions options;
+    options.maintenance_interval_ms = 0;
+    auto open = [&] { return Engine::Open(&env, dir.path(), options); };
+    auto engine = open();
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    TableOptions table;
+    table.period = Period::kHour;
+    table.retention_seconds = 2 * 3600;
+    ASSERT_TRUE((*engine)->CreateTable(kTable, table).ok());
+    Record reading;
+    reading.device_id = "gw-1";
+    reading.measure_name = "env#temperature";
+    reading.timestamp = clock.NowUnixNanos() - 60 * kNanosPerSecond;
+    reading.fields = {Field{"value", 1.0}};
+    ASSERT_TRUE((*engine)->Write(kTable, {reading}).ok());
+    ASSERT_TRUE((*engine)->SealAll().ok());
+    // A clean restart checkpoints version 0 into the .db.
+    ASSERT_TRUE((*engine)->Close().ok());
+    engine = open();
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    reading.version = 1;
+    reading.fields = {Field{"value", 2.0}};
+    auto written = (*engine)->Write(kTable, {reading});
+    ASSERT_TRUE(written.ok() && written->stored == 1);
+    ASSERT_TRUE((*engine)->SealAll().ok());  // version 1 is in the -wal
+
+    // The reading's period file, which retention is about to drop.
+    const std::string table_dir = JoinPath(dir.path(), kTable);
+    Result<std::vector<std::string>> names = Env::Default()->ListDir(table_dir);
+    ASSERT_TRUE(names.ok()) << names.status().ToString();
+    std::string db;
+    for (const std::string& name : *names) {
+      if (name.size() > 3 && name.compare(name.size() - 3, 3, ".db") == 0) db = JoinPath(table_dir, name);
+    }
+    ASSERT_FALSE(db.empty());
+
+    clock.AdvanceNanos(int64_t{3} * 3600 * kNanosPerSecond);
+    env.FailFromNth(FaultOp::kSync, 1, Status::IOError("fsync: Input/output error (injected)"));
+    (void)(*engine)->Maintain();
+    env.ClearFaults();
+    ASSERT_FALSE(Env::Default()->FileExists(db)) << "retention did not drop " << db;
+    engine->reset();
+    PowerCutOptions cut;
+    cut.keep_some_entry_changes = true;
+    cut.seed = seed;
+    ASSERT_TRUE(env.SimulatePowerCut(cut).ok());
+    if (!Env::Default()->FileExists(db) || Env::Default()->FileExists(db + "-wal")) continue;
+    reproduced_the_cut = true;
+
+    engine = open();
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    auto got = (*engine)->Get(kTable, reading.device_id, reading.measure_name, reading.timestamp);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    if (got->has_value()) {
+      EXPECT_EQ((*got)->version, 1u) << "an expired reading came back in the version a later write replaced";
+    }
+  }
+  EXPECT_TRUE(reproduced_the_cut) << "no seed kept the WAL's unlink and undid the file's";
+}
+
 }  // namespace
 }  // namespace cairn

@@ -150,6 +150,10 @@ const std::map<std::string, std::string>& DeferredKinds() {
        "(RestartAfterAFailedLogSyncDoesNotBuildOnDataTheDiskNeverGot)"},
       {"acknowledged reading lost by the repair",
        "the repair that the refusal above asks for drops readings acknowledged after the gap"},
+      {"expired reading back in another state",
+       "retention unlinks a period file and its WAL with a directory sync whose error it ignores; a cut that "
+       "keeps one unlink and not the other brings the file back without its WAL: "
+       "RetentionNeverBringsBackAPeriodFileWithoutItsWal"},
   };
   return kinds;
 }
@@ -409,13 +413,14 @@ class SweepRun : public ModelChecks {
   }
 
   // Identities of readings before `cutoff` may be dropped by retention from
-  // now on: present as acknowledged, or absent.
+  // now on: present as acknowledged, or absent, and present again after a
+  // power cut that undid the unlink of their period file.
   void ExpireBefore(int64_t cutoff) {
     for (const auto& [identity, stored] : model_.records()) {
-      if (identity.timestamp < cutoff) expiring_.insert(identity);
+      if (identity.timestamp < cutoff) expiring_.emplace(identity, stored);
     }
     for (const auto& [identity, candidates] : uncertain_) {
-      if (identity.timestamp < cutoff) expiring_.insert(identity);
+      if (identity.timestamp < cutoff) expiring_.emplace(identity, std::nullopt);
     }
   }
 
@@ -516,7 +521,8 @@ class SweepRun : public ModelChecks {
   // records of failed writes and expiring ones in a state that explains.
   void CheckAll(SweepFindings* findings, const std::string& when) {
     const int64_t now = clock_.NowUnixNanos();
-    std::set<Identity> open_questions = expiring_;
+    std::set<Identity> open_questions;
+    for (const auto& [identity, acknowledged] : expiring_) open_questions.insert(identity);
     for (const auto& [identity, candidates] : uncertain_) open_questions.insert(identity);
     for (const Identity& identity : open_questions) {
       auto got = engine_->Get(kTable, identity.device_id, identity.measure_name, identity.timestamp);
@@ -528,7 +534,10 @@ class SweepRun : public ModelChecks {
       const StoredRecord* acknowledged = model_.Find(identity);
       std::vector<std::optional<StoredRecord>> options = {
           acknowledged ? std::optional<StoredRecord>(*acknowledged) : std::nullopt};
-      if (expiring_.count(identity) != 0) options.push_back(std::nullopt);
+      if (auto it = expiring_.find(identity); it != expiring_.end()) {
+        options.push_back(std::nullopt);
+        options.push_back(it->second);
+      }
       if (auto it = uncertain_.find(identity); it != uncertain_.end()) {
         options.insert(options.end(), it->second.begin(), it->second.end());
       }
@@ -542,7 +551,8 @@ class SweepRun : public ModelChecks {
         }
       }
       if (!matched) {
-        Report(findings, LossKind(acknowledged != nullptr),
+        Report(findings, expiring_.count(identity) != 0 ? "expired reading back in another state"
+                                                        : LossKind(acknowledged != nullptr),
                Describe(identity) + " " + when + " is " +
                    (got->has_value() ? Describe(**got) : std::string("absent")) + ", acknowledged " +
                    (acknowledged ? Describe(*acknowledged) : std::string("nothing")) + Explain(identity));
@@ -587,8 +597,9 @@ class SweepRun : public ModelChecks {
   // Identities written by a Write that failed: the state before the first
   // failure, then what each attempt would have stored.
   std::map<Identity, std::vector<std::optional<StoredRecord>>> uncertain_;
-  // Identities that retention may have dropped.
-  std::set<Identity> expiring_;
+  // Identities that retention may have dropped, with their acknowledged
+  // state when it began to.
+  std::map<Identity, std::optional<StoredRecord>> expiring_;
   std::map<Identity, std::string> history_;
   std::deque<std::string> trace_;
   std::vector<std::string> last_cut_;
