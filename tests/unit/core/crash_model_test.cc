@@ -94,6 +94,9 @@ struct RunConfig {
   // its sync), not only between operations: what a torn or reordered cut
   // needs to find anything unsynced under kFull.
   bool lose_power_mid_operation = false;
+  // The test's seed parameter, which CAIRN_CRASH_SEED takes to replay a
+  // run (its seed proper adds an offset per test); 0: not replayable so.
+  uint64_t replay_seed = 0;
 };
 
 // What a run's power cuts did and what the engine made of them.
@@ -268,9 +271,11 @@ class ModelRun : public ModelChecks {
   }
 
   void Fail(const std::string& message) override {
-    std::string context = std::string(config_.name) + " seed " + std::to_string(seed_) +
-                          " (replay: CAIRN_CRASH_SEED=" + std::to_string(seed_) + "), step " +
-                          std::to_string(step_) + ": " + message + "\n  latest actions:";
+    std::string context = std::string(config_.name) + " seed " + std::to_string(seed_);
+    if (config_.replay_seed != 0) {
+      context += " (replay: CAIRN_CRASH_SEED=" + std::to_string(config_.replay_seed) + " with this test's filter)";
+    }
+    context += ", step " + std::to_string(step_) + ": " + message + "\n  latest actions:";
     for (const std::string& line : trace_) context += "\n    " + line;
     if (!last_cut_.empty()) context += "\n  the last power cut:";
     for (const std::string& line : last_cut_) context += "\n    " + line;
@@ -725,7 +730,11 @@ std::vector<uint64_t> Seeds(uint64_t default_count) {
   return seeds;
 }
 
-void RunAndReport(uint64_t seed, const RunConfig& config) {
+// Runs seed `param` (from Seeds) of a test whose runs use seeds param +
+// offset, and prints what its power cuts did.
+void RunAndReport(uint64_t param, uint64_t offset, RunConfig config) {
+  config.replay_seed = param;
+  const uint64_t seed = param + offset;
   ModelRun run(seed, config);
   run.Run(StepsPerSeed());
   std::printf("[ crash    ] %s seed %llu: %s\n", config.name, static_cast<unsigned long long>(seed),
@@ -735,13 +744,13 @@ void RunAndReport(uint64_t seed, const RunConfig& config) {
 class CrashModelTest : public ::testing::TestWithParam<uint64_t> {};
 
 TEST_P(CrashModelTest, PowerCutsKeepEveryAcknowledgedRecordExactlyOnce) {
-  RunAndReport(GetParam(), RunConfig{.name = "full, drop", .cut_data = PowerCutOptions::Data::kDropUnsynced});
+  RunAndReport(GetParam(), 0, RunConfig{.name = "full, drop", .cut_data = PowerCutOptions::Data::kDropUnsynced});
 }
 
 TEST_P(CrashModelTest, InjectedIoFailuresNeverLoseAcknowledgedRecords) {
   RunConfig config{.name = "full, drop, faults", .cut_data = PowerCutOptions::Data::kDropUnsynced};
   config.inject_faults = true;
-  RunAndReport(GetParam() + 1000, config);
+  RunAndReport(GetParam(), 1000, config);
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, CrashModelTest, ::testing::ValuesIn(Seeds(4)));
@@ -754,7 +763,7 @@ TEST_P(CrashCutModelTest, TornWritesKeepEveryAcknowledgedRecordExactlyOnce) {
   RunConfig config{.name = "full, torn"};
   config.lose_power_mid_operation = true;
   config.cut_data = PowerCutOptions::Data::kTornWrite;
-  RunAndReport(GetParam() + 2000, config);
+  RunAndReport(GetParam(), 2000, config);
 }
 
 TEST_P(CrashCutModelTest, ReorderedWritesAndEntryChangesKeepEveryAcknowledgedRecordExactlyOnce) {
@@ -762,7 +771,7 @@ TEST_P(CrashCutModelTest, ReorderedWritesAndEntryChangesKeepEveryAcknowledgedRec
   config.lose_power_mid_operation = true;
   config.cut_data = PowerCutOptions::Data::kReorderedWrites;
   config.keep_some_entry_changes = true;
-  RunAndReport(GetParam() + 3000, config);
+  RunAndReport(GetParam(), 3000, config);
 }
 
 TEST_P(CrashCutModelTest, MixedCutsAndInjectedIoFailuresNeverLoseAcknowledgedRecords) {
@@ -770,7 +779,7 @@ TEST_P(CrashCutModelTest, MixedCutsAndInjectedIoFailuresNeverLoseAcknowledgedRec
   config.lose_power_mid_operation = true;
   config.keep_some_entry_changes = true;
   config.inject_faults = true;
-  RunAndReport(GetParam() + 4000, config);
+  RunAndReport(GetParam(), 4000, config);
 }
 
 TEST_P(CrashCutModelTest, IntervalDurabilityLosesOnlyRecordsInTheRiskWindow) {
@@ -778,7 +787,7 @@ TEST_P(CrashCutModelTest, IntervalDurabilityLosesOnlyRecordsInTheRiskWindow) {
   config.lose_power_mid_operation = true;
   config.durability = Durability::kInterval;
   config.keep_some_entry_changes = true;
-  RunAndReport(GetParam() + 5000, config);
+  RunAndReport(GetParam(), 5000, config);
 }
 
 TEST_P(CrashCutModelTest, OffDurabilityLosesOnlyRecordsInTheRiskWindow) {
@@ -787,7 +796,7 @@ TEST_P(CrashCutModelTest, OffDurabilityLosesOnlyRecordsInTheRiskWindow) {
   config.durability = Durability::kOff;
   config.keep_some_entry_changes = true;
   config.inject_faults = true;
-  RunAndReport(GetParam() + 6000, config);
+  RunAndReport(GetParam(), 6000, config);
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, CrashCutModelTest, ::testing::ValuesIn(Seeds(2)));
