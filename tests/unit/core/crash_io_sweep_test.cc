@@ -24,6 +24,10 @@
 // CAIRN_IO_SWEEP=full visits every N, CAIRN_IO_SWEEP_POINTS sets the points
 // per kind and mode. Each test prints points tried, faults fired and
 // failures by kind.
+//
+// Longer than most files: the workload, the checks after it and the sweep
+// over it are one procedure, read top-down; the query checks it shares with
+// the model test live in crash_model_checks.h.
 #include <algorithm>
 #include <cstdio>
 #include <deque>
