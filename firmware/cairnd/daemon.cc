@@ -213,11 +213,11 @@ Status Daemon::OpenEngine() {
       return Status::Busy("data directory " + dir + " is in use by another cairnd (lock " +
                           JoinPath(dir, "LOCK") + " held)");
     }
-    if (status.Is(StatusCode::kCorruption)) {
+    // Damage in a log segment is what the log repair mends: it keeps every
+    // intact record and reports the readings lost.
+    if (status.Is(StatusCode::kCorruption) && status.message().find(JoinPath(dir, "log") + "/") != std::string::npos) {
       return Status::Corruption("cannot open data directory " + dir + ": " + status.message() +
-                                "; to cut the log after its last intact record (the records after the damage "
-                                "are lost), stop cairnd and run: cairnd --repair-log --data-dir " +
-                                dir);
+                                "; to mend the log, stop cairnd and run: cairnd --repair-log --data-dir " + dir);
     }
     return status.WithContext("cannot open data directory " + dir);
   }
@@ -225,6 +225,11 @@ Status Daemon::OpenEngine() {
   if (recovery.torn_tail_bytes_truncated > 0) {
     log_->Warn("the write-ahead log ended in a write cut short by a crash or power cut; its " +
                std::to_string(recovery.torn_tail_bytes_truncated) + " bytes were dropped");
+  }
+  if (recovery.sealed_damage_bytes_skipped > 0) {
+    log_->Warn("the write-ahead log holds " + std::to_string(recovery.sealed_damage_bytes_skipped) +
+               " damaged bytes among records already sealed into period files; they were skipped (nothing "
+               "lost) and leave with the next checkpoint");
   }
   if (recovery.records_replayed > 0) {
     log_->Info("recovered " + std::to_string(recovery.records_replayed) +

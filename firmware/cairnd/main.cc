@@ -25,27 +25,48 @@
 namespace {
 
 // `cairnd --repair-log`: what Engine::RepairLog did, on stdout, or why it
-// could not, on stderr.
+// could not, on stderr. Losses are told in readings (one per LSN), with the
+// ranges and how many of them the cloud already holds.
 int RepairLog(const std::string& data_dir) {
-  cairn::Result<uint64_t> cut = cairn::Engine::RepairLog(cairn::Env::Default(), data_dir);
-  if (!cut.ok()) {
-    if (cut.status().Is(cairn::StatusCode::kBusy)) {
+  cairn::Result<cairn::LogRepairReport> repaired = cairn::Engine::RepairLog(cairn::Env::Default(), data_dir);
+  if (!repaired.ok()) {
+    if (repaired.status().Is(cairn::StatusCode::kBusy)) {
       std::fprintf(stderr,
                    "cairnd: cannot repair the log: data directory %s is in use by a running cairnd; "
                    "stop it first\n",
                    data_dir.c_str());
     } else {
       std::fprintf(stderr, "cairnd: cannot repair the log of %s: %s\n", data_dir.c_str(),
-                   cut.status().ToString().c_str());
+                   repaired.status().ToString().c_str());
     }
     return 1;
   }
-  if (*cut == 0) {
-    std::printf("cairnd: the log of %s is intact; nothing was cut\n", data_dir.c_str());
-  } else {
-    std::printf("cairnd: repaired the log of %s: cut %llu bytes after the last intact record\n",
-                data_dir.c_str(), static_cast<unsigned long long>(*cut));
+  const cairn::LogRepairReport& report = *repaired;
+  auto count = [](uint64_t n) { return static_cast<unsigned long long>(n); };
+  for (const std::string& action : report.actions) std::printf("cairnd: %s\n", action.c_str());
+  if (report.segments_trimmed > 0) {
+    std::printf("cairnd: removed %llu log segment(s) whose readings are all sealed into period files\n",
+                count(report.segments_trimmed));
   }
+  if (report.torn_tail_bytes > 0) {
+    std::printf("cairnd: dropped %llu bytes of a write cut short by a crash\n", count(report.torn_tail_bytes));
+  }
+  if (!report.note.empty()) std::printf("cairnd: note: %s\n", report.note.c_str());
+  if (report.actions.empty()) {
+    std::printf("cairnd: the log of %s needed no repair; no reading lost\n", data_dir.c_str());
+    return 0;
+  }
+  std::string ranges;
+  for (const cairn::LsnRange& range : report.lost_lsns) {
+    if (!ranges.empty()) ranges += ", ";
+    ranges += std::to_string(range.first);
+    if (range.last != range.first) ranges += "-" + std::to_string(range.last);
+  }
+  std::printf("cairnd: repaired the log of %s: %llu reading(s) lost%s%s, %llu of them already synced to the "
+              "cloud; %llu intact reading(s) after the damage kept\n",
+              data_dir.c_str(), count(report.readings_lost), ranges.empty() ? "" : " (LSNs ",
+              ranges.empty() ? "" : (ranges + ")").c_str(), count(report.readings_lost_already_synced),
+              count(report.readings_kept_after_damage));
   return 0;
 }
 

@@ -41,6 +41,7 @@ Status PosixError(std::string_view operation, std::string_view subject, int erro
       return Status::ResourceExhausted(std::move(message));
     case EACCES:
     case EPERM:
+    case EROFS:  // a filesystem remounted read-only refuses writes as permissions would
       return Status::PermissionDenied(std::move(message));
     case EIO:
     case ENXIO:

@@ -117,7 +117,17 @@ class EngineImpl final : public Engine {
   // ---- write path (engine_write.cc) ----
   struct PendingWrite;
   struct AcceptedRecord;
-  Status CommitGroup(const std::vector<PendingWrite*>& group, bool* log_failed);
+  // A series as it was before a group commit changed it.
+  struct SeriesUndo {
+    TableState* table;
+    Series* series;
+    bool created;
+    size_t field_count;
+    std::map<std::string, std::string> dimensions;
+  };
+  Status CommitGroup(const std::vector<PendingWrite*>& group);
+  // Takes back, newest first, series changes the catalog could not record.
+  void UndoSeriesChanges(const std::vector<SeriesUndo>& undo);
   Result<uint64_t> ExistingVersion(
       TableState& table, Series& series, int64_t timestamp,
       const std::unordered_map<const Series*, std::map<int64_t, uint64_t>>& pending);
@@ -187,9 +197,6 @@ class EngineImpl final : public Engine {
   // Group commit queue.
   std::mutex writers_mutex_;
   std::deque<PendingWrite*> writers_;
-  // Set once the log failed: every later write fails with it (a failed
-  // append or fdatasync leaves the log's tail unknown until reopened).
-  Status write_error_;
 
   // Held by the group-commit leader for a whole commit, so Close can wait
   // for it.

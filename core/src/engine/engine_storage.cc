@@ -378,10 +378,9 @@ Status EngineImpl::AdvanceCheckpoint() {
     std::unique_lock state(state_mutex_);
     checkpoint_lsn_ = std::max(checkpoint_lsn_, checkpoint);
   }
-  // When everything logged is sealed, the active segment is dead weight too:
-  // start a new one so that it can go.
-  if (checkpoint >= log_->NextLsn()) CAIRN_RETURN_IF_ERROR(log_->StartNewSegment());
-  return log_->RemoveSegmentsBelow(checkpoint);
+  // The log lets go of what is sealed, rolling its active segment when that
+  // holds enough sealed records (LogWriter::ReleaseBelow).
+  return log_->ReleaseBelow(checkpoint);
 }
 
 Status EngineImpl::CompactPeriod(const std::string& table, Period period, int64_t start) {

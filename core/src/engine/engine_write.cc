@@ -5,7 +5,9 @@
 
 #include "engine/engine_impl.h"
 #include "engine/write_batch.h"
+#include "engine/write_failure.h"
 #include "log/log_reader.h"
+#include "log/log_repair.h"
 #include "storage/env_vfs.h"
 
 namespace cairn {
@@ -74,9 +76,66 @@ Result<std::unique_ptr<Engine>> Engine::Open(Env* env, const std::string& data_d
   return std::unique_ptr<Engine>(std::move(engine));
 }
 
-Result<uint64_t> Engine::RepairLog(Env* env, const std::string& data_dir) {
-  CAIRN_ASSIGN_OR_RETURN(auto lock, env->LockFile(JoinPath(data_dir, "LOCK")));
-  return cairn::RepairLog(env, JoinPath(data_dir, "log"));
+namespace {
+
+// The checkpoint and the confirmed LSNs of every sync ledger, read from the
+// catalog for a repair of the log. An absent catalog reads as checkpoint 0.
+Status ReadRepairContext(Env* env, const std::string& data_dir, uint64_t* checkpoint, LsnRangeSet* confirmed) {
+  const std::string path = JoinPath(data_dir, "catalog.db");
+  if (!env->FileExists(path)) return Status::NotFound(path + " does not exist");
+  const std::string vfs_name = VfsNameFor(env);
+  CAIRN_RETURN_IF_ERROR(RegisterEnvVfs(env, vfs_name));
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<Catalog> catalog, Catalog::Open(vfs_name, path));
+  CAIRN_ASSIGN_OR_RETURN(*checkpoint, catalog->CheckpointLsn());
+  CAIRN_ASSIGN_OR_RETURN(std::vector<SyncLedger> ledgers, catalog->LoadSyncLedgers());
+  for (const SyncLedger& ledger : ledgers) {
+    for (const LsnRange& range : ledger.confirmed.ranges()) confirmed->Add(range.first, range.last);
+  }
+  return catalog->Close();
+}
+
+// How many LSNs of first..last are in `set`.
+uint64_t CountContained(const LsnRangeSet& set, uint64_t first, uint64_t last) {
+  uint64_t count = 0;
+  for (const LsnRange& range : set.ranges()) {
+    const uint64_t from = std::max(first, range.first), to = std::min(last, range.last);
+    if (from <= to) count += to - from + 1;
+  }
+  return count;
+}
+
+}  // namespace
+
+Result<LogRepairReport> Engine::RepairLog(Env* env, const std::string& data_dir) {
+  auto lock = env->LockFile(JoinPath(data_dir, "LOCK"));
+  if (!lock.ok()) {
+    if (lock.status().Is(StatusCode::kBusy)) {
+      return Status::Busy("data directory " + data_dir + " is in use by another process");
+    }
+    return lock.status();
+  }
+  LogRepairReport report;
+  uint64_t checkpoint = 0;
+  LsnRangeSet confirmed;
+  if (Status context = ReadRepairContext(env, data_dir, &checkpoint, &confirmed); !context.ok()) {
+    // Without the checkpoint nothing tells sealed readings from lost ones:
+    // count them all as lost rather than fewer.
+    checkpoint = 0;
+    confirmed = LsnRangeSet();
+    report.note = "the checkpoint could not be read (" + context.message() +
+                  "), so every damaged reading is counted as lost";
+  }
+  CAIRN_ASSIGN_OR_RETURN(LogRepairOutcome outcome, cairn::RepairLog(env, JoinPath(data_dir, "log"), checkpoint));
+  for (const LogRepairOutcome::LostLsns& lost : outcome.lost) {
+    report.lost_lsns.push_back(LsnRange{lost.first_lsn, lost.end_lsn - 1});
+    report.readings_lost += lost.end_lsn - lost.first_lsn;
+    report.readings_lost_already_synced += CountContained(confirmed, lost.first_lsn, lost.end_lsn - 1);
+  }
+  report.readings_kept_after_damage = outcome.lsns_kept_after_damage;
+  report.segments_trimmed = outcome.segments_trimmed;
+  report.torn_tail_bytes = outcome.torn_tail_bytes;
+  report.actions = std::move(outcome.actions);
+  return report;
 }
 
 struct EngineImpl::PendingWrite {
@@ -173,15 +232,22 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
   if (!replayed.ok()) {
     if (replayed.Is(StatusCode::kCorruption)) {
       return Status::Corruption(replayed.message() +
-                                " (run the log repair command to truncate the log there)");
+                                " (the log repair command keeps every intact record and reports the readings lost)");
     }
     return replayed;
+  }
+  if (replay.start_lsn > std::max<uint64_t>(checkpoint_lsn_, 1)) {
+    return Status::Corruption("the log in " + log_dir + " starts at LSN " + std::to_string(replay.start_lsn) +
+                              " but the checkpoint is at " + std::to_string(checkpoint_lsn_) +
+                              ": the segments holding the readings in between are missing (the log repair "
+                              "command cannot bring them back)");
   }
   next_lsn_ = std::max(replay.next_lsn, checkpoint_lsn_);
   // With durability other than full, acknowledged records can be lost in a
   // power cut after the sync sender read them. Their LSNs must not be given
   // to new records: the sync ledger may hold them as confirmed, and a new
-  // record under a confirmed LSN would never be sent.
+  // record under a confirmed LSN would never be sent. The new segment's
+  // header declares the LSNs skipped this way (log_format.md).
   {
     CAIRN_ASSIGN_OR_RETURN(std::vector<SyncLedger> ledgers, catalog_->LoadSyncLedgers());
     for (const SyncLedger& ledger : ledgers) {
@@ -194,10 +260,18 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
   if (report) {
     report->records_replayed = applied;
     report->torn_tail_bytes_truncated = replay.torn_tail_bytes;
+    report->sealed_damage_bytes_skipped = replay.damaged_bytes_skipped;
   }
   LogWriterOptions log_options;
   log_options.segment_bytes = options_.log_segment_bytes;
-  CAIRN_ASSIGN_OR_RETURN(log_, LogWriter::Open(env_, log_dir, next_lsn_, log_options));
+  // Sealed records leave the log a segment at a time: a sixteenth of a
+  // segment is the slack the log keeps beside what is not sealed yet.
+  log_options.release_roll_bytes = std::max<uint64_t>(1, options_.log_segment_bytes / 16);
+  CAIRN_ASSIGN_OR_RETURN(log_, LogWriter::Open(env_, log_dir, next_lsn_, replay.next_lsn, log_options));
+  // A full disk does not stop the start: queries work, writes wait for room.
+  if (Status failure = log_->Failure(); !failure.ok()) {
+    (void)ReportWriteFailure(env_, data_dir_, "the write-ahead log", failure, health_);
+  }
 
   if (options_.maintenance_interval_ms > 0) {
     maintenance_thread_ = env_->StartThread([this] { MaintenanceLoop(); });
@@ -340,7 +414,6 @@ Result<WriteResult> EngineImpl::WriteAdmitted(const std::string& table, const st
   w.table = &table;
   w.records = &records;
   std::unique_lock lock(writers_mutex_);
-  if (!write_error_.ok()) return write_error_;
   writers_.push_back(&w);
   while (!w.done && &w != writers_.front()) w.cv.wait(lock);
   if (w.done) {
@@ -356,10 +429,8 @@ Result<WriteResult> EngineImpl::WriteAdmitted(const std::string& table, const st
     group_records += p->records->size();
   }
   lock.unlock();
-  bool log_failed = false;
-  Status status = CommitGroup(group, &log_failed);
+  Status status = CommitGroup(group);
   lock.lock();
-  if (log_failed && write_error_.ok()) write_error_ = status;
   for (PendingWrite* p : group) {
     writers_.pop_front();
     if (p != &w) {
@@ -444,6 +515,19 @@ void EngineImpl::ApplyToHead(Series& series, ChunkRecord record, uint64_t lsn) {
   head_bytes_ += bytes;
 }
 
+void EngineImpl::UndoSeriesChanges(const std::vector<SeriesUndo>& undo) {
+  for (auto it = undo.rbegin(); it != undo.rend(); ++it) {
+    Series* series = it->series;
+    if (it->created) {
+      it->table->series.erase(std::make_pair(series->device_id, series->measure_name));
+      continue;
+    }
+    for (size_t i = it->field_count; i < series->fields.size(); ++i) series->field_index.erase(series->fields[i].name);
+    series->fields.resize(it->field_count);
+    series->dimensions = it->dimensions;
+  }
+}
+
 void EngineImpl::CountOutcomes(const std::vector<PendingWrite*>& group) {
   for (PendingWrite* w : group) {
     if (!w->status.ok()) continue;
@@ -470,7 +554,7 @@ void EngineImpl::CountOutcomes(const std::vector<PendingWrite*>& group) {
   }
 }
 
-Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group, bool* log_failed) {
+Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
   std::lock_guard commit(commit_mutex_);
   std::vector<AcceptedRecord> accepted;
   std::vector<LoggedRecord> logged;
@@ -482,6 +566,12 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group, bool* lo
     std::unordered_map<const Series*, std::map<int64_t, uint64_t>> pending;
     // Series created or whose schema or dimensions changed, with their table.
     std::map<Series*, const std::string*> changed_series;
+    // How to take those changes back if the catalog cannot record them.
+    std::vector<SeriesUndo> undo;
+    auto will_change = [&](TableState& table, Series* series, bool created) {
+      if (!changed_series.emplace(series, &table.info.name).second) return;
+      undo.push_back(SeriesUndo{&table, series, created, series->fields.size(), series->dimensions});
+    };
     for (PendingWrite* w : group) {
       const std::vector<Record>& records = *w->records;
       w->result.records.assign(records.size(), RecordResult{});
@@ -533,7 +623,7 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group, bool* lo
         }
         bool created = false;
         Series* series = FindOrCreateSeries(table, r.device_id, r.measure_name, &created);
-        if (created) changed_series.emplace(series, &table.info.name);
+        if (created) will_change(table, series, /*created=*/true);
         Result<uint64_t> stored = ExistingVersion(table, *series, r.timestamp, pending);
         if (!stored.ok()) return stored.status();
         if (*stored != 0) {
@@ -551,13 +641,13 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group, bool* lo
         }
         for (const Field& f : r.fields) {
           if (!series->field_index.count(f.name)) {
+            will_change(table, series, /*created=*/false);
             series->AddField(f.name, TypeOf(f.value));
-            changed_series.emplace(series, &table.info.name);
           }
         }
         if (!r.dimensions.empty() && r.dimensions != series->dimensions) {
+          will_change(table, series, /*created=*/false);
           series->dimensions = r.dimensions;
-          changed_series.emplace(series, &table.info.name);
         }
         pending[series][r.timestamp] = r.version;
         int64_t ttl = r.ttl;
@@ -581,7 +671,12 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group, bool* lo
         changes.push_back(CatalogSeries{series->id, *table_name, series->device_id, series->measure_name,
                                         series->shard, series->fields, series->dimensions});
       }
-      CAIRN_RETURN_IF_ERROR(catalog_->PutSeries(changes));
+      if (Status put = catalog_->PutSeries(changes); !put.ok()) {
+        // Memory must not hold a series id or a field the catalog lacks:
+        // a later write would use it without recording it.
+        UndoSeriesChanges(undo);
+        return ReportWriteFailure(env_, data_dir_, "the catalog", put, health_);
+      }
     }
     if (accepted.empty()) {
       CountOutcomes(group);
@@ -598,17 +693,20 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group, bool* lo
 
   // The log write and its sync run without the state lock: queries go on.
   const std::string payload = EncodeWriteBatch(logged);
-  Status status = log_->Append(first_lsn, static_cast<uint32_t>(accepted.size()), payload);
-  if (status.ok() && options_.durability == Durability::kFull) status = log_->Sync();
+  Status status = log_->Append(first_lsn, static_cast<uint32_t>(accepted.size()), payload,
+                               /*sync=*/options_.durability == Durability::kFull);
 
   std::unique_lock state(state_mutex_);
   inflight_first_lsn_ = 0;
   if (!status.ok()) {
-    // Nothing of this group is acknowledged. The LSNs stay consumed: the
-    // log refuses further appends until the engine is reopened.
-    *log_failed = true;
-    return status.WithContext("write-ahead log");
+    // Nothing of this group is in the log (the writer settles back to what
+    // it holds durably), so its LSNs go to the next group: numbering stays
+    // contiguous, and a clean stop leaves a log the next start accepts.
+    next_lsn_ = first_lsn;
+    state.unlock();
+    return ReportWriteFailure(env_, data_dir_, "the write-ahead log", status, health_);
   }
+  ClearWriteFailures(health_);
   bool seal_due = head_bytes_ > options_.head_memory_budget_bytes;
   for (size_t k = 0; k < accepted.size(); ++k) {
     AcceptedRecord& a = accepted[k];

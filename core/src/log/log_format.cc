@@ -67,29 +67,56 @@ uint64_t DecodeFixed64(const char* src) {
   return value;
 }
 
-std::string EncodeSegmentHeader(uint64_t first_lsn) {
+std::string EncodeSegmentHeader(uint64_t first_lsn, uint64_t previous_end_lsn) {
   std::string header;
   header.reserve(kSegmentHeaderSize);
   header.append(kSegmentMagic);
   PutFixed32(&header, kFormatVersion);
   PutFixed64(&header, first_lsn);
+  PutFixed64(&header, previous_end_lsn);
   PutFixed32(&header, MaskCrc(Crc32c(header)));
   return header;
 }
 
-SegmentHeader DecodeSegmentHeader(std::string_view header) {
+std::string EncodeSegmentHeader(uint64_t first_lsn) { return EncodeSegmentHeader(first_lsn, first_lsn); }
+
+namespace {
+
+// Whether the `size`-byte header layout at the start of `bytes` carries a
+// valid CRC in its last four bytes.
+bool HeaderCrcMatches(std::string_view bytes, size_t size) {
+  if (bytes.size() < size) return false;
+  const size_t crc_offset = size - 4;
+  return DecodeFixed32(bytes.data() + crc_offset) == MaskCrc(Crc32c(bytes.substr(0, crc_offset)));
+}
+
+}  // namespace
+
+SegmentHeader DecodeSegmentHeader(std::string_view bytes) {
   SegmentHeader decoded;
-  if (header.size() != kSegmentHeaderSize || header.substr(0, kSegmentMagic.size()) != kSegmentMagic) {
+  constexpr size_t kVersionEnd = 12;
+  if (bytes.size() < kVersionEnd || bytes.substr(0, kSegmentMagic.size()) != kSegmentMagic) return decoded;
+  const uint32_t version = DecodeFixed32(bytes.data() + 8);
+  // The version picks the layout; a version this build does not know is
+  // recognised by either layout's checksum (log_format.md).
+  if (version == 1) {
+    if (!HeaderCrcMatches(bytes, kSegmentHeaderSizeV1)) return decoded;
+    decoded.size = kSegmentHeaderSizeV1;
+  } else if (version == 2) {
+    if (!HeaderCrcMatches(bytes, kSegmentHeaderSize)) return decoded;
+    decoded.size = kSegmentHeaderSize;
+    decoded.previous_end_lsn = DecodeFixed64(bytes.data() + 20);
+  } else {
+    if (version > kFormatVersion &&
+        (HeaderCrcMatches(bytes, kSegmentHeaderSizeV1) || HeaderCrcMatches(bytes, kSegmentHeaderSize))) {
+      decoded.state = SegmentHeader::State::kUnsupportedVersion;
+      decoded.version = version;
+    }
     return decoded;
   }
-  const size_t crc_offset = kSegmentHeaderSize - 4;
-  if (DecodeFixed32(header.data() + crc_offset) != MaskCrc(Crc32c(header.substr(0, crc_offset)))) {
-    return decoded;
-  }
-  decoded.version = DecodeFixed32(header.data() + 8);
-  decoded.first_lsn = DecodeFixed64(header.data() + 12);
-  decoded.state = decoded.version == kFormatVersion ? SegmentHeader::State::kValid
-                                                    : SegmentHeader::State::kUnsupportedVersion;
+  decoded.version = version;
+  decoded.first_lsn = DecodeFixed64(bytes.data() + 12);
+  decoded.state = SegmentHeader::State::kValid;
   return decoded;
 }
 

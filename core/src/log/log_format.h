@@ -13,13 +13,18 @@
 namespace cairn::log_format {
 
 inline constexpr std::string_view kSegmentMagic = "CAIRNLOG";
-inline constexpr uint32_t kFormatVersion = 1;
+// The version every new segment is written in; version 1 segments are read.
+inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr uint32_t kOldestReadableVersion = 1;
 inline constexpr std::string_view kSegmentSuffix = ".log";
 // Digits of the first LSN in a segment's file name: enough for any uint64.
 inline constexpr size_t kSegmentNameDigits = 20;
 
-// magic (8) + version (4) + first LSN (8) + header CRC (4).
-inline constexpr size_t kSegmentHeaderSize = 24;
+// Version 2: magic (8) + version (4) + first LSN (8) + previous end LSN (8)
+// + header CRC (4).
+inline constexpr size_t kSegmentHeaderSize = 32;
+// Version 1: magic (8) + version (4) + first LSN (8) + header CRC (4).
+inline constexpr size_t kSegmentHeaderSizeV1 = 24;
 // length (4) + CRC (4) + type (1) + first LSN (8) + count (4).
 inline constexpr size_t kRecordHeaderSize = 21;
 // Where the checksummed part of a record header starts (the type byte).
@@ -49,23 +54,35 @@ void PutFixed64(std::string* dst, uint64_t value);
 uint32_t DecodeFixed32(const char* src);
 uint64_t DecodeFixed64(const char* src);
 
-// The 24-byte header of a segment whose first LSN is `first_lsn`.
+// The version 2 header of a segment whose first LSN is `first_lsn`, saying
+// that the records of the segments before it end at `previous_end_lsn`
+// (<= first_lsn; the LSNs in between are not used). See log_format.md.
+std::string EncodeSegmentHeader(uint64_t first_lsn, uint64_t previous_end_lsn);
+
+// The same header as EncodeSegmentHeader(first_lsn, first_lsn): a segment
+// that continues the log without a gap.
 std::string EncodeSegmentHeader(uint64_t first_lsn);
 
 // What a segment header says, or why it cannot be used.
 struct SegmentHeader {
   enum class State : uint8_t {
-    kValid,               // magic, CRC and version check out; first_lsn is set
-    kDamaged,             // wrong magic or CRC
-    kUnsupportedVersion,  // valid CRC, version other than kFormatVersion
+    kValid,               // magic, CRC and a readable version check out
+    kDamaged,             // too short, wrong magic or CRC
+    kUnsupportedVersion,  // valid CRC, a version newer than kFormatVersion
   };
   State state = State::kDamaged;
   uint32_t version = 0;
   uint64_t first_lsn = 0;
+  // Version 2: where the records of the previous segments end. Unset for
+  // version 1, whose segments always continue their predecessor exactly.
+  std::optional<uint64_t> previous_end_lsn;
+  // Where the first record starts (the header's length).
+  size_t size = 0;
 };
 
-// Decodes exactly kSegmentHeaderSize bytes.
-SegmentHeader DecodeSegmentHeader(std::string_view header);
+// Decodes the header at the start of `bytes` (the first kSegmentHeaderSize
+// bytes of a segment, or all of it when it is shorter).
+SegmentHeader DecodeSegmentHeader(std::string_view bytes);
 
 // Appends the framed record (header and payload) to `dst`. The caller has
 // checked payload.size() <= kMaxPayloadBytes.

@@ -6,12 +6,31 @@
 // tail stays at the end of the segment it happened in, where ReplayLog cuts
 // it.
 //
-// Thread-safety: Append, RemoveSegmentsBelow and Close are called by one
-// thread at a time (the engine's group commit serialises them). Sync,
-// SyncedThroughLsn, NextLsn and BytesOnDisk may be called from any thread,
-// concurrently with those. Every call touching the active segment file holds
-// one mutex, so a Sync running on a timer thread delays an Append by the
-// duration of its fdatasync.
+// Failures. A failed write or fdatasync leaves the end of the active segment
+// unknown: a failed write may have left part of a record behind, and a failed
+// fdatasync may have dropped dirty pages while clearing their error, so a
+// later fdatasync that succeeds proves nothing about them (PostgreSQL, 2018).
+// The writer never retries such a sync. It *settles* instead: it cuts the
+// active segment back to the length it last made durable, writes again, from
+// its own memory, the records appended since that it keeps, and syncs; when
+// the segment cannot be cut or synced, it starts a new segment whose header
+// declares where the log validly ends, so that whatever the old one holds
+// beyond that is never replayed. Until it has settled, every call that
+// writes first tries to settle and fails, with the error that stands in the
+// way, if it cannot: a full disk or a read-only remount refuses writes while
+// it lasts, and writes resume by themselves once it is over.
+//
+// A record whose Append failed is not part of the log. Once the writer has
+// settled it can never be replayed. If the process stops before the writer
+// could settle (the device refused every write since), a restart replays it
+// exactly when its bytes reached the disk intact.
+//
+// Thread-safety: Append, ReleaseBelow, RemoveSegmentsBelow and Close are
+// called by one thread at a time. Sync, Settle, StartNewSegment,
+// SyncedThroughLsn, NextLsn, Failure and BytesOnDisk may be called from any
+// thread, concurrently with those. Every call touching the active segment
+// file holds one mutex, so a Sync running on a timer thread delays an Append
+// by the duration of its fdatasync.
 #pragma once
 
 #include <cstdint>
@@ -31,17 +50,35 @@ struct LogWriterOptions {
   // writer then rolls to a new one. A larger record goes alone into a fresh
   // segment. Must be > 0.
   uint64_t segment_bytes = 64ull << 20;
+  // ReleaseBelow starts a new segment once the active one holds at least
+  // this many bytes and some of its records are released, so that the
+  // released ones can go with the old segment soon after. Bounds what the
+  // log keeps of records that are already checkpointed. Must be > 0.
+  uint64_t release_roll_bytes = 4ull << 20;
+  // The writer keeps in memory the records appended since its last sync, to
+  // write them again if a sync fails. When they would exceed this many
+  // bytes, Append syncs first. Must be > 0.
+  uint64_t max_unsynced_bytes = 4ull << 20;
 };
 
 class LogWriter {
  public:
   // Starts a new segment in `dir` named after `next_lsn` (>= 1), creating
-  // `dir` if needed, and syncs the segment and the directory. Run ReplayLog
-  // first: it cuts a torn tail left by a crash, which would otherwise end up
-  // in the middle of the log once the new segment exists, and it tells the
-  // caller the next LSN. FailedPrecondition if `dir` already holds a segment
-  // at or beyond `next_lsn` that contains records. `env` must outlive the
-  // writer.
+  // `dir` if needed, and syncs the segment and the directory. Its header
+  // declares that the log's records before it end at `previous_end_lsn`
+  // (<= next_lsn; the LSNs in between are left unused): pass
+  // LogReplayStats::next_lsn. Run ReplayLog first: it cuts a torn tail left by
+  // a crash, which would otherwise end up in the middle of the log once the
+  // new segment exists, and it tells the caller where the log ends.
+  // FailedPrecondition if `dir` already holds a segment at or beyond
+  // `next_lsn` that contains records. When the segment cannot be created
+  // because the disk is full (ResourceExhausted), the writer is returned
+  // unsettled (Failure() says why) and creates it once space is back.
+  // `env` must outlive the writer.
+  static Result<std::unique_ptr<LogWriter>> Open(Env* env, const std::string& dir, uint64_t next_lsn,
+                                                 uint64_t previous_end_lsn, const LogWriterOptions& options);
+
+  // Open continuing the log without a gap (previous_end_lsn = next_lsn).
   static Result<std::unique_ptr<LogWriter>> Open(Env* env, const std::string& dir, uint64_t next_lsn,
                                                  const LogWriterOptions& options);
 
@@ -52,23 +89,34 @@ class LogWriter {
   LogWriter(const LogWriter&) = delete;
   LogWriter& operator=(const LogWriter&) = delete;
 
-  // Appends one record covering LSNs [first_lsn, first_lsn + count). The
-  // record reaches the OS when this returns and is durable after Sync.
-  // InvalidArgument (the writer stays usable) when first_lsn is not NextLsn(),
+  // Appends one record covering LSNs [first_lsn, first_lsn + count); with
+  // `sync`, also makes it and everything before it durable before returning.
+  // Without, the record reaches the OS when this returns and is durable after
+  // Sync. InvalidArgument (nothing changes) when first_lsn is not NextLsn(),
   // count is 0, the range overflows, or the payload exceeds 64 MiB
   // (log_format::kMaxPayloadBytes). Rolls to a new segment first (syncing the
-  // full one and the directory) when the record does not fit. A failed write
-  // or sync poisons the writer: this and every later call except
-  // RemoveSegmentsBelow returns that error. The way on is a restart of the
-  // log: destroy the writer, ReplayLog (it cuts what a failed write left),
-  // then Open a new writer.
-  Status Append(uint64_t first_lsn, uint32_t count, std::string_view payload);
+  // full one and the directory) when the record does not fit.
+  //
+  // On an unsettled writer, settles first. When writing or syncing fails,
+  // the record is not part of the log: NextLsn() stays first_lsn, the writer
+  // settles (see the file comment) and the write's error is returned. When
+  // only the sync failed and settling wrote the record again and synced it,
+  // the record is durable and OK is returned.
+  Status Append(uint64_t first_lsn, uint32_t count, std::string_view payload, bool sync = false);
 
   // Makes every appended record durable (fdatasync of the active segment;
   // earlier segments were synced when they were rolled). Cheap when nothing
-  // was appended since the last sync. A failure poisons the writer: a failed
-  // fdatasync may have discarded dirty pages, so no later sync is trusted.
+  // was appended since the last sync. On failure, settles: OK when the
+  // records were written again and synced, the error otherwise (they stay in
+  // memory and are written at the next settle).
   Status Sync();
+
+  // Brings an unsettled writer back to a known state (see the file comment).
+  // OK at once on a settled writer.
+  Status Settle();
+
+  // OK while the writer is settled; otherwise the failure that unsettled it.
+  Status Failure() const;
 
   // Every LSN below this value is durable.
   uint64_t SyncedThroughLsn() const;
@@ -79,52 +127,81 @@ class LogWriter {
   // Closes the active segment (after syncing it) and starts a new one at
   // NextLsn(), so that RemoveSegmentsBelow can release the old one once
   // everything in it is checkpointed. Does nothing when the active segment
-  // holds no record. Thread-safe.
+  // holds no record.
   Status StartNewSegment();
+
+  // Everything below `lsn` is kept elsewhere (checkpointed): starts a new
+  // segment when the active one holds released records and either everything
+  // or at least release_roll_bytes (so the log keeps about what is not yet
+  // checkpointed plus a bounded slack), then removes the segments whose LSNs
+  // are all below `lsn`. Does not roll an unsettled writer.
+  Status ReleaseBelow(uint64_t lsn);
 
   // Removes every segment whose LSNs are all below `lsn`, oldest first, each
   // removal followed by a directory sync. Never removes the active segment.
-  // Works on a poisoned writer (it does not touch the active segment).
+  // Works on an unsettled writer (it does not touch the active segment).
   Status RemoveSegmentsBelow(uint64_t lsn);
 
   // Bytes of every segment in the directory, including unsynced appends.
   uint64_t BytesOnDisk() const;
 
-  // Syncs and closes the active segment. Later Appends fail with
-  // FailedPrecondition; a second Close returns OK. On a poisoned writer,
-  // returns the poisoning error.
+  // Settles if needed, syncs and closes the active segment. Later Appends
+  // fail with FailedPrecondition; a second Close returns OK. When the writer
+  // cannot settle, returns why (the records it kept in memory are lost as in
+  // a power cut; they were acknowledged only under a durability that allows
+  // that).
   Status Close();
 
  private:
   LogWriter(Env* env, std::string dir, const LogWriterOptions& options, uint64_t next_lsn);
 
-  // Creates, heads and syncs the segment starting at next_lsn_ and makes it
-  // the active one. Requires mutex_ held.
-  Status StartSegmentLocked();
+  uint64_t ActiveBytesLocked() const { return active_durable_bytes_ + unsynced_.size(); }
   // Syncs the active segment and starts the next one. Requires mutex_ held.
   Status RollLocked();
-  // Records `status` as the writer's permanent error and returns it.
-  Status PoisonLocked(const Status& status);
+  // Makes the unsynced records durable; on failure settles (OK when that
+  // wrote them again and synced them). Requires mutex_ held.
+  Status SyncActiveLocked();
+  // Creates the segment starting at next_lsn_ declaring `previous_end_lsn`
+  // and makes it the active one; the old active segment (if any) must be
+  // synced. Requires mutex_ held.
+  Status StartSegmentLocked(uint64_t previous_end_lsn);
+  // Records `failure` and tries to settle. Requires mutex_ held.
+  Status FailLocked(const Status& failure);
+  Status SettleLocked();
+  // The two ways to settle: cut the active segment back and write again, or
+  // leave it for a new segment that declares where the log ends.
+  Status RewriteActiveLocked();
+  Status AbandonActiveLocked();
+  // Removes the partial segment a failed creation left, if any.
+  Status RemoveStrayLocked();
+  // Forgets the in-memory copy of synced records, releasing room a large
+  // record needed.
+  void ClearUnsyncedLocked();
 
   Env* const env_;
   const std::string dir_;
   const LogWriterOptions options_;
 
   mutable std::mutex mutex_;
-  std::unique_ptr<File> active_file_;  // null once closed
+  std::unique_ptr<File> active_file_;  // null once closed, or while no segment could be created
   uint64_t active_first_lsn_ = 0;
-  uint64_t active_bytes_ = 0;
-  // Whether the active segment holds at least one record.
-  bool active_has_records_ = false;
+  // Where the active segment's header says the log before it ends.
+  uint64_t active_previous_end_lsn_ = 0;
+  // Bytes at the start of the active segment known to be on disk: its header
+  // and every record up to the last successful sync.
+  uint64_t active_durable_bytes_ = 0;
+  // Framed records appended after active_durable_bytes_, in order: what a
+  // settle writes again.
+  std::string unsynced_;
   uint64_t next_lsn_;
   uint64_t synced_through_lsn_;
   // Sizes of the segments before the active one, by first LSN.
   std::map<uint64_t, uint64_t> older_segment_bytes_;
-  // The first failed write or sync; OK while the writer is healthy.
-  Status poison_;
+  // The failure the writer has not settled yet; OK while it is settled.
+  Status failure_;
+  // A segment file whose creation failed half-way; removed when settling.
+  std::string stray_segment_;
   bool closed_ = false;
-  // Reused between appends to frame a record without a fresh allocation.
-  std::string record_buffer_;
 };
 
 }  // namespace cairn

@@ -54,20 +54,59 @@ TEST(LogFormatTest, SegmentHeaderRoundTripsAndDetectsDamage) {
     EXPECT_EQ(log_format::DecodeSegmentHeader(damaged).state, log_format::SegmentHeader::State::kDamaged)
         << "byte " << i;
   }
-  EXPECT_EQ(log_format::DecodeSegmentHeader(header.substr(0, 23)).state,
+  EXPECT_EQ(log_format::DecodeSegmentHeader(header.substr(0, kSegmentHeaderSize - 1)).state,
             log_format::SegmentHeader::State::kDamaged);
   EXPECT_EQ(log_format::DecodeSegmentHeader(std::string(kSegmentHeaderSize, '\0')).state,
             log_format::SegmentHeader::State::kDamaged);
 }
 
-TEST(LogFormatTest, HeaderOfAnotherVersionIsReportedAsUnsupported) {
-  std::string header(log_format::kSegmentMagic);
-  log_format::PutFixed32(&header, 2);
-  log_format::PutFixed64(&header, 7);
-  log_format::PutFixed32(&header, log_format::MaskCrc(Crc32c(header)));
+TEST(LogFormatTest, VersionTwoHeaderCarriesThePreviousEnd) {
+  const std::string header = log_format::EncodeSegmentHeader(500, 420);
   log_format::SegmentHeader decoded = log_format::DecodeSegmentHeader(header);
-  EXPECT_EQ(decoded.state, log_format::SegmentHeader::State::kUnsupportedVersion);
+  ASSERT_EQ(decoded.state, log_format::SegmentHeader::State::kValid);
   EXPECT_EQ(decoded.version, 2u);
+  EXPECT_EQ(decoded.first_lsn, 500u);
+  ASSERT_TRUE(decoded.previous_end_lsn.has_value());
+  EXPECT_EQ(*decoded.previous_end_lsn, 420u);
+  EXPECT_EQ(decoded.size, kSegmentHeaderSize);
+  // The one-argument form continues the log without a gap.
+  EXPECT_EQ(log_format::DecodeSegmentHeader(log_format::EncodeSegmentHeader(7)).previous_end_lsn, 7u);
+}
+
+// Version 1 segments, as cairn wrote them before version 2: 24-byte header,
+// no previous end.
+TEST(LogFormatTest, VersionOneHeaderIsStillRead) {
+  std::string header(log_format::kSegmentMagic);
+  log_format::PutFixed32(&header, 1);
+  log_format::PutFixed64(&header, 4097);
+  log_format::PutFixed32(&header, log_format::MaskCrc(Crc32c(header)));
+  ASSERT_EQ(header.size(), log_format::kSegmentHeaderSizeV1);
+  // Followed by record bytes, as in a real segment.
+  log_format::SegmentHeader decoded = log_format::DecodeSegmentHeader(header + "recordbytes");
+  ASSERT_EQ(decoded.state, log_format::SegmentHeader::State::kValid);
+  EXPECT_EQ(decoded.version, 1u);
+  EXPECT_EQ(decoded.first_lsn, 4097u);
+  EXPECT_FALSE(decoded.previous_end_lsn.has_value());
+  EXPECT_EQ(decoded.size, log_format::kSegmentHeaderSizeV1);
+  for (size_t i = 0; i < header.size(); ++i) {
+    std::string damaged = header;
+    damaged[i] = static_cast<char>(damaged[i] ^ 0x04);
+    EXPECT_EQ(log_format::DecodeSegmentHeader(damaged).state, log_format::SegmentHeader::State::kDamaged)
+        << "byte " << i;
+  }
+}
+
+TEST(LogFormatTest, HeaderOfANewerVersionIsReportedAsUnsupported) {
+  for (size_t layout : {log_format::kSegmentHeaderSizeV1, kSegmentHeaderSize}) {
+    std::string header(log_format::kSegmentMagic);
+    log_format::PutFixed32(&header, log_format::kFormatVersion + 1);
+    log_format::PutFixed64(&header, 7);
+    if (layout == kSegmentHeaderSize) log_format::PutFixed64(&header, 7);
+    log_format::PutFixed32(&header, log_format::MaskCrc(Crc32c(header)));
+    log_format::SegmentHeader decoded = log_format::DecodeSegmentHeader(header);
+    EXPECT_EQ(decoded.state, log_format::SegmentHeader::State::kUnsupportedVersion) << layout;
+    EXPECT_EQ(decoded.version, log_format::kFormatVersion + 1);
+  }
 }
 
 TEST(LogFormatTest, RecordLayoutMatchesTheDocument) {

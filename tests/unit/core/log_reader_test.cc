@@ -10,7 +10,9 @@
 
 #include "chunk/crc32c.h"
 #include "log/log_format.h"
+#include "log/log_repair.h"
 #include "log/log_writer.h"
+#include "log_test_util.h"
 #include "test_dirs.h"
 
 namespace cairn {
@@ -18,111 +20,10 @@ namespace {
 
 using log_format::kRecordHeaderSize;
 using log_format::kSegmentHeaderSize;
+class LogReaderTest : public testing::LogDirTest {};
 
-struct ReplayedRecord {
-  uint64_t first_lsn;
-  uint32_t count;
-  std::string payload;
-  bool operator==(const ReplayedRecord&) const = default;
-};
-
-std::string PayloadFor(uint64_t lsn) {
-  return "payload-" + std::to_string(lsn) + std::string(static_cast<size_t>(10 + lsn % 23), 'p');
-}
-
-// A record framed with any type and count, with a valid checksum: what a
-// future or buggy writer could leave.
-std::string FrameRecord(uint8_t type, uint64_t first_lsn, uint32_t count, std::string_view payload) {
-  std::string framed;
-  log_format::EncodeRecord(&framed, first_lsn, count, payload);
-  framed[8] = static_cast<char>(type);
-  std::string crc;
-  log_format::PutFixed32(&crc, log_format::MaskCrc(Crc32c(std::string_view(framed).substr(8))));
-  framed.replace(4, 4, crc);
-  return framed;
-}
-
-class LogReaderTest : public ::testing::Test {
- protected:
-  Env* env() { return Env::Default(); }
-  std::string LogDir() const { return temp_.PathOf("log"); }
-  std::string SegmentPath(uint64_t first_lsn) const {
-    return JoinPath(LogDir(), log_format::SegmentFileName(first_lsn));
-  }
-
-  // Writes `records` records of one LSN each starting at LSN 1, and returns
-  // them. Records are 21 + 19..41 bytes; `segment_bytes` decides how many
-  // share a segment.
-  std::vector<ReplayedRecord> WriteLog(int records, uint64_t segment_bytes = 64ull << 20) {
-    LogWriterOptions options;
-    options.segment_bytes = segment_bytes;
-    Result<std::unique_ptr<LogWriter>> writer = LogWriter::Open(env(), LogDir(), 1, options);
-    EXPECT_TRUE(writer.ok()) << writer.status().ToString();
-    std::vector<ReplayedRecord> written;
-    if (!writer.ok()) return written;
-    for (uint64_t lsn = 1; lsn <= static_cast<uint64_t>(records); ++lsn) {
-      std::string payload = PayloadFor(lsn);
-      EXPECT_TRUE((*writer)->Append(lsn, 1, payload).ok());
-      written.push_back({lsn, 1, payload});
-    }
-    EXPECT_TRUE((*writer)->Close().ok());
-    return written;
-  }
-
-  Status Replay(uint64_t from_lsn, std::vector<ReplayedRecord>* records, LogReplayStats* stats,
-                LogCorruption* corruption = nullptr) {
-    records->clear();
-    return ReplayLog(
-        env(), LogDir(), from_lsn,
-        [&](uint64_t first_lsn, uint32_t count, std::string_view payload) {
-          records->push_back({first_lsn, count, std::string(payload)});
-          return Status::Ok();
-        },
-        stats, corruption);
-  }
-
-  std::string ReadFile(const std::string& path) {
-    Result<std::string> contents = env()->ReadFileToString(path);
-    EXPECT_TRUE(contents.ok()) << contents.status().ToString();
-    return contents.ok() ? *contents : std::string();
-  }
-
-  void WriteFile(const std::string& path, std::string_view contents) {
-    Result<std::unique_ptr<File>> file = env()->OpenFile(path, OpenMode::kCreateTruncate);
-    ASSERT_TRUE(file.ok()) << file.status().ToString();
-    ASSERT_TRUE((*file)->Append(contents).ok());
-  }
-
-  uint64_t FileSize(const std::string& path) {
-    Result<uint64_t> size = env()->FileSize(path);
-    EXPECT_TRUE(size.ok()) << size.status().ToString();
-    return size.ok() ? *size : 0;
-  }
-
-  // Offsets of the records of a segment written by WriteLog, walked by their
-  // length fields.
-  std::vector<uint64_t> RecordOffsets(const std::string& contents) {
-    std::vector<uint64_t> offsets;
-    uint64_t offset = kSegmentHeaderSize;
-    while (offset + kRecordHeaderSize <= contents.size()) {
-      offsets.push_back(offset);
-      offset += kRecordHeaderSize + log_format::DecodeFixed32(contents.data() + offset);
-    }
-    return offsets;
-  }
-
-  std::vector<std::string> Segments() {
-    Result<std::vector<std::string>> names = env()->ListDir(LogDir());
-    EXPECT_TRUE(names.ok());
-    std::vector<std::string> segments;
-    for (const std::string& name : *names) {
-      if (log_format::ParseSegmentFileName(name)) segments.push_back(name);
-    }
-    return segments;
-  }
-
-  ScopedTempDir temp_{"cairn-log-reader"};
-};
+using testing::FrameRecord;
+using testing::ReplayedRecord;
 
 TEST_F(LogReaderTest, MissingDirectoryIsAnEmptyLog) {
   std::vector<ReplayedRecord> records;
@@ -323,65 +224,6 @@ TEST_F(LogReaderTest, DamageAtTheEndOfAnEarlierSegmentIsCorruption) {
   EXPECT_EQ(corruption.offset, last);
 }
 
-TEST_F(LogReaderTest, RepairCutsAtTheDamageAndReplayThenSucceeds) {
-  std::vector<ReplayedRecord> written = WriteLog(30, 300);
-  const std::vector<std::string> names = Segments();
-  ASSERT_GE(names.size(), 4u);
-  // Damage the second record of the second segment.
-  const std::string damaged_path = JoinPath(LogDir(), names[1]);
-  std::string contents = ReadFile(damaged_path);
-  const std::vector<uint64_t> offsets = RecordOffsets(contents);
-  ASSERT_GE(offsets.size(), 3u);
-  contents[static_cast<size_t>(offsets[1] + kRecordHeaderSize)] ^= 0x01;
-  WriteFile(damaged_path, contents);
-
-  uint64_t expected_cut = contents.size() - offsets[1];
-  for (size_t i = 2; i < names.size(); ++i) expected_cut += FileSize(JoinPath(LogDir(), names[i]));
-
-  std::vector<ReplayedRecord> records;
-  LogReplayStats stats;
-  LogCorruption corruption;
-  ASSERT_TRUE(Replay(0, &records, &stats, &corruption).Is(StatusCode::kCorruption));
-  const size_t survivors = records.size();
-  ASSERT_GT(survivors, 1u);
-
-  Result<uint64_t> cut = RepairLog(env(), LogDir());
-  ASSERT_TRUE(cut.ok()) << cut.status().ToString();
-  EXPECT_EQ(*cut, expected_cut);
-  EXPECT_EQ(Segments(), (std::vector<std::string>{names[0], names[1]}));
-
-  Status status = Replay(0, &records, &stats);
-  ASSERT_TRUE(status.ok()) << status.ToString();
-  EXPECT_EQ(records, std::vector<ReplayedRecord>(written.begin(), written.begin() + survivors));
-  EXPECT_EQ(stats.next_lsn, survivors + 1);
-
-  // The log continues from the repaired end.
-  Result<std::unique_ptr<LogWriter>> writer =
-      LogWriter::Open(env(), LogDir(), stats.next_lsn, LogWriterOptions());
-  ASSERT_TRUE(writer.ok()) << writer.status().ToString();
-  ASSERT_TRUE((*writer)->Append(stats.next_lsn, 1, "after repair").ok());
-  ASSERT_TRUE((*writer)->Close().ok());
-  ASSERT_TRUE(Replay(0, &records, &stats).ok());
-  EXPECT_EQ(records.size(), survivors + 1);
-  EXPECT_EQ(records.back().payload, "after repair");
-
-  // Repairing an intact log cuts nothing.
-  Result<uint64_t> again = RepairLog(env(), LogDir());
-  ASSERT_TRUE(again.ok());
-  EXPECT_EQ(*again, 0u);
-}
-
-TEST_F(LogReaderTest, RepairReportsATornTailAsCut) {
-  WriteLog(3);
-  const std::string path = SegmentPath(1);
-  std::string contents = ReadFile(path);
-  contents += "torn";
-  WriteFile(path, contents);
-  Result<uint64_t> cut = RepairLog(env(), LogDir());
-  ASSERT_TRUE(cut.ok()) << cut.status().ToString();
-  EXPECT_EQ(*cut, 4u);
-}
-
 TEST_F(LogReaderTest, MissingMiddleSegmentIsAnLsnGap) {
   WriteLog(12, 160);
   const std::vector<std::string> names = Segments();
@@ -393,14 +235,24 @@ TEST_F(LogReaderTest, MissingMiddleSegmentIsAnLsnGap) {
   LogCorruption corruption;
   Status status = Replay(0, &records, &stats, &corruption);
   ASSERT_TRUE(status.Is(StatusCode::kCorruption)) << status.ToString();
+  // The segment after the hole declares where the log before it ends: the
+  // one before the hole falls short of that.
+  EXPECT_EQ(corruption.segment, JoinPath(LogDir(), names[0]));
+  EXPECT_EQ(corruption.offset, FileSize(JoinPath(LogDir(), names[0])));
+  EXPECT_NE(corruption.reason.find("LSN gap"), std::string::npos) << corruption.reason;
+
+  // Version 1 segments say nothing about their predecessor: the later one is
+  // out of sequence.
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i == 1) continue;
+    const std::string path = JoinPath(LogDir(), names[i]);
+    WriteFile(path, testing::AsVersionOne(ReadFile(path)));
+  }
+  status = Replay(0, &records, &stats, &corruption);
+  ASSERT_TRUE(status.Is(StatusCode::kCorruption)) << status.ToString();
   EXPECT_EQ(corruption.segment, JoinPath(LogDir(), names[2]));
   EXPECT_EQ(corruption.offset, 0u);
   EXPECT_NE(corruption.reason.find("LSN gap"), std::string::npos) << corruption.reason;
-
-  ASSERT_TRUE(RepairLog(env(), LogDir()).ok());
-  EXPECT_EQ(Segments(), std::vector<std::string>{names[0]});
-  ASSERT_TRUE(Replay(0, &records, &stats).ok());
-  EXPECT_EQ(stats.next_lsn, *log_format::ParseSegmentFileName(names[1]));
 }
 
 TEST_F(LogReaderTest, LsnGapAndOverlapBetweenRecordsAreCorruption) {
@@ -435,8 +287,9 @@ TEST_F(LogReaderTest, LsnGapAndOverlapBetweenRecordsAreCorruption) {
 
 TEST_F(LogReaderTest, OverlappingSegmentsAreCorruption) {
   ASSERT_TRUE(env()->CreateDirs(LogDir()).ok());
-  WriteFile(SegmentPath(1), log_format::EncodeSegmentHeader(1) + FrameRecord(1, 1, 5, "a"));
-  WriteFile(SegmentPath(4), log_format::EncodeSegmentHeader(4) + FrameRecord(1, 4, 1, "b"));
+  // Version 1: the later segment starts inside the earlier one's records.
+  WriteFile(SegmentPath(1), testing::EncodeSegmentHeaderV1(1) + FrameRecord(1, 1, 5, "a"));
+  WriteFile(SegmentPath(4), testing::EncodeSegmentHeaderV1(4) + FrameRecord(1, 4, 1, "b"));
   std::vector<ReplayedRecord> records;
   LogReplayStats stats;
   LogCorruption corruption;
@@ -444,6 +297,15 @@ TEST_F(LogReaderTest, OverlappingSegmentsAreCorruption) {
   ASSERT_TRUE(status.Is(StatusCode::kCorruption)) << status.ToString();
   EXPECT_EQ(corruption.segment, SegmentPath(4));
   EXPECT_NE(corruption.reason.find("LSN overlap"), std::string::npos) << corruption.reason;
+
+  // Version 2: the later segment declares that the log before it ends at 4,
+  // but the earlier one's record runs to 5.
+  WriteFile(SegmentPath(1), log_format::EncodeSegmentHeader(1) + FrameRecord(1, 1, 5, "a"));
+  WriteFile(SegmentPath(4), log_format::EncodeSegmentHeader(4) + FrameRecord(1, 4, 1, "b"));
+  status = Replay(0, &records, &stats, &corruption);
+  ASSERT_TRUE(status.Is(StatusCode::kCorruption)) << status.ToString();
+  EXPECT_EQ(corruption.segment, SegmentPath(1));
+  EXPECT_NE(corruption.reason.find("runs past LSN 4"), std::string::npos) << corruption.reason;
 }
 
 TEST_F(LogReaderTest, TornCreationOfTheLastSegmentIsRemoved) {
@@ -475,7 +337,7 @@ TEST_F(LogReaderTest, TornCreationOfTheOnlySegmentKeepsItsLsn) {
   EXPECT_TRUE(stats.segments.empty());
 }
 
-TEST_F(LogReaderTest, DamagedHeaderOfAnEarlierSegmentIsCorruptionAndRepairKeepsTheLsn) {
+TEST_F(LogReaderTest, DamagedHeaderOfAnEarlierSegmentIsCorruption) {
   std::vector<ReplayedRecord> written = WriteLog(12, 160);
   const std::vector<std::string> names = Segments();
   ASSERT_GE(names.size(), 3u);
@@ -490,14 +352,8 @@ TEST_F(LogReaderTest, DamagedHeaderOfAnEarlierSegmentIsCorruptionAndRepairKeepsT
   ASSERT_TRUE(Replay(0, &records, &stats, &corruption).Is(StatusCode::kCorruption));
   EXPECT_EQ(corruption.segment, second);
   EXPECT_EQ(corruption.offset, 0u);
-
-  ASSERT_TRUE(RepairLog(env(), LogDir()).ok());
-  Status status = Replay(0, &records, &stats);
-  ASSERT_TRUE(status.ok()) << status.ToString();
   const uint64_t second_first_lsn = *log_format::ParseSegmentFileName(names[1]);
-  EXPECT_EQ(stats.next_lsn, second_first_lsn);
   EXPECT_EQ(records, std::vector<ReplayedRecord>(written.begin(), written.begin() + (second_first_lsn - 1)));
-  EXPECT_EQ(Segments(), (std::vector<std::string>{names[0], names[1]}));
 }
 
 TEST_F(LogReaderTest, DamagedHeaderOfTheLastSegmentWithRecordsIsCorruption) {
@@ -530,7 +386,8 @@ TEST_F(LogReaderTest, HeaderLsnMustMatchTheFileName) {
 TEST_F(LogReaderTest, NewerFormatVersionIsNeitherReplayedNorRepaired) {
   ASSERT_TRUE(env()->CreateDirs(LogDir()).ok());
   std::string header(log_format::kSegmentMagic);
-  log_format::PutFixed32(&header, 2);
+  log_format::PutFixed32(&header, log_format::kFormatVersion + 1);
+  log_format::PutFixed64(&header, 1);
   log_format::PutFixed64(&header, 1);
   log_format::PutFixed32(&header, log_format::MaskCrc(Crc32c(header)));
   const std::string contents = header + "records of a format this build cannot read";
@@ -540,7 +397,7 @@ TEST_F(LogReaderTest, NewerFormatVersionIsNeitherReplayedNorRepaired) {
   LogReplayStats stats;
   Status status = Replay(0, &records, &stats);
   EXPECT_TRUE(status.Is(StatusCode::kFailedPrecondition)) << status.ToString();
-  Result<uint64_t> repaired = RepairLog(env(), LogDir());
+  Result<LogRepairOutcome> repaired = RepairLog(env(), LogDir());
   EXPECT_TRUE(repaired.status().Is(StatusCode::kFailedPrecondition)) << repaired.status().ToString();
   EXPECT_EQ(ReadFile(SegmentPath(1)), contents);
 }

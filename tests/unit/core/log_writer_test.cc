@@ -209,13 +209,18 @@ TEST_F(LogWriterTest, ReplayFromLsnSkipsRecordsEntirelyBelowIt) {
     LogReplayStats stats;
     ASSERT_TRUE(ReplayAll(env(), LogDir(), from_lsn, &records, &stats).ok());
     EXPECT_EQ(records, expected) << "from_lsn " << from_lsn;
-    EXPECT_EQ(stats.records, appended.size()) << "skipped records are still read";
+    // Records below from_lsn in a segment that also holds later ones are
+    // read (and checked); whole segments below it are not.
+    EXPECT_GE(stats.records, expected.size());
+    if (from_lsn <= 1) {
+      EXPECT_EQ(stats.records, appended.size());
+    }
     EXPECT_EQ(stats.next_lsn, 31u);
   }
 }
 
 TEST_F(LogWriterTest, SyncedThroughLsnFollowsSyncsAndRollovers) {
-  std::unique_ptr<LogWriter> writer = OpenWriter(10, 130);
+  std::unique_ptr<LogWriter> writer = OpenWriter(10, 140);
   ASSERT_NE(writer, nullptr);
   ASSERT_TRUE(writer->Append(10, 5, std::string(30, 'a')).ok());
   EXPECT_EQ(writer->SyncedThroughLsn(), 10u);

@@ -281,6 +281,35 @@ struct UnsyncedSummary {
 struct RecoveryReport {
   uint64_t records_replayed = 0;           // log records at or past the checkpoint applied to the head
   uint64_t torn_tail_bytes_truncated = 0;  // a write cut by a crash, dropped
+  // Damaged log bytes stepped over because every reading they could hold is
+  // below the checkpoint, i.e. already sealed into period files: nothing was
+  // lost. The segments holding them go with the next checkpoint.
+  uint64_t sealed_damage_bytes_skipped = 0;
+};
+
+// What Engine::RepairLog did. Readings are counted by LSN: every stored
+// reading has one.
+struct LogRepairReport {
+  // Readings at or above the checkpoint (not yet sealed into period files)
+  // that the log held, or claimed to hold, before the repair and no longer
+  // does: lost from this gateway.
+  uint64_t readings_lost = 0;
+  std::vector<LsnRange> lost_lsns;  // the same readings as LSN ranges
+  // Of those, readings a table's sync ledger shows as confirmed by the
+  // cloud: a copy exists there.
+  uint64_t readings_lost_already_synced = 0;
+  // Intact readings after the first damage that the repair kept.
+  uint64_t readings_kept_after_damage = 0;
+  // Log segments removed because every reading in them was already sealed.
+  uint64_t segments_trimmed = 0;
+  // Bytes of a write a crash cut short, dropped (never acknowledged under
+  // full durability).
+  uint64_t torn_tail_bytes = 0;
+  // What was done, one line per damaged place (file, offset, reason, action).
+  std::vector<std::string> actions;
+  // Said when the checkpoint could not be read, so that every damaged
+  // reading was counted as lost.
+  std::string note;
 };
 
 class Engine {
@@ -288,17 +317,22 @@ class Engine {
   virtual ~Engine() = default;
 
   // Opens (creating if needed) the engine on `data_dir` through `env`, takes
-  // <data_dir>/LOCK (Busy if another process holds it) and replays the log.
-  // Corruption in the middle of the log fails with Corruption naming segment
-  // and offset; RepairLog then truncates the log after the last good record.
-  // `env` must outlive the engine.
+  // <data_dir>/LOCK (Busy if another process holds it) and replays the log
+  // from the checkpoint. Damage among log records below the checkpoint
+  // (already sealed) is stepped over and reported; damage above it fails with
+  // Corruption naming segment and offset, and RepairLog mends it. A full disk
+  // does not stop Open: writes are refused (ResourceExhausted, `Health`
+  // says why) until there is room. `env` must outlive the engine.
   static Result<std::unique_ptr<Engine>> Open(Env* env, const std::string& data_dir,
                                               const EngineOptions& options, RecoveryReport* report = nullptr);
 
-  // Truncates the log after its last intact record so that Open can proceed,
-  // losing the records after the corruption. Returns how many bytes were cut.
-  // The engine must not be open.
-  static Result<uint64_t> RepairLog(Env* env, const std::string& data_dir);
+  // Mends a log that Open refuses, keeping every intact record it can:
+  // segments whose readings are all sealed are removed, a damaged stretch is
+  // cut out while the intact records after it are kept, gaps are declared.
+  // Only the damaged records' readings are lost; the report names them and
+  // says which of them the cloud already holds. An intact log is left as it
+  // is (empty report). The engine must not be open (Busy otherwise).
+  static Result<LogRepairReport> RepairLog(Env* env, const std::string& data_dir);
 
   // ---- tables ---------------------------------------------------------------
 
@@ -313,10 +347,16 @@ class Engine {
   // ---- writes ---------------------------------------------------------------
 
   // Writes a batch to `table`. The call fails as a whole only when the table
-  // does not exist, the log cannot be written or the sync quota refuses it
-  // (ResourceExhausted, nothing stored); otherwise each record gets an
-  // outcome. Returns after the stored records are durable per the durability
-  // mode.
+  // does not exist, the sync quota refuses it, or the data directory cannot
+  // be written: ResourceExhausted when its filesystem is full or refuses
+  // writes (read-only), Unavailable after an I/O error; nothing of the batch
+  // is stored then, `Health` names the condition until a write succeeds
+  // again, and writes resume by themselves once it is over. A batch that
+  // failed this way can reappear after a restart only if the device refused
+  // every write until the process stopped and the batch's bytes had reached
+  // it; a retry of the same readings is then a duplicate (same identity and
+  // version). Otherwise each record gets an outcome. Returns after the stored
+  // records are durable per the durability mode.
   virtual Result<WriteResult> Write(const std::string& table, const std::vector<Record>& records) = 0;
 
   // As Write, for records whose source has already been told they are
