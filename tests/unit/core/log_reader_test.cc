@@ -383,6 +383,89 @@ TEST_F(LogReaderTest, HeaderLsnMustMatchTheFileName) {
   EXPECT_EQ(corruption.offset, 0u);
 }
 
+// Records below from_lsn are checkpointed elsewhere: damage that can only
+// hide such records is stepped over, and counted.
+TEST_F(LogReaderTest, DamageBelowFromLsnIsSteppedOver) {
+  std::vector<ReplayedRecord> written = WriteLog(10);
+  const std::string path = SegmentPath(1);
+  std::string contents = ReadFile(path);
+  const std::vector<uint64_t> offsets = RecordOffsets(contents);
+  contents[static_cast<size_t>(offsets[2] + kRecordHeaderSize + 1)] ^= 0x40;  // record of LSN 3
+  WriteFile(path, contents);
+
+  std::vector<ReplayedRecord> records;
+  LogReplayStats stats;
+  for (uint64_t from_lsn : {uint64_t{4}, uint64_t{6}}) {
+    SCOPED_TRACE("from " + std::to_string(from_lsn));
+    ASSERT_TRUE(Replay(from_lsn, &records, &stats).ok());
+    EXPECT_EQ(records, std::vector<ReplayedRecord>(written.begin() + (from_lsn - 1), written.end()));
+    EXPECT_EQ(stats.damaged_bytes_skipped, offsets[3] - offsets[2]);
+    EXPECT_EQ(stats.next_lsn, 11u);
+  }
+  // From LSN 3 on, the damaged record is one replay must deliver.
+  LogCorruption corruption;
+  ASSERT_TRUE(Replay(3, &records, &stats, &corruption).Is(StatusCode::kCorruption));
+  EXPECT_EQ(corruption.offset, offsets[2]);
+  EXPECT_EQ(ReadFile(path), contents) << "replay modifies nothing";
+}
+
+TEST_F(LogReaderTest, DamageAtTheEndOfASegmentBelowFromLsnIsSteppedOver) {
+  WriteLog(12, 160);
+  const std::vector<std::string> names = Segments();
+  ASSERT_GE(names.size(), 3u);
+  const std::string first = JoinPath(LogDir(), names[0]);
+  std::string contents = ReadFile(first);
+  contents.back() ^= 0x01;
+  WriteFile(first, contents);
+  const uint64_t second_first_lsn = *log_format::ParseSegmentFileName(names[1]);
+
+  std::vector<ReplayedRecord> records;
+  LogReplayStats stats;
+  // From the second segment's first LSN, the first segment is not even read.
+  ASSERT_TRUE(Replay(second_first_lsn, &records, &stats).ok());
+  EXPECT_EQ(stats.damaged_bytes_skipped, 0u);
+  EXPECT_EQ(stats.segments.size(), names.size() - 1);
+  // From one LSN earlier it is read, and its damaged last record holds that
+  // LSN: replay cannot step over it.
+  ASSERT_TRUE(Replay(second_first_lsn - 1, &records, &stats).Is(StatusCode::kCorruption));
+
+  // Where the next segment declares an earlier end (LSNs 5 to 7 unused),
+  // damage at the end of a segment can lie wholly below from_lsn while the
+  // next segment starts above it.
+  ASSERT_TRUE(env()->RemoveFile(first).ok());
+  for (size_t i = 1; i < names.size(); ++i) ASSERT_TRUE(env()->RemoveFile(JoinPath(LogDir(), names[i])).ok());
+  std::string damaged_last = FrameRecord(1, 3, 2, "damaged");
+  damaged_last.back() ^= 0x01;
+  WriteFile(SegmentPath(1), log_format::EncodeSegmentHeader(1) + FrameRecord(1, 1, 2, "a") + damaged_last);
+  WriteFile(SegmentPath(8), log_format::EncodeSegmentHeader(8, 5) + FrameRecord(1, 8, 1, "b"));
+  ASSERT_TRUE(Replay(6, &records, &stats).ok());
+  EXPECT_EQ(records, (std::vector<ReplayedRecord>{{8, 1, "b"}}));
+  EXPECT_EQ(stats.damaged_bytes_skipped, damaged_last.size());
+  ASSERT_TRUE(Replay(4, &records, &stats).Is(StatusCode::kCorruption));
+}
+
+// A segment whose version 2 header says the log before it ends earlier than
+// its predecessor's bytes go: what lies beyond was abandoned by a writer
+// that recovered from a failed write. It is never replayed.
+TEST_F(LogReaderTest, RecordsBeyondTheDeclaredEndAreNeverReplayed) {
+  ASSERT_TRUE(env()->CreateDirs(LogDir()).ok());
+  const std::string abandoned = FrameRecord(1, 3, 2, "failed group") + std::string(9, '\xee');
+  WriteFile(SegmentPath(1), log_format::EncodeSegmentHeader(1) + FrameRecord(1, 1, 2, "a") + abandoned);
+  // LSNs 3 and 4 were never acknowledged; the writer went on at 3, and then
+  // once more at 6 after a restart that found LSN 5 taken elsewhere.
+  WriteFile(SegmentPath(3), log_format::EncodeSegmentHeader(3, 3) + FrameRecord(1, 3, 1, "b"));
+  WriteFile(SegmentPath(6), log_format::EncodeSegmentHeader(6, 4) + FrameRecord(1, 6, 1, "c"));
+  std::vector<ReplayedRecord> records;
+  LogReplayStats stats;
+  Status status = Replay(0, &records, &stats);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(records, (std::vector<ReplayedRecord>{{1, 2, "a"}, {3, 1, "b"}, {6, 1, "c"}}));
+  EXPECT_EQ(stats.abandoned_bytes, abandoned.size());
+  EXPECT_EQ(stats.unused_lsns, 2u);
+  EXPECT_EQ(stats.next_lsn, 7u);
+  EXPECT_EQ(stats.start_lsn, 1u);
+}
+
 TEST_F(LogReaderTest, NewerFormatVersionIsNeitherReplayedNorRepaired) {
   ASSERT_TRUE(env()->CreateDirs(LogDir()).ok());
   std::string header(log_format::kSegmentMagic);
