@@ -117,8 +117,16 @@ Result<std::shared_ptr<PeriodHandle>> EngineImpl::GetPeriodFile(const std::strin
       if (!exists && access != PeriodAccess::kCreate) return Status::NotFound(path + " does not exist");
       handle = std::make_shared<PeriodHandle>();
       if (writable) {
-        CAIRN_ASSIGN_OR_RETURN(
-            handle->file, PeriodFile::OpenWritable(env_, vfs_name_, path, table, period, start, cache_kib));
+        auto opened = PeriodFile::OpenWritable(env_, vfs_name_, path, table, period, start, cache_kib);
+        if (!opened.ok() && !exists) {
+          // A file this call created but could not finish (a full disk)
+          // holds nothing, and would stop the next start that cannot finish
+          // it either.
+          for (const std::string& file : {path, path + "-wal", path + "-journal"}) {
+            if (env_->FileExists(file)) (void)env_->RemoveFile(file);
+          }
+        }
+        CAIRN_ASSIGN_OR_RETURN(handle->file, std::move(opened));
         if (!exists) CAIRN_RETURN_IF_ERROR(env_->SyncDir(TableDir(table)));
       } else {
         auto read_only = PeriodFile::OpenReadOnly(env_, vfs_name_, path, cache_kib);
