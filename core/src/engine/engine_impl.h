@@ -65,6 +65,9 @@ Status MergeChunkRecords(const ChunkRow& chunk, std::vector<ChunkField>* schema,
 Status ForEachUnconfirmedChunk(PeriodFile& file, const LsnRangeSet& confirmed, uint64_t through,
                                const std::function<bool(ChunkRow&)>& visit);
 
+// The name of the SQLite VFS that reaches files through `env`.
+std::string VfsNameFor(Env* env);
+
 // What a caller of GetPeriodFile will do with the file.
 enum class PeriodAccess : uint8_t {
   kRead,    // must exist; old periods open read-only with the small cache
