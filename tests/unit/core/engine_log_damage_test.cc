@@ -150,6 +150,19 @@ TEST_F(EngineLogDamageTest, RepairSaysWhichLostReadingsTheCloudAlreadyHolds) {
   EXPECT_EQ(report->readings_lost_already_synced, 1u);
 }
 
+// A segment holding unsealed readings deleted from the outside: the start
+// refuses rather than coming up without them.
+TEST_F(EngineLogDamageTest, AMissingSegmentAboveTheCheckpointStopsTheStart) {
+  Open();
+  WriteOk({Temperature("b", Now(), 1.0)});
+  ASSERT_TRUE(engine_->Close().ok());
+  engine_.reset();
+  ASSERT_TRUE(clock_.RemoveFile(dir_.PathOf("log/" + log_format::SegmentFileName(1))).ok());
+  auto refused = Engine::Open(&clock_, dir_.path(), options_);
+  ASSERT_TRUE(refused.status().Is(StatusCode::kCorruption)) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("missing"), std::string::npos) << refused.status().message();
+}
+
 TEST_F(EngineLogDamageTest, RepairRefusesWhileTheEngineIsOpen) {
   Open();
   EXPECT_TRUE(Engine::RepairLog(&clock_, dir_.path()).status().Is(StatusCode::kBusy));

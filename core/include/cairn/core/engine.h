@@ -37,7 +37,9 @@ enum class Durability : uint8_t {
   kFull,      // after the log record is fdatasync'ed (default)
   kInterval,  // before the sync; a background sync runs every interval: a power
               // cut can lose at most the last `sync_interval_ms` of acknowledged writes
-  kOff,       // never synced by cairn except at seal and close: the OS decides
+  kOff,       // synced by cairn only at seal, segment roll and close, and when 4 MiB of log
+              // wait unsynced (the log keeps them in memory to write them again after a
+              // failed sync): otherwise the OS decides
 };
 
 // What the engine does when the sync quota is reached (DESIGN §6).
