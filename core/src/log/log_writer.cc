@@ -75,7 +75,14 @@ Result<std::unique_ptr<LogWriter>> LogWriter::Open(Env* env, const std::string& 
   CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> names, env->ListDir(dir));
   for (const std::string& name : names) {
     std::optional<uint64_t> first_lsn = log_format::ParseSegmentFileName(name);
-    if (!first_lsn) continue;
+    if (!first_lsn) {
+      // What a replacement of a segment interrupted by a crash leaves.
+      constexpr std::string_view kTemp = ".log.tmp";
+      if (name.ends_with(kTemp) && log_format::ParseSegmentFileName(name.substr(0, name.size() - 4))) {
+        CAIRN_RETURN_IF_ERROR(env->RemoveFile(JoinPath(dir, name)).WithContext("log: removing leftover"));
+      }
+      continue;
+    }
     const std::string path = JoinPath(dir, name);
     CAIRN_ASSIGN_OR_RETURN(uint64_t size, env->FileSize(path));
     if (*first_lsn >= next_lsn) {
