@@ -5,6 +5,7 @@
 // queries keep working, nothing acknowledged is lost, health names the
 // condition, and writes resume by themselves once it is over; a clean stop
 // leaves a directory the next start accepts.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,11 +62,11 @@ class EngineDiskFaultsTest : public ::testing::Test {
     return rows.ok() ? rows->rows.size() : 0;
   }
 
-  const HealthProblem* Problem(const EngineHealth& health, std::string_view key) {
+  static std::optional<HealthProblem> Problem(const EngineHealth& health, std::string_view key) {
     for (const HealthProblem& problem : health.problems) {
-      if (problem.key == key) return &problem;
+      if (problem.key == key) return problem;
     }
-    return nullptr;
+    return std::nullopt;
   }
 
   ScopedTempDir dir_{"cairn-disk-faults"};
@@ -97,8 +98,8 @@ TEST_F(EngineDiskFaultsTest, ADiskFullOnceRefusesWritesConsumesNothingAndWritesR
 
   EngineHealth health = engine_->Health();
   EXPECT_EQ(health.level, HealthLevel::kDegraded);
-  const HealthProblem* full = Problem(health, "disk.full");
-  ASSERT_NE(full, nullptr);
+  const std::optional<HealthProblem> full = Problem(health, "disk.full");
+  ASSERT_TRUE(full.has_value());
   EXPECT_EQ(full->component, "disk");
   EXPECT_NE(full->message.find(dir_.path()), std::string::npos) << full->message;
   EXPECT_NE(full->message.find("bytes free"), std::string::npos) << full->message;
@@ -110,7 +111,7 @@ TEST_F(EngineDiskFaultsTest, ADiskFullOnceRefusesWritesConsumesNothingAndWritesR
   ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
   EXPECT_EQ(resumed->first_lsn, last_lsn + 1);
   ASSERT_TRUE(engine_->Write("t", Readings("new", 0, 5)).ok());
-  EXPECT_EQ(Problem(engine_->Health(), "disk.full"), nullptr);
+  EXPECT_FALSE(Problem(engine_->Health(), "disk.full").has_value());
   EXPECT_EQ(engine_->Health().level, HealthLevel::kOk);
 
   // Two clean stops and starts: the log is accepted each time, and every
@@ -130,8 +131,8 @@ TEST_F(EngineDiskFaultsTest, AReadOnlyFilesystemRefusesWritesUntilItIsWritableAg
   Result<WriteResult> refused = engine_->Write("t", Readings("d", 10, 10));
   ASSERT_TRUE(refused.status().Is(StatusCode::kResourceExhausted)) << refused.status().ToString();
   EXPECT_NE(refused.status().message().find("refuses writes"), std::string::npos) << refused.status().message();
-  const HealthProblem* read_only = Problem(engine_->Health(), "disk.read_only");
-  ASSERT_NE(read_only, nullptr);
+  const std::optional<HealthProblem> read_only = Problem(engine_->Health(), "disk.read_only");
+  ASSERT_TRUE(read_only.has_value());
   EXPECT_EQ(read_only->component, "disk");
   EXPECT_NE(read_only->message.find("Read-only file system"), std::string::npos) << read_only->message;
   EXPECT_EQ(Count("d"), 10u);
@@ -153,8 +154,8 @@ TEST_F(EngineDiskFaultsTest, AGroupWhoseSyncFailedIsNotAcknowledgedAndNeverComes
   ASSERT_FALSE(failed.ok());
   EXPECT_TRUE(failed.status().Is(StatusCode::kUnavailable)) << failed.status().ToString();
   EXPECT_EQ(Count("lost"), 0u) << "an unacknowledged group is not visible";
-  const HealthProblem* io = Problem(engine_->Health(), "log.io_error");
-  ASSERT_NE(io, nullptr);
+  const std::optional<HealthProblem> io = Problem(engine_->Health(), "log.io_error");
+  ASSERT_TRUE(io.has_value());
   EXPECT_NE(io->message.find("Input/output error"), std::string::npos) << io->message;
 
   faults_.ClearFaults();
@@ -211,7 +212,7 @@ TEST_F(EngineDiskFaultsTest, AnEngineStartsOnAFullDisk) {
   engine_.reset();
   faults_.FailFromNth(FaultOp::kWrite, 1, Status::ResourceExhausted("write: No space left on device"));
   Open();
-  EXPECT_NE(Problem(engine_->Health(), "disk.full"), nullptr);
+  EXPECT_TRUE(Problem(engine_->Health(), "disk.full").has_value());
   EXPECT_EQ(Count("d"), 10u);
   EXPECT_TRUE(engine_->Write("t", Readings("d", 10, 1)).status().Is(StatusCode::kResourceExhausted));
   faults_.ClearFaults();
