@@ -215,9 +215,11 @@ Status Daemon::OpenEngine() {
     }
     // Damage in a log segment is what the log repair mends: it keeps every
     // intact record and reports the readings lost.
-    if (status.Is(StatusCode::kCorruption) && status.message().find(JoinPath(dir, "log") + "/") != std::string::npos) {
+    const bool in_the_log = status.message().find(JoinPath(dir, "log") + "/") != std::string::npos;
+    if (status.Is(StatusCode::kCorruption) && in_the_log) {
       return Status::Corruption("cannot open data directory " + dir + ": " + status.message() +
-                                "; to mend the log, stop cairnd and run: cairnd --repair-log --data-dir " + dir);
+                                "; to mend the log, stop cairnd and run: cairnd --repair-log --data-dir " +
+                                dir);
     }
     return status.WithContext("cannot open data directory " + dir);
   }

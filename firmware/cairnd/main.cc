@@ -49,7 +49,8 @@ int RepairLog(const std::string& data_dir) {
                 count(report.segments_trimmed));
   }
   if (report.torn_tail_bytes > 0) {
-    std::printf("cairnd: dropped %llu bytes of a write cut short by a crash\n", count(report.torn_tail_bytes));
+    std::printf("cairnd: dropped %llu bytes of a write cut short by a crash\n",
+                count(report.torn_tail_bytes));
   }
   if (!report.note.empty()) std::printf("cairnd: note: %s\n", report.note.c_str());
   if (report.actions.empty()) {

@@ -8,10 +8,6 @@
 //
 // Needs root (mount); skipped with a message otherwise. Every wait is
 // bounded; the daemon is killed and the tmpfs unmounted in teardown.
-#include <sys/mount.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -27,6 +23,9 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cairn/platform/env.h"
 #include "cairn/transport/json_value.h"
@@ -219,7 +218,8 @@ TEST_F(CairndDiskFullTest, WritesAre507WhileTheDiskIsFullAndResumeOnceSpaceIsFre
 
   FillDisk();
   const std::string refused = WriteUntilRefused("a");
-  EXPECT_NE(refused.find("no space left on the filesystem holding " + data_dir_), std::string::npos) << refused;
+  EXPECT_NE(refused.find("no space left on the filesystem holding " + data_dir_), std::string::npos)
+      << refused;
   EXPECT_NE(refused.find("bytes free"), std::string::npos) << refused;
   EXPECT_NE(refused.find("writes resume once space is freed"), std::string::npos) << refused;
   // Refused again while it lasts; queries keep working; health says why.
@@ -244,8 +244,9 @@ TEST_F(CairndDiskFullTest, WritesAre507WhileTheDiskIsFullAndResumeOnceSpaceIsFre
   const auto [lost, duplicated] = CheckReadings("a");
   ASSERT_EQ(WriteBatch("a"), 204);
   EXPECT_EQ(StopDaemon(), 0) << daemon_->Stderr();
-  std::printf("disk full once, space freed: %zu acknowledged, %zu lost, %zu duplicated, refused with 507: \"%s\"\n",
-              Acknowledged(), lost, duplicated, refused.c_str());
+  std::printf(
+      "disk full once, space freed: %zu acknowledged, %zu lost, %zu duplicated, refused with 507: \"%s\"\n",
+      Acknowledged(), lost, duplicated, refused.c_str());
 }
 
 TEST_F(CairndDiskFullTest, AStopWhileTheDiskIsFullLosesNothingAndTheNextStartWaitsForRoom) {

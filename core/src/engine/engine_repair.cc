@@ -12,7 +12,8 @@ namespace {
 
 // The checkpoint and the confirmed LSNs of every sync ledger, read from the
 // catalog for a repair of the log; NotFound when there is no catalog.
-Status ReadRepairContext(Env* env, const std::string& data_dir, uint64_t* checkpoint, LsnRangeSet* confirmed) {
+Status ReadRepairContext(Env* env, const std::string& data_dir, uint64_t* checkpoint,
+                         LsnRangeSet* confirmed) {
   const std::string path = JoinPath(data_dir, "catalog.db");
   if (!env->FileExists(path)) return Status::NotFound(path + " does not exist");
   const std::string vfs_name = VfsNameFor(env);
@@ -57,7 +58,8 @@ Result<LogRepairReport> Engine::RepairLog(Env* env, const std::string& data_dir)
     report.note = "the checkpoint could not be read (" + context.message() +
                   "), so every damaged reading is counted as lost";
   }
-  CAIRN_ASSIGN_OR_RETURN(LogRepairOutcome outcome, cairn::RepairLog(env, JoinPath(data_dir, "log"), checkpoint));
+  CAIRN_ASSIGN_OR_RETURN(LogRepairOutcome outcome,
+                         cairn::RepairLog(env, JoinPath(data_dir, "log"), checkpoint));
   for (const LogRepairOutcome::LostLsns& lost : outcome.lost) {
     report.lost_lsns.push_back(LsnRange{lost.first_lsn, lost.end_lsn - 1});
     report.readings_lost += lost.end_lsn - lost.first_lsn;

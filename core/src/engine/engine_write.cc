@@ -169,7 +169,8 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
   if (!replayed.ok()) {
     if (replayed.Is(StatusCode::kCorruption)) {
       return Status::Corruption(replayed.message() +
-                                " (the log repair command keeps every intact record and reports the readings lost)");
+                                " (the log repair command keeps every intact record and reports the readings "
+                                "lost)");
     }
     return replayed;
   }
@@ -459,7 +460,9 @@ void EngineImpl::UndoSeriesChanges(const std::vector<SeriesUndo>& undo) {
       it->table->series.erase(std::make_pair(series->device_id, series->measure_name));
       continue;
     }
-    for (size_t i = it->field_count; i < series->fields.size(); ++i) series->field_index.erase(series->fields[i].name);
+    for (size_t i = it->field_count; i < series->fields.size(); ++i) {
+      series->field_index.erase(series->fields[i].name);
+    }
     series->fields.resize(it->field_count);
     series->dimensions = it->dimensions;
   }

@@ -23,9 +23,10 @@ Status ReportWriteFailure(Env* env, const std::string& data_dir, std::string_vie
       problem.message = "no space left on " + fs + " (" + free_text + "): writes are refused";
       problem.remedy = "free space on " + fs + "; writes resume by themselves";
       health.Raise(problem, env->NowUnixNanos());
-      return Status::ResourceExhausted("no space left on " + fs + ": " + free_text +
-                                       "; nothing of this write was stored; writes resume once space is freed (" +
-                                       std::string(what) + ": " + failure.message() + ")");
+      return Status::ResourceExhausted(
+          "no space left on " + fs + ": " + free_text +
+          "; nothing of this write was stored; writes resume once space is freed (" + std::string(what) +
+          ": " + failure.message() + ")");
     }
     case WriteFailureKind::kNotWritable:
       problem.key = kDiskReadOnlyProblem;
@@ -35,7 +36,8 @@ Status ReportWriteFailure(Env* env, const std::string& data_dir, std::string_vie
           "make it writable again (a filesystem remounts read-only after errors: check the kernel log); "
           "writes resume by themselves";
       health.Raise(problem, env->NowUnixNanos());
-      return Status::ResourceExhausted(fs + " refuses writes (read-only or not permitted); nothing of this write "
+      return Status::ResourceExhausted(fs +
+                                       " refuses writes (read-only or not permitted); nothing of this write "
                                        "was stored; writes resume once it is writable again (" +
                                        std::string(what) + ": " + failure.message() + ")");
     case WriteFailureKind::kIoError:

@@ -18,17 +18,19 @@ using log_format::SegmentHeader;
 // Checks a segment's header against its name and its predecessor, and says
 // where its records continue the log. Fills `damage` and returns Corruption
 // when they do not fit.
-Status CheckSegmentHeader(const SegmentFile& segment, std::optional<uint64_t> expected,
-                          LogReplayStats* stats, const std::function<Status(Damage::Kind, std::string)>& corrupt) {
+Status CheckSegmentHeader(const SegmentFile& segment, std::optional<uint64_t> expected, LogReplayStats* stats,
+                          const std::function<Status(Damage::Kind, std::string)>& corrupt) {
   const SegmentHeader& header = segment.header;
   if (header.first_lsn != segment.first_lsn) {
-    return corrupt(Damage::Kind::kHeader, "segment header says first LSN " + std::to_string(header.first_lsn) +
-                                              " but the file name says " + std::to_string(segment.first_lsn));
+    return corrupt(Damage::Kind::kHeader, "segment header says first LSN " +
+                                              std::to_string(header.first_lsn) + " but the file name says " +
+                                              std::to_string(segment.first_lsn));
   }
   if (header.previous_end_lsn && *header.previous_end_lsn > header.first_lsn) {
     return corrupt(Damage::Kind::kHeader, "segment header says the log before it ends at LSN " +
                                               std::to_string(*header.previous_end_lsn) +
-                                              ", after its own first LSN " + std::to_string(header.first_lsn));
+                                              ", after its own first LSN " +
+                                              std::to_string(header.first_lsn));
   }
   if (!expected) return Status::Ok();
   // A version 2 header says where its predecessor ends (the predecessor was
@@ -98,10 +100,9 @@ class Replayer {
       CAIRN_RETURN_IF_ERROR(RemoveTornSegment(reader));
       return false;
     }
-    CAIRN_RETURN_IF_ERROR(CheckSegmentHeader(segment(), expected_, stats_,
-                                             [&](Damage::Kind kind, std::string reason) {
-                                               return Corrupt(kind, 0, reason);
-                                             }));
+    CAIRN_RETURN_IF_ERROR(
+        CheckSegmentHeader(segment(), expected_, stats_,
+                           [&](Damage::Kind kind, std::string reason) { return Corrupt(kind, 0, reason); }));
     stats_->segments.push_back(segment().path);
     expected_ = segment().first_lsn;
     const std::optional<uint64_t> declared_end = DeclaredEnd(segments_, index_);
@@ -127,7 +128,8 @@ class Replayer {
         return Corrupt(Damage::Kind::kEndsShort, size,
                        "LSN gap between segments: the records end at LSN " + std::to_string(*expected_) +
                            ", but the next segment says the log before it ends at " +
-                           std::to_string(*declared_end) + " (a segment is missing, or this one lost records)");
+                           std::to_string(*declared_end) +
+                           " (a segment is missing, or this one lost records)");
       }
       expected_ = *declared_end;  // what is missing was checkpointed
     }
@@ -163,8 +165,8 @@ class Replayer {
     if (declared_end && record.end_lsn() > *declared_end) {
       return Corrupt(Damage::Kind::kCrossesEnd, offset,
                      "record of LSNs " + std::to_string(record.header.first_lsn) + " to " +
-                         std::to_string(record.end_lsn() - 1) + " runs past LSN " + std::to_string(*declared_end) +
-                         ", where the next segment says this one ends");
+                         std::to_string(record.end_lsn() - 1) + " runs past LSN " +
+                         std::to_string(*declared_end) + ", where the next segment says this one ends");
     }
     stats_->records += 1;
     stats_->payload_bytes += record.payload.size();
@@ -242,8 +244,7 @@ Status ReplayLog(
     LogReplayStats* stats, LogCorruption* corruption) {
   LogReplayStats local_stats;
   log_internal::Damage damage;
-  Status status =
-      log_internal::ReplaySegments(env, dir, from_lsn, fn, stats ? stats : &local_stats, &damage);
+  Status status = log_internal::ReplaySegments(env, dir, from_lsn, fn, stats ? stats : &local_stats, &damage);
   if (status.Is(StatusCode::kCorruption) && corruption != nullptr && !damage.segment.empty()) {
     *corruption = LogCorruption{damage.segment, damage.offset, damage.reason};
   }

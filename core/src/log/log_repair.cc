@@ -29,8 +29,8 @@ std::string NameOf(const std::string& path) { return path.substr(path.rfind('/')
 // that the log before it ends at `previous_end_lsn`) followed by bytes
 // [from, to) of `source`: to a temporary file, synced, renamed into place,
 // directory synced. `source` may be the segment being replaced.
-Status WriteSegmentCopy(Env* env, const std::string& dir, const std::string& source, uint64_t from, uint64_t to,
-                        uint64_t first_lsn, uint64_t previous_end_lsn) {
+Status WriteSegmentCopy(Env* env, const std::string& dir, const std::string& source, uint64_t from,
+                        uint64_t to, uint64_t first_lsn, uint64_t previous_end_lsn) {
   const std::string path = JoinPath(dir, log_format::SegmentFileName(first_lsn));
   const std::string temp = path + std::string(kTempSuffix);
   {
@@ -66,7 +66,8 @@ class Mender {
     CAIRN_ASSIGN_OR_RETURN(segments_, log_internal::ListSegments(env_, dir_));
     auto it = std::find_if(segments_.begin(), segments_.end(),
                            [&](const SegmentFile& s) { return s.path == damage.segment; });
-    if (it == segments_.end()) return Status::Internal("log repair: damaged segment " + damage.segment + " vanished");
+    if (it == segments_.end())
+      return Status::Internal("log repair: damaged segment " + damage.segment + " vanished");
     index_ = static_cast<size_t>(it - segments_.begin());
     damage_ = &damage;
     const SegmentFile& segment = *it;
@@ -76,7 +77,8 @@ class Mender {
         std::optional<FoundRecord> found;
         {
           CAIRN_ASSIGN_OR_RETURN(SegmentReader reader, SegmentReader::Open(env_, segment));
-          CAIRN_ASSIGN_OR_RETURN(found, FindIntactRecordFrom(reader, damage.offset, expected, ContinuesBelow()));
+          CAIRN_ASSIGN_OR_RETURN(found,
+                                 FindIntactRecordFrom(reader, damage.offset, expected, ContinuesBelow()));
         }
         if (found) return KeepFrom(*found, damage.offset);
         return CutAndDeclare(damage.offset);
@@ -100,7 +102,9 @@ class Mender {
 
  private:
   const SegmentFile& segment() const { return segments_[index_]; }
-  const SegmentFile* successor() const { return index_ + 1 < segments_.size() ? &segments_[index_ + 1] : nullptr; }
+  const SegmentFile* successor() const {
+    return index_ + 1 < segments_.size() ? &segments_[index_ + 1] : nullptr;
+  }
 
   // Records at or beyond this LSN cannot continue the damaged segment: its
   // successor holds them, or declares them abandoned.
@@ -116,7 +120,8 @@ class Mender {
   }
 
   std::string Where() const {
-    return NameOf(damage_->segment) + " offset " + std::to_string(damage_->offset) + " (" + damage_->reason + ")";
+    return NameOf(damage_->segment) + " offset " + std::to_string(damage_->offset) + " (" + damage_->reason +
+           ")";
   }
 
   std::string LostText(uint64_t first_lsn, uint64_t end_lsn) const {
@@ -144,9 +149,9 @@ class Mender {
       CAIRN_RETURN_IF_ERROR(log_internal::CutFile(env_, damaged.path, cut_at));
     }
     Lost(expected, found.first_lsn);
-    report_->actions.push_back(Where() + ": kept the intact records from offset " + std::to_string(found.offset) +
-                               " on in " + log_format::SegmentFileName(found.first_lsn) + "; " +
-                               LostText(expected, found.first_lsn));
+    report_->actions.push_back(
+        Where() + ": kept the intact records from offset " + std::to_string(found.offset) + " on in " +
+        log_format::SegmentFileName(found.first_lsn) + "; " + LostText(expected, found.first_lsn));
     return Status::Ok();
   }
 
@@ -161,9 +166,9 @@ class Mender {
     }
     const uint64_t expected = damage_->expected_lsn;
     if (next->header.state == log_format::SegmentHeader::State::kValid) {
-      CAIRN_RETURN_IF_ERROR(Declare(index_ + 1, expected, "the records of " + NameOf(segment().path) +
-                                                             " after offset " + std::to_string(cut_at) +
-                                                             " were cut"));
+      CAIRN_RETURN_IF_ERROR(Declare(index_ + 1, expected,
+                                    "the records of " + NameOf(segment().path) + " after offset " +
+                                        std::to_string(cut_at) + " were cut"));
     }
     // (A successor with a damaged header is rebased on the next pass, from
     // where this segment now ends.)
@@ -183,9 +188,9 @@ class Mender {
     CAIRN_RETURN_IF_ERROR(WriteSegmentCopy(env_, dir_, target.path, target.header.size, target.size,
                                            target.first_lsn, previous_end_lsn));
     Lost(previous_end_lsn, claimed);
-    report_->actions.push_back(Where() + ": " + NameOf(target.path) + " now declares that the log before it ends at LSN " +
-                               std::to_string(previous_end_lsn) + " (" + why + "); " +
-                               LostText(previous_end_lsn, claimed));
+    report_->actions.push_back(
+        Where() + ": " + NameOf(target.path) + " now declares that the log before it ends at LSN " +
+        std::to_string(previous_end_lsn) + " (" + why + "); " + LostText(previous_end_lsn, claimed));
     return Status::Ok();
   }
 
@@ -200,9 +205,10 @@ class Mender {
                            FindIntactRecordFrom(reader, 1, expected, ContinuesBelow()));
     reader = SegmentReader(nullptr, 0);
     if (found) {
-      CAIRN_RETURN_IF_ERROR(
-          WriteSegmentCopy(env_, dir_, damaged.path, found->offset, damaged.size, found->first_lsn, expected));
-      if (found->first_lsn != damaged.first_lsn) CAIRN_RETURN_IF_ERROR(RemoveSegment(env_, dir_, damaged.path));
+      CAIRN_RETURN_IF_ERROR(WriteSegmentCopy(env_, dir_, damaged.path, found->offset, damaged.size,
+                                             found->first_lsn, expected));
+      if (found->first_lsn != damaged.first_lsn)
+        CAIRN_RETURN_IF_ERROR(RemoveSegment(env_, dir_, damaged.path));
       Lost(expected, found->first_lsn);
       report_->actions.push_back(Where() + ": rewrote the segment from its intact record at offset " +
                                  std::to_string(found->offset) + " as " +

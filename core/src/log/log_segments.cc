@@ -31,7 +31,8 @@ Result<std::vector<SegmentFile>> ListSegments(Env* env, const std::string& dir) 
     std::string header(static_cast<size_t>(std::min<uint64_t>(segment.size, kSegmentHeaderSize)), '\0');
     size_t filled = 0;
     while (filled < header.size()) {
-      CAIRN_ASSIGN_OR_RETURN(size_t got, file->ReadAt(filled, header.size() - filled, header.data() + filled));
+      CAIRN_ASSIGN_OR_RETURN(size_t got,
+                             file->ReadAt(filled, header.size() - filled, header.data() + filled));
       if (got == 0) break;
       filled += got;
     }
@@ -76,7 +77,8 @@ Result<std::string_view> SegmentReader::Read(uint64_t offset, size_t n) {
   window_.resize(fill);
   size_t filled = 0;
   while (filled < fill) {
-    CAIRN_ASSIGN_OR_RETURN(size_t got, file_->ReadAt(offset + filled, fill - filled, window_.data() + filled));
+    CAIRN_ASSIGN_OR_RETURN(size_t got,
+                           file_->ReadAt(offset + filled, fill - filled, window_.data() + filled));
     if (got == 0) break;  // the file shrank under us: treat the rest as missing
     filled += got;
   }
@@ -85,7 +87,8 @@ Result<std::string_view> SegmentReader::Read(uint64_t offset, size_t n) {
   return std::string_view(window_.data(), std::min(n, filled));
 }
 
-Result<bool> ReadRecordAt(SegmentReader& reader, uint64_t offset, IntactRecord* record, std::string* why_bad) {
+Result<bool> ReadRecordAt(SegmentReader& reader, uint64_t offset, IntactRecord* record,
+                          std::string* why_bad) {
   const uint64_t remaining = reader.size() - offset;
   if (remaining < kRecordHeaderSize) {
     *why_bad = "incomplete record header (" + std::to_string(remaining) + " bytes before end of file)";
@@ -133,8 +136,8 @@ std::string WhyNotContinuing(const log_format::RecordHeader& header, uint64_t ex
   return std::string();
 }
 
-Result<std::optional<FoundRecord>> FindIntactRecordFrom(SegmentReader& reader, uint64_t start, uint64_t min_lsn,
-                                                        std::optional<uint64_t> below_lsn) {
+Result<std::optional<FoundRecord>> FindIntactRecordFrom(SegmentReader& reader, uint64_t start,
+                                                        uint64_t min_lsn, std::optional<uint64_t> below_lsn) {
   const uint64_t size = reader.size();
   for (uint64_t offset = start; offset < size && size - offset >= kRecordHeaderSize; ++offset) {
     CAIRN_ASSIGN_OR_RETURN(std::string_view header_bytes, reader.Read(offset, kRecordHeaderSize));

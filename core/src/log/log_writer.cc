@@ -53,7 +53,8 @@ Result<std::unique_ptr<LogWriter>> LogWriter::Open(Env* env, const std::string& 
 }
 
 Result<std::unique_ptr<LogWriter>> LogWriter::Open(Env* env, const std::string& dir, uint64_t next_lsn,
-                                                   uint64_t previous_end_lsn, const LogWriterOptions& options) {
+                                                   uint64_t previous_end_lsn,
+                                                   const LogWriterOptions& options) {
   if (next_lsn == 0) {
     return Status::InvalidArgument("log: next_lsn must be >= 1 (LSN 0 is never used)");
   }
@@ -62,7 +63,8 @@ Result<std::unique_ptr<LogWriter>> LogWriter::Open(Env* env, const std::string& 
                                    " lies beyond next_lsn " + std::to_string(next_lsn));
   }
   if (options.segment_bytes == 0 || options.release_roll_bytes == 0 || options.max_unsynced_bytes == 0) {
-    return Status::InvalidArgument("log: segment_bytes, release_roll_bytes and max_unsynced_bytes must be > 0");
+    return Status::InvalidArgument(
+        "log: segment_bytes, release_roll_bytes and max_unsynced_bytes must be > 0");
   }
   const bool dir_existed = env->FileExists(dir);
   CAIRN_RETURN_IF_ERROR(env->CreateDirs(dir).WithContext("log: creating " + dir));
@@ -209,8 +211,8 @@ Status LogWriter::SettleLocked() {
   if (failure_.ok()) return Status::Ok();
   if (closed_) return failure_;
   if (Status removed = RemoveStrayLocked(); !removed.ok()) {
-    return Status(removed.code(), failure_.message() + "; the log is not back in a known state yet: " +
-                                      removed.message());
+    return Status(removed.code(),
+                  failure_.message() + "; the log is not back in a known state yet: " + removed.message());
   }
   Status rewritten = RewriteActiveLocked();
   if (rewritten.ok()) {
@@ -258,7 +260,8 @@ Status LogWriter::RewriteActiveLocked() {
   CAIRN_ASSIGN_OR_RETURN(uint64_t size, active_file_->Size());
   if (size != expected_size) {
     return Status::IOError("log: " + path + " holds " + std::to_string(size) +
-                           " bytes after it was cut back and written again, not " + std::to_string(expected_size));
+                           " bytes after it was cut back and written again, not " +
+                           std::to_string(expected_size));
   }
   active_durable_bytes_ = expected_size;
   ClearUnsyncedLocked();

@@ -130,7 +130,8 @@ TEST_F(EngineDiskFaultsTest, AReadOnlyFilesystemRefusesWritesUntilItIsWritableAg
                       Status::PermissionDenied("write " + dir_.path() + "/log/x: Read-only file system"));
   Result<WriteResult> refused = engine_->Write("t", Readings("d", 10, 10));
   ASSERT_TRUE(refused.status().Is(StatusCode::kResourceExhausted)) << refused.status().ToString();
-  EXPECT_NE(refused.status().message().find("refuses writes"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("refuses writes"), std::string::npos)
+      << refused.status().message();
   const std::optional<HealthProblem> read_only = Problem(engine_->Health(), "disk.read_only");
   ASSERT_TRUE(read_only.has_value());
   EXPECT_EQ(read_only->component, "disk");

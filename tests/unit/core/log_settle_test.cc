@@ -44,7 +44,9 @@ class ShortWriteEnv : public EnvWrapper {
   class ShortWriteFile : public File {
    public:
     ShortWriteFile(std::unique_ptr<File> file, ShortWriteEnv* env) : file_(std::move(file)), env_(env) {}
-    Result<size_t> ReadAt(uint64_t offset, size_t n, char* dst) override { return file_->ReadAt(offset, n, dst); }
+    Result<size_t> ReadAt(uint64_t offset, size_t n, char* dst) override {
+      return file_->ReadAt(offset, n, dst);
+    }
     Status WriteAt(uint64_t offset, std::string_view data) override { return file_->WriteAt(offset, data); }
     Status Append(std::string_view data) override {
       if (env_->short_appends > 0) {
@@ -133,7 +135,8 @@ TEST_F(LogSettleTest, ASegmentThatCannotBeCutBackIsLeftForOneThatDeclaresWhereTh
   ASSERT_TRUE(writer->Append(2, 1, "two", /*sync=*/true).ok());
   ASSERT_TRUE(writer->Close().ok());
   LogReplayStats stats;
-  EXPECT_EQ(ReplayedFrom(Env::Default(), &stats), (std::vector<ReplayedRecord>{{1, 1, "one"}, {2, 1, "two"}}));
+  EXPECT_EQ(ReplayedFrom(Env::Default(), &stats),
+            (std::vector<ReplayedRecord>{{1, 1, "one"}, {2, 1, "two"}}));
   // The half record is still in segment 1, and never replayed.
   EXPECT_EQ(stats.abandoned_bytes, (log_format::kRecordHeaderSize + lost.size()) / 2);
 }
@@ -154,7 +157,8 @@ TEST_F(LogSettleTest, AFailedSyncIsNeverRetriedTheRecordsAreWrittenAgain) {
   ASSERT_TRUE(writer->Sync().ok());
   EXPECT_EQ(env.InjectedCount(FaultOp::kSync), 1);
   EXPECT_EQ(env.CallCount(FaultOp::kWrite), writes_before + 2) << "a cut and one write of both records";
-  EXPECT_EQ(env.CallCount(FaultOp::kSync), syncs_before + 2) << "the failed sync and the one after the rewrite";
+  EXPECT_EQ(env.CallCount(FaultOp::kSync), syncs_before + 2)
+      << "the failed sync and the one after the rewrite";
   EXPECT_EQ(writer->SyncedThroughLsn(), 3u);
   ASSERT_TRUE(env.SimulatePowerCut().ok());
   writer.reset();
