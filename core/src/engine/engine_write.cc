@@ -145,6 +145,9 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
 
   CAIRN_ASSIGN_OR_RETURN(checkpoint_lsn_, catalog_->CheckpointLsn());
   const std::string log_dir = JoinPath(data_dir_, "log");
+  // What a failed fdatasync of the previous run left readable but never
+  // wrote must reach the disk before replay builds on it.
+  CAIRN_RETURN_IF_ERROR(RewriteLogTail(env_, log_dir));
   LogReplayStats replay;
   LogCorruption corruption;
   uint64_t applied = 0;

@@ -1,5 +1,6 @@
 #include "log/log_reader.h"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -237,6 +238,30 @@ Status ReplaySegments(Env* env, const std::string& dir, uint64_t from_lsn,
 }
 
 }  // namespace log_internal
+
+Status RewriteLogTail(Env* env, const std::string& dir) {
+  CAIRN_ASSIGN_OR_RETURN(std::vector<log_internal::SegmentFile> segments, log_internal::ListSegments(env, dir));
+  size_t from = segments.size();
+  while (from > 0 && segments[from - 1].header.state != log_format::SegmentHeader::State::kValid) --from;
+  if (from > 0) --from;
+  constexpr size_t kChunkBytes = 1u << 20;
+  std::string chunk;
+  for (size_t i = from; i < segments.size(); ++i) {
+    const log_internal::SegmentFile& segment = segments[i];
+    if (segment.size <= log_format::kSegmentHeaderSize) continue;  // the header was synced when created
+    CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<File> file, env->OpenFile(segment.path, OpenMode::kReadWrite));
+    for (uint64_t offset = 0; offset < segment.size;) {
+      chunk.resize(static_cast<size_t>(std::min<uint64_t>(kChunkBytes, segment.size - offset)));
+      CAIRN_ASSIGN_OR_RETURN(size_t got, file->ReadAt(offset, chunk.size(), chunk.data()));
+      if (got == 0) break;
+      CAIRN_RETURN_IF_ERROR(file->WriteAt(offset, std::string_view(chunk.data(), got))
+                                .WithContext("log: writing the tail of " + segment.path + " again"));
+      offset += got;
+    }
+    CAIRN_RETURN_IF_ERROR(file->Sync().WithContext("log: syncing the tail of " + segment.path));
+  }
+  return Status::Ok();
+}
 
 Status ReplayLog(
     Env* env, const std::string& dir, uint64_t from_lsn,

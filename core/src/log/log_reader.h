@@ -82,4 +82,13 @@ Status ReplayLog(
     const std::function<Status(uint64_t first_lsn, uint32_t count, std::string_view payload)>& fn,
     LogReplayStats* stats, LogCorruption* corruption = nullptr);
 
+// Writes the records of the last segment (and of any segment after the last
+// one with a valid header) again over themselves and syncs them. A failed
+// fdatasync leaves its pages clean in the page cache without having written
+// them: replay would read records the disk does not hold, and a sync alone
+// would not write them (log_format.md, "Start-up"). Run before ReplayLog
+// when the log is opened. Segments holding only a header are skipped. A
+// missing `dir` is fine.
+Status RewriteLogTail(Env* env, const std::string& dir);
+
 }  // namespace cairn

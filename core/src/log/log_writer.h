@@ -22,8 +22,9 @@
 //
 // A record whose Append failed is not part of the log. Once the writer has
 // settled it can never be replayed. If the process stops before the writer
-// could settle (the device refused every write since), a restart replays it
-// exactly when its bytes reached the disk intact.
+// could settle (the device refused every write since), the next start
+// replays it exactly when its bytes still read back intact, after writing
+// them again so that they are on the disk (RewriteLogTail).
 //
 // Thread-safety: Append, ReleaseBelow, RemoveSegmentsBelow and Close are
 // called by one thread at a time. Sync, Settle, StartNewSegment,

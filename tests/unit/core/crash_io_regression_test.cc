@@ -112,7 +112,6 @@ class CrashIoRegressionTest : public ::testing::Test {
 // Sweep: write call 474 (and every log append or segment-header write) in
 // once mode, "writes refused after a transient fault".
 TEST_F(CrashIoRegressionTest, WritesResumeWithoutRestartAfterTheLogFailedOnce) {
-  GTEST_SKIP() << "defect (write path): one failed log append or sync refuses every later write until a restart";
   WriteAcknowledged(0);
   WriteFailingInTheLog(1, FaultOp::kWrite, Status::ResourceExhausted("write: No space left on device (injected)"),
                        FailedWriteEffect::kHalfWritten);
@@ -130,8 +129,6 @@ TEST_F(CrashIoRegressionTest, WritesResumeWithoutRestartAfterTheLogFailedOnce) {
 // Sweep: open call 22 in once mode, write call 285 in once mode, "open
 // refused under durability full" (LSN gap between segments).
 TEST_F(CrashIoRegressionTest, CleanRestartsAfterAFailedLogAppendAreNotRefused) {
-  GTEST_SKIP() << "defect (write path): a failed batch's LSNs stay consumed; the checkpoint moves past them and "
-                  "the start after next refuses with an LSN gap between log segments";
   WriteAcknowledged(0);
   WriteFailingInTheLog(1, FaultOp::kWrite, Status::ResourceExhausted("write: No space left on device (injected)"),
                        FailedWriteEffect::kNothing);
@@ -148,7 +145,8 @@ TEST_F(CrashIoRegressionTest, CleanRestartsAfterAFailedLogAppendAreNotRefused) {
   EXPECT_TRUE(present.count(0) && present.count(2));
 }
 
-// fdatasync of the log fails (EIO): the record stays readable in the page
+// fdatasync of the log fails (EIO) and keeps failing until the engine is
+// gone, so the log cannot settle: the record stays readable in the page
 // cache but never reaches the disk (FaultInjectionEnv models Linux). A
 // restart replays it from the page cache and starts the next segment after
 // it; readings acknowledged after the restart must survive a power cut.
@@ -156,13 +154,13 @@ TEST_F(CrashIoRegressionTest, CleanRestartsAfterAFailedLogAppendAreNotRefused) {
 // mode, "open refused under durability full", then "acknowledged reading
 // lost by the repair".
 TEST_F(CrashIoRegressionTest, RestartAfterAFailedLogSyncDoesNotBuildOnDataTheDiskNeverGot) {
-  GTEST_SKIP() << "defect (log recovery): after a failed fdatasync a restart trusts the unsynced log tail; after a "
-                  "power cut the start refuses (LSN gap) and the repair drops readings acknowledged since";
   WriteAcknowledged(0);
-  WriteFailingInTheLog(1, FaultOp::kSync, Status::IOError("fdatasync: Input/output error (injected)"),
-                       FailedWriteEffect::kNothing);
+  env_.FailFromNth(FaultOp::kSync, 1, Status::IOError("fdatasync: Input/output error (injected)"));
+  auto written = engine_->Write(kTable, Batch(1));
+  ASSERT_FALSE(written.ok());
   (void)engine_->Close();
   engine_.reset();
+  env_.ClearFaults();
   ASSERT_TRUE(Open().ok());
   WriteAcknowledged(2);
   engine_.reset();

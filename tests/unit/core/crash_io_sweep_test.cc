@@ -145,15 +145,6 @@ struct SweepFindings {
 // Remove an entry once its defect is fixed.
 const std::map<std::string, std::string>& DeferredKinds() {
   static const std::map<std::string, std::string> kinds = {
-      {"writes refused after a transient fault",
-       "a failed log append or sync refuses every later write until a restart: "
-       "WritesResumeWithoutRestartAfterTheLogFailedOnce"},
-      {"open refused under durability full",
-       "LSN gap between log segments after a failed batch (CleanRestartsAfterAFailedLogAppendAreNotRefused) "
-       "or after a restart that trusted a log tail whose fdatasync failed "
-       "(RestartAfterAFailedLogSyncDoesNotBuildOnDataTheDiskNeverGot)"},
-      {"acknowledged reading lost by the repair",
-       "the repair that the refusal above asks for drops readings acknowledged after the gap"},
       {"expired reading back in another state",
        "retention unlinks a period file and its WAL with a directory sync whose error it ignores; a cut that "
        "keeps one unlink and not the other brings the file back without its WAL: "
@@ -505,12 +496,12 @@ class SweepRun : public ModelChecks {
       Report(findings, "refusal without the file and the fix", refusal);
       return false;
     }
-    Result<uint64_t> repaired = Engine::RepairLog(&env_, dir_.path());
+    Result<LogRepairReport> repaired = Engine::RepairLog(&env_, dir_.path());
     if (!repaired.ok()) {
       Fail("RepairLog: " + repaired.status().ToString());
       return false;
     }
-    Note("the repair cut " + std::to_string(*repaired) + " bytes");
+    Note("the repair lost " + std::to_string(repaired->readings_lost) + " readings");
     opened = Engine::Open(&env_, dir_.path(), options_);
     if (!opened.ok()) {
       Fail("Engine::Open after RepairLog: " + opened.status().ToString());

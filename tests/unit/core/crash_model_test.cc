@@ -343,12 +343,12 @@ class ModelRun : public ModelChecks {
     }
     ++stats_.refusals;
     Note("open refused (" + message + "); repairing the log");
-    Result<uint64_t> repaired = Engine::RepairLog(&env_, dir_.path());
+    Result<LogRepairReport> repaired = Engine::RepairLog(&env_, dir_.path());
     if (!repaired.ok()) {
       Fail("RepairLog after a refusal: " + repaired.status().ToString());
       return false;
     }
-    Note("repair cut " + std::to_string(*repaired) + " bytes");
+    Note("repair lost " + std::to_string(repaired->readings_lost) + " readings");
     return true;
   }
 

@@ -242,6 +242,27 @@ TEST_F(LogSettleTest, AcknowledgedRecordsWaitInMemoryUntilTheyCanBeWritten) {
   EXPECT_EQ(ReplayedFrom(&env), (std::vector<ReplayedRecord>{{1, 1, "one"}}));
 }
 
+// A writer that could not settle before its process stopped leaves records
+// that read back (clean pages of a failed sync) but are not on the disk.
+// The next start writes them again before replaying them, so what replay
+// builds on survives a power cut.
+TEST_F(LogSettleTest, TheNextStartWritesAgainWhatAFailedSyncLeftOnlyInThePageCache) {
+  FaultInjectionEnv env(Env::Default());
+  {
+    std::unique_ptr<LogWriter> writer = Open(&env);
+    ASSERT_NE(writer, nullptr);
+    ASSERT_TRUE(writer->Append(1, 1, "one").ok());
+    env.FailFromNth(FaultOp::kSync, 1, Status::IOError("fdatasync: Input/output error"));
+    EXPECT_FALSE(writer->Sync().ok());
+    EXPECT_FALSE(writer->Close().ok());
+  }
+  env.ClearFaults();
+  EXPECT_EQ(ReplayedFrom(&env), (std::vector<ReplayedRecord>{{1, 1, "one"}})) << "it reads back";
+  ASSERT_TRUE(RewriteLogTail(&env, LogDir()).ok());
+  ASSERT_TRUE(env.SimulatePowerCut().ok());
+  EXPECT_EQ(ReplayedFrom(&env), (std::vector<ReplayedRecord>{{1, 1, "one"}})) << "and is on the disk";
+}
+
 TEST_F(LogSettleTest, UnsyncedRecordsAreSyncedBeforeTheyOutgrowTheirMemory) {
   FaultInjectionEnv env(Env::Default());
   LogWriterOptions options;

@@ -355,9 +355,9 @@ class Engine {
   // is stored then, `Health` names the condition until a write succeeds
   // again, and writes resume by themselves once it is over. A batch that
   // failed this way can reappear after a restart only if the device refused
-  // every write until the process stopped and the batch's bytes had reached
-  // it; a retry of the same readings is then a duplicate (same identity and
-  // version). Otherwise each record gets an outcome. Returns after the stored
+  // every write until the process stopped and the batch's bytes still read
+  // back intact at the next start; a retry of the same readings is then a
+  // duplicate (same identity and version). Otherwise each record gets an outcome. Returns after the stored
   // records are durable per the durability mode.
   virtual Result<WriteResult> Write(const std::string& table, const std::vector<Record>& records) = 0;
 
