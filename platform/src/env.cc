@@ -23,10 +23,12 @@ Result<std::string> Env::ReadFileToString(const std::string& path) {
   return contents;
 }
 
-Status Env::WriteFileAtomically(const std::string& path, std::string_view contents) {
+Status Env::WriteFileAtomically(const std::string& path, std::string_view contents,
+                                std::optional<uint32_t> mode) {
   const std::string temporary = path + ".tmp";
   Status status = [&]() -> Status {
     CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<File> file, OpenFile(temporary, OpenMode::kCreateTruncate));
+    if (mode) CAIRN_RETURN_IF_ERROR(SetFileMode(temporary, *mode));
     CAIRN_RETURN_IF_ERROR(file->WriteAt(0, contents));
     CAIRN_RETURN_IF_ERROR(file->Sync());
     file.reset();

@@ -271,7 +271,7 @@ class PosixSerialPort final : public SerialPort {
     }
   }
 
-  Status Write(std::string_view data) override {
+  Status Write(std::string_view data, int stall_timeout_ms) override {
     while (!data.empty()) {
       ssize_t written = ::write(fd_, data.data(), data.size());
       if (written < 0) {
@@ -280,8 +280,14 @@ class PosixSerialPort final : public SerialPort {
           struct pollfd request = {};
           request.fd = fd_;
           request.events = POLLOUT;
-          if (::poll(&request, 1, -1) < 0 && errno != EINTR) {
-            return PosixError("poll", path_, errno, ErrorSource::kSerialPort);
+          const int ready = ::poll(&request, 1, stall_timeout_ms < 0 ? -1 : stall_timeout_ms);
+          if (ready < 0 && errno != EINTR) return PosixError("poll", path_, errno, ErrorSource::kSerialPort);
+          if (ready == 0) {
+            // Whatever waits in the driver would reach the terminal late and
+            // out of context: drop it with the rest.
+            ::tcflush(fd_, TCOFLUSH);
+            return Status::TimedOut("write " + path_ + ": the line took no output for " +
+                                    std::to_string(stall_timeout_ms) + " ms");
           }
           continue;
         }
@@ -354,6 +360,18 @@ class PosixEnv final : public Env {
     struct stat info = {};
     if (::stat(path.c_str(), &info) != 0) return PosixError("stat", path, errno);
     return static_cast<uint64_t>(info.st_size);
+  }
+
+  Result<uint32_t> FileMode(const std::string& path) override {
+    struct stat info = {};
+    if (::stat(path.c_str(), &info) != 0) return PosixError("stat", path, errno);
+    return static_cast<uint32_t>(info.st_mode & 07777);
+  }
+
+  Status SetFileMode(const std::string& path, uint32_t mode) override {
+    if (::chmod(path.c_str(), static_cast<mode_t>(mode & 07777)) != 0)
+      return PosixError("chmod", path, errno);
+    return Status::Ok();
   }
 
   Status RenameFile(const std::string& from, const std::string& to) override {
@@ -481,7 +499,7 @@ class PosixEnv final : public Env {
                                      std::to_string(baud));
     }
     // O_NONBLOCK so the open does not wait for carrier detect on a modem
-    // line; it is cleared once CLOCAL is set.
+    // line (and so that writes can time out, see ConfigureSerial).
     int fd = OpenRetrying(path.c_str(), O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC, 0);
     if (fd < 0) return PosixError("open", path, errno, ErrorSource::kSerialPort);
     Status status = ConfigureSerial(fd, path, rate->constant);
@@ -545,10 +563,9 @@ class PosixEnv final : public Env {
     // Input that arrived before the line was configured was read with the
     // wrong settings.
     ::tcflush(fd, TCIFLUSH);
-    int flags = ::fcntl(fd, F_GETFL);
-    if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
-      return PosixError("fcntl", path, errno, ErrorSource::kSerialPort);
-    }
+    // The descriptor stays non-blocking: reads wait in poll() already, and a
+    // write must be able to give up on a line that stopped draining
+    // (SerialPort::Write's stall timeout), which a blocking write() cannot.
     return Status::Ok();
   }
 };

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -12,6 +13,7 @@
 #include <mbedtls/x509_crt.h>
 
 #include "tls/tls_errors.h"
+#include "tls/tls_names.h"
 
 namespace cairn::tls_internal {
 namespace {
@@ -90,6 +92,13 @@ class TlsConnection final : public TcpConnection {
       return HandshakeError(result);
     }
     handshake_done_ = true;
+    // With client certificates required, a certificate present here has
+    // verified: the handshake fails otherwise.
+    if (endpoint_->role() == TlsRole::kServer) {
+      if (const mbedtls_x509_crt* certificate = mbedtls_ssl_get_peer_cert(&ssl_)) {
+        peer_certificate_ = NamesOf(*certificate);
+      }
+    }
     return Status::Ok();
   }
 
@@ -144,6 +153,10 @@ class TlsConnection final : public TcpConnection {
   }
 
   const std::string& peer_address() const override { return transport_->peer_address(); }
+
+  const PeerCertificate* peer_certificate() const override {
+    return peer_certificate_ ? &*peer_certificate_ : nullptr;
+  }
 
  private:
   static int SendToTransport(void* self, const unsigned char* data, size_t length) {
@@ -251,6 +264,8 @@ class TlsConnection final : public TcpConnection {
   // call; Mbed TLS itself only learns an error code.
   Status transport_status_;
   bool handshake_done_ = false;
+  // Server side of mutual TLS: the names of the client's certificate.
+  std::optional<PeerCertificate> peer_certificate_;
   bool peer_closed_ = false;
   // Set once the stream is unusable; every later Read and Write returns it.
   Status broken_;

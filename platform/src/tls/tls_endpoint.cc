@@ -10,6 +10,7 @@
 #include <mbedtls/ssl_ciphersuites.h>
 
 #include "tls/tls_errors.h"
+#include "tls/tls_names.h"
 
 // Connections share one configuration, and with it one private key. Mbed TLS
 // guards the mutable blinding state of an RSA key with a mutex only when
@@ -33,9 +34,6 @@ const int kCipherSuites[] = {
     MBEDTLS_TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
     0,
 };
-
-// GeneralName's iPAddress choice: [7] IMPLICIT OCTET STRING.
-constexpr unsigned char kIpAddressNameTag = MBEDTLS_ASN1_CONTEXT_SPECIFIC | 7;
 
 const unsigned char* Bytes(const std::string& text) {
   return reinterpret_cast<const unsigned char*>(text.c_str());
@@ -74,61 +72,14 @@ Status LoadPrivateKey(Env* env, const std::string& path, mbedtls_pk_context* key
 }
 
 // Whether the subject alternative names of `certificate` include the IP
-// address `address` (4 or 16 bytes, network byte order). Walks the DER of
-// the certificate's extensions, which Mbed TLS has already validated when it
-// parsed the certificate; any surprise counts as "not listed".
+// address `address` (4 or 16 bytes, network byte order).
 bool CertificateListsAddress(const mbedtls_x509_crt& certificate, std::string_view address) {
-  unsigned char* cursor = certificate.v3_ext.p;
-  if (cursor == nullptr || certificate.v3_ext.len == 0) return false;
-  const unsigned char* end = cursor + certificate.v3_ext.len;
-  size_t length = 0;
-  if (mbedtls_asn1_get_tag(&cursor, end, &length, MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE) != 0) {
-    return false;
-  }
-  end = cursor + length;
-  while (cursor < end) {
-    // Extension ::= SEQUENCE { extnID OID, critical BOOLEAN DEFAULT FALSE, extnValue OCTET STRING }
-    if (mbedtls_asn1_get_tag(&cursor, end, &length, MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE) != 0) {
-      return false;
-    }
-    const unsigned char* extension_end = cursor + length;
-    size_t oid_length = 0;
-    if (mbedtls_asn1_get_tag(&cursor, extension_end, &oid_length, MBEDTLS_ASN1_OID) != 0) return false;
-    const bool is_alternative_names = oid_length == MBEDTLS_OID_SIZE(MBEDTLS_OID_SUBJECT_ALT_NAME) &&
-                                      std::memcmp(cursor, MBEDTLS_OID_SUBJECT_ALT_NAME, oid_length) == 0;
-    cursor += oid_length;
-    if (cursor < extension_end && *cursor == MBEDTLS_ASN1_BOOLEAN) {
-      int critical = 0;
-      if (mbedtls_asn1_get_bool(&cursor, extension_end, &critical) != 0) return false;
-    }
-    size_t value_length = 0;
-    if (mbedtls_asn1_get_tag(&cursor, extension_end, &value_length, MBEDTLS_ASN1_OCTET_STRING) != 0) {
-      return false;
-    }
-    if (is_alternative_names) {
-      // GeneralNames ::= SEQUENCE OF GeneralName (a tagged choice).
-      unsigned char* name = cursor;
-      const unsigned char* names_end = cursor + value_length;
-      size_t names_length = 0;
-      if (mbedtls_asn1_get_tag(&name, names_end, &names_length,
-                               MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE) != 0) {
-        return false;
-      }
-      names_end = name + names_length;
-      while (name < names_end) {
-        const unsigned char tag = *name++;
-        size_t name_length = 0;
-        if (mbedtls_asn1_get_len(&name, names_end, &name_length) != 0) return false;
-        if (tag == kIpAddressNameTag && name_length == address.size() &&
-            std::memcmp(name, address.data(), name_length) == 0) {
-          return true;
-        }
-        name += name_length;
-      }
-    }
-    cursor = const_cast<unsigned char*>(extension_end);
-  }
-  return false;
+  bool listed = false;
+  ForEachAlternativeName(certificate, [&](int tag, std::string_view value) {
+    listed = tag == MBEDTLS_X509_SAN_IP_ADDRESS && value == address;
+    return !listed;
+  });
+  return listed;
 }
 
 }  // namespace

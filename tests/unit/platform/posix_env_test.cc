@@ -426,7 +426,7 @@ TEST_F(SerialPortTest, DataFlowsBothWays) {
   ASSERT_TRUE(pty_->Write(to_device).ok());
   EXPECT_EQ(ReadFromPort(port->get(), to_device.size()), to_device);
 
-  ASSERT_TRUE((*port)->Write("reply\n").ok());
+  ASSERT_TRUE((*port)->Write("reply\n", -1).ok());
   EXPECT_EQ(pty_->ReadUntil("\n", 5000), "reply\n");
 }
 
@@ -438,7 +438,7 @@ TEST_F(SerialPortTest, LargeWriteArrivesWhole) {
   payload += "END";
   std::string received;
   std::thread reader([&] { received = pty_->ReadUntil("END", 20000); });
-  EXPECT_TRUE((*port)->Write(payload).ok());
+  EXPECT_TRUE((*port)->Write(payload, -1).ok());
   reader.join();
   EXPECT_EQ(received, payload);
 }

@@ -3,7 +3,9 @@
 // the POSIX Env.
 #include "cairn/transport/serial_shell.h"
 
+#include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -164,6 +166,52 @@ TEST_F(SerialShellTest, HangUpEndsTheSessionWithAnError) {
   ASSERT_TRUE(shell_->ended());
   EXPECT_FALSE(shell_->session_status().ok());
   shell_->Stop();
+}
+
+TEST_F(SerialShellTest, ALineThatStopsDrainingDropsOutputAndTheConsoleGoesOn) {
+  std::mutex log_mutex;
+  std::vector<std::string> logged;
+  SerialShellOptions options;
+  options.output_stall_timeout_ms = 100;
+  options.log = [&](const std::string& line) {
+    std::lock_guard<std::mutex> lock(log_mutex);
+    logged.push_back(line);
+  };
+  options.render.max_rows = 100000;
+  options.render.max_bytes = 4 << 20;
+  StartShell(std::move(options));
+  const auto stalls = [&] {
+    std::lock_guard<std::mutex> lock(log_mutex);
+    return logged.size();
+  };
+  // The terminal stops reading; answers pile up until the line is full.
+  for (int i = 0; i < 40 && stalls() == 0; ++i) {
+    ASSERT_TRUE(pty_->Write("numbers 20000\r").ok());
+    for (int wait = 0; wait < 50 && stalls() == 0; ++wait)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(stalls(), 0u) << "the output never stalled";
+  {
+    std::lock_guard<std::mutex> lock(log_mutex);
+    EXPECT_NE(logged[0].find("output to " + pty_->slave_path() + " made no progress for 100 ms"),
+              std::string::npos)
+        << logged[0];
+  }
+  EXPECT_FALSE(shell_->ended()) << "a stall does not end the session";
+  // The terminal reads again: a new command is answered, after a note on
+  // what was dropped.
+  std::string seen;
+  for (std::string more; !(more = pty_->ReadAvailable(300)).empty();) seen += more;
+  ASSERT_TRUE(pty_->Write("version\r").ok());
+  const std::string answer = pty_->ReadUntil(VersionText() + "cairn> ", kTimeoutMs);
+  EXPECT_NE(answer.find(VersionText() + "cairn> "), std::string::npos)
+      << answer.substr(answer.size() > 2000 ? answer.size() - 2000 : 0);
+  seen += answer;
+  EXPECT_NE(seen.find("bytes of output were dropped: the line did not drain]"), std::string::npos);
+  // And Stop returns while the terminal stops reading again.
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(pty_->Write("numbers 20000\r").ok());
+  shell_->Stop();
+  EXPECT_TRUE(shell_->ended());
 }
 
 }  // namespace

@@ -55,7 +55,7 @@ Status SerialShell::ServeUntilStopped() {
   std::string greeting = "\r\n";
   if (!options_.banner.empty()) greeting += ToTerminalLineEndings(options_.banner) + "\r\n";
   greeting += options_.prompt;
-  CAIRN_RETURN_IF_ERROR(port_->Write(greeting));
+  CAIRN_RETURN_IF_ERROR(Output(greeting));
 
   LineEditor editor(options_.max_line_bytes);
   char buffer[256];
@@ -65,12 +65,12 @@ Status SerialShell::ServeUntilStopped() {
     for (size_t i = 0; i < count; ++i) {
       std::optional<LineEvent> event = editor.Feed(buffer[i], &echo);
       if (!event) continue;
-      CAIRN_RETURN_IF_ERROR(port_->Write(echo));
+      CAIRN_RETURN_IF_ERROR(Output(echo));
       echo.clear();
       CAIRN_RETURN_IF_ERROR(HandleLine(*event));
     }
     if (!echo.empty()) {
-      CAIRN_RETURN_IF_ERROR(port_->Write(echo));
+      CAIRN_RETURN_IF_ERROR(Output(echo));
       echo.clear();
     }
   }
@@ -90,7 +90,33 @@ Status SerialShell::HandleLine(const LineEvent& event) {
     case LineEvent::Kind::kCancelled:
       break;
   }
-  return port_->Write(ToTerminalLineEndings(output) + options_.prompt);
+  return Output(ToTerminalLineEndings(output) + options_.prompt);
+}
+
+Status SerialShell::Output(std::string_view text) {
+  const size_t payload = text.size();
+  std::string with_note;
+  if (dropped_bytes_ > 0) {
+    with_note = "\r\n[" + std::to_string(dropped_bytes_) +
+                " bytes of output were dropped: the line did not drain]\r\n" + std::string(text);
+    text = with_note;
+  }
+  Status written = port_->Write(text, options_.output_stall_timeout_ms);
+  if (written.ok()) {
+    dropped_bytes_ = 0;
+    return written;
+  }
+  if (!written.Is(StatusCode::kTimedOut)) return written;
+  dropped_bytes_ += payload;
+  ++stalls_;
+  if (options_.log) {
+    options_.log(
+        "serial: output to " + port_->path() + " made no progress for " +
+        std::to_string(options_.output_stall_timeout_ms) + " ms; dropped " + std::to_string(payload) +
+        " bytes (stall " + std::to_string(stalls_) +
+        " of this session). The console goes on reading commands; output resumes when the line drains");
+  }
+  return Status::Ok();
 }
 
 }  // namespace cairn

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace cairn {
@@ -23,5 +24,9 @@ Sha256Digest HmacSha256(std::string_view key, std::string_view data);
 // content of equal-length inputs (a token or MAC check must not reveal how
 // many leading bytes matched). Different lengths compare unequal at once.
 bool ConstantTimeEqual(std::span<const uint8_t> a, std::span<const uint8_t> b);
+
+// `bytes` as lowercase hexadecimal, two digits per byte (digests in files
+// and logs).
+std::string LowercaseHex(std::span<const uint8_t> bytes);
 
 }  // namespace cairn

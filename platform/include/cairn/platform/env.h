@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -91,10 +92,25 @@ class SerialPort {
   // (USB adapter unplugged, pseudo-terminal master closed).
   virtual Result<size_t> Read(char* dst, size_t n, int timeout_ms) = 0;
 
-  // Writes all of `data` (blocking until the kernel took it).
-  virtual Status Write(std::string_view data) = 0;
+  // Writes all of `data`, blocking while the line drains. TimedOut when
+  // the port took no byte for `stall_timeout_ms` (< 0: wait as long as it
+  // takes): a terminal that stopped reading, a cable pulled with hardware
+  // flow control on. Output still queued in the driver is then discarded,
+  // and the rest of `data` is not written; the port stays usable.
+  virtual Status Write(std::string_view data, int stall_timeout_ms) = 0;
 
   virtual const std::string& path() const = 0;
+};
+
+// The names a verified client certificate carries (mutual TLS), for
+// mapping it to an identity. Values are as in the certificate, unchecked
+// beyond the certificate's own verification.
+struct PeerCertificate {
+  // The subject's commonName; empty when the subject has none.
+  std::string common_name;
+  // The subjectAltName entries of type dNSName, rfc822Name and
+  // uniformResourceIdentifier, in certificate order, as their plain text.
+  std::vector<std::string> alternative_names;
 };
 
 // A connected TCP stream (accepted by a TcpListener or opened by
@@ -121,6 +137,10 @@ class TcpConnection {
 
   // The peer's numeric address without the port: "127.0.0.1", "::1".
   virtual const std::string& peer_address() const = 0;
+
+  // The client certificate the peer presented and that verified, on the
+  // server side of a mutual-TLS connection; nullptr everywhere else.
+  virtual const PeerCertificate* peer_certificate() const { return nullptr; }
 };
 
 // A listening TCP socket.
@@ -166,6 +186,11 @@ class Env {
 
   virtual bool FileExists(const std::string& path) = 0;
   virtual Result<uint64_t> FileSize(const std::string& path) = 0;
+
+  // The permission bits of a file (e.g. 0644), and changing them: files
+  // that hold credentials are kept to their owner (0600).
+  virtual Result<uint32_t> FileMode(const std::string& path) = 0;
+  virtual Status SetFileMode(const std::string& path, uint32_t mode) = 0;
 
   // Atomically replaces `to` with `from` (POSIX rename). Durable only after
   // SyncDir of the directory holding them.
@@ -232,12 +257,14 @@ class Env {
   Result<std::string> ReadFileToString(const std::string& path);
 
   // Replaces `path` with `contents` atomically and durably: writes
-  // `path.tmp`, syncs it, renames it over `path`, syncs the directory. After
+  // `path.tmp` (given permission bits `mode` before any byte is written,
+  // when set), syncs it, renames it over `path`, syncs the directory. After
   // a crash at any point `path` holds either the old or the new contents.
   // When writing, syncing or renaming fails, `path.tmp` is removed and `path`
   // is unchanged; when only the final directory sync fails, `path` already
   // shows the new contents but may revert after a power cut.
-  Status WriteFileAtomically(const std::string& path, std::string_view contents);
+  Status WriteFileAtomically(const std::string& path, std::string_view contents,
+                             std::optional<uint32_t> mode = std::nullopt);
 };
 
 // Forwards every call to another Env; tests derive from it and override the
@@ -255,6 +282,10 @@ class EnvWrapper : public Env {
   }
   bool FileExists(const std::string& path) override { return target_->FileExists(path); }
   Result<uint64_t> FileSize(const std::string& path) override { return target_->FileSize(path); }
+  Result<uint32_t> FileMode(const std::string& path) override { return target_->FileMode(path); }
+  Status SetFileMode(const std::string& path, uint32_t mode) override {
+    return target_->SetFileMode(path, mode);
+  }
   Status RenameFile(const std::string& from, const std::string& to) override {
     return target_->RenameFile(from, to);
   }

@@ -12,10 +12,20 @@
 // device was unplugged, the pty's other side closed) the session ends by
 // itself; ended() and session_status() tell the owner, which may reopen the
 // port and start a new shell.
+//
+// A line that stops draining (a terminal that no longer reads, a cable
+// pulled with flow control on) never wedges the session: a write that makes
+// no progress for `output_stall_timeout_ms` is dropped with whatever the
+// driver still held (SerialPort::Write), the stall is logged, and the
+// session goes on reading commands. Once the line drains again the next
+// answer reaches the terminal, preceded by a note saying how much output was
+// dropped. So Stop() also returns within about output_stall_timeout_ms.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -39,6 +49,11 @@ struct SerialShellOptions {
   int read_timeout_ms = 100;
   // Caps on one command's output. At 115200 baud 256 KiB take about 23 s.
   RenderOptions render{.max_rows = 1000, .max_bytes = 256 * 1024};
+  // How long one write may make no progress before its output is dropped.
+  int output_stall_timeout_ms = 2000;
+  // Told about output stalls (a line each time output is dropped); may be
+  // empty. Called on the session thread.
+  std::function<void(const std::string&)> log;
 };
 
 class SerialShell {
@@ -77,11 +92,18 @@ class SerialShell {
   void Serve();
   Status ServeUntilStopped();
   Status HandleLine(const LineEvent& event);
+  // Writes `text` within the stall timeout; a stall drops it and is not an
+  // error (the session goes on), any other failure is.
+  Status Output(std::string_view text);
 
   Env* const env_;
   const std::unique_ptr<SerialPort> port_;
   const CommandRegistry* const registry_;
   const SerialShellOptions options_;
+
+  // Bytes dropped by stalls since output last got through.
+  uint64_t dropped_bytes_ = 0;
+  uint64_t stalls_ = 0;
 
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> ended_{false};
