@@ -1,5 +1,7 @@
 #include "engine/catalog.h"
 
+#include <algorithm>
+
 #include "chunk/coding.h"
 
 namespace cairn {
@@ -21,7 +23,8 @@ CREATE TABLE IF NOT EXISTS tables(
   sync INTEGER NOT NULL,
   shards INTEGER NOT NULL,
   shard_by TEXT NOT NULL,
-  created_ns INTEGER NOT NULL);
+  created_ns INTEGER NOT NULL,
+  max_series INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS series(
   series_id INTEGER PRIMARY KEY,
   table_name TEXT NOT NULL,
@@ -73,12 +76,25 @@ bool ReadString(ByteReader* reader, std::string* out) {
   return true;
 }
 
+// Catalogs written before tables had max_series lack its column; 0 (the
+// engine's default) is what their tables had.
+Status AddMaxSeriesColumn(SqliteDb* db) {
+  CAIRN_ASSIGN_OR_RETURN(
+      Statement * columns,
+      db->Prepare("SELECT COUNT(*) FROM pragma_table_info('tables') WHERE name='max_series'"));
+  StatementResetter reset(columns);
+  CAIRN_ASSIGN_OR_RETURN(bool row, columns->Step());
+  if (row && columns->ColumnInt64(0) > 0) return Status::Ok();
+  return db->Exec("ALTER TABLE tables ADD COLUMN max_series INTEGER NOT NULL DEFAULT 0");
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& vfs_name, const std::string& path) {
   CAIRN_ASSIGN_OR_RETURN(auto db, SqliteDb::Open(path, vfs_name, /*read_only=*/false, /*cache_kib=*/256,
                                                  SqliteSynchronous::kFull));
   CAIRN_RETURN_IF_ERROR(db->Exec(kSchema));
+  CAIRN_RETURN_IF_ERROR(AddMaxSeriesColumn(db.get()));
   CAIRN_ASSIGN_OR_RETURN(Statement * version,
                          db->Prepare("SELECT value FROM meta WHERE key='format_version'"));
   StatementResetter reset(version);
@@ -120,8 +136,8 @@ Result<std::vector<TableInfo>> Catalog::LoadTables() {
   CAIRN_ASSIGN_OR_RETURN(
       Statement * s,
       db_->Prepare(
-          "SELECT name, period, retention_seconds, default_ttl_seconds, sync, shards, shard_by, created_ns "
-          "FROM tables ORDER BY name"));
+          "SELECT name, period, retention_seconds, default_ttl_seconds, sync, shards, shard_by, created_ns, "
+          "max_series FROM tables ORDER BY name"));
   StatementResetter reset(s);
   std::vector<TableInfo> tables;
   while (true) {
@@ -136,6 +152,7 @@ Result<std::vector<TableInfo>> Catalog::LoadTables() {
     t.options.shards = static_cast<int>(s->ColumnInt64(5));
     t.options.shard_by = s->ColumnText(6);
     t.created_unix_nanos = s->ColumnInt64(7);
+    t.options.max_series = static_cast<uint64_t>(std::max<int64_t>(s->ColumnInt64(8), 0));
     tables.push_back(std::move(t));
   }
   return tables;
@@ -147,7 +164,7 @@ Status Catalog::PutTable(const TableInfo& t) {
       Statement * s,
       db_->Prepare(
           "INSERT OR REPLACE INTO tables(name, period, retention_seconds, default_ttl_seconds, sync, shards, "
-          "shard_by, created_ns) VALUES(?,?,?,?,?,?,?,?)"));
+          "shard_by, created_ns, max_series) VALUES(?,?,?,?,?,?,?,?,?)"));
   CAIRN_RETURN_IF_ERROR(s->BindText(1, t.name));
   CAIRN_RETURN_IF_ERROR(s->BindText(2, PeriodName(t.options.period)));
   CAIRN_RETURN_IF_ERROR(s->BindInt64(3, t.options.retention_seconds));
@@ -156,6 +173,7 @@ Status Catalog::PutTable(const TableInfo& t) {
   CAIRN_RETURN_IF_ERROR(s->BindInt64(6, t.options.shards));
   CAIRN_RETURN_IF_ERROR(s->BindText(7, t.options.shard_by));
   CAIRN_RETURN_IF_ERROR(s->BindInt64(8, t.created_unix_nanos));
+  CAIRN_RETURN_IF_ERROR(s->BindInt64(9, static_cast<int64_t>(t.options.max_series)));
   return s->Run();
 }
 

@@ -136,6 +136,11 @@ class EngineImpl final : public Engine {
       const std::unordered_map<const Series*, std::map<int64_t, uint64_t>>& pending);
   Series* FindOrCreateSeries(TableState& table, const std::string& device_id, const std::string& measure_name,
                              bool* created);
+  // The table's max_series, or the engine's default for 0. Replay does not
+  // apply it: what the log holds was acknowledged.
+  uint64_t SeriesLimit(const TableState& table) const;
+  // Why a record that would start a series beyond SeriesLimit is refused.
+  std::string SeriesLimitReason(const TableState& table, const Record& record) const;
   void CountOutcomes(const std::vector<PendingWrite*>& group);
   void ApplyToHead(Series& series, ChunkRecord record, uint64_t lsn);
   Status ReplayRecord(const std::string& table, Record& record, uint64_t lsn);
@@ -220,6 +225,7 @@ class EngineImpl final : public Engine {
   std::list<std::pair<std::string, std::shared_ptr<PeriodHandle>>> period_cache_;
 
   std::atomic<uint64_t> records_written_{0}, records_duplicate_{0}, records_rejected_{0}, records_invalid_{0};
+  std::atomic<uint64_t> records_over_series_limit_{0};
   std::atomic<uint64_t> chunks_sealed_{0};
 
   // Sync quota state: quota_ under quota_mutex_; the two flags are read by

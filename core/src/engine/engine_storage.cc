@@ -569,6 +569,7 @@ EngineStats EngineImpl::Stats() {
   s.records_duplicate = records_duplicate_;
   s.records_rejected = records_rejected_;
   s.records_invalid = records_invalid_;
+  s.records_over_series_limit = records_over_series_limit_;
   s.chunks_sealed = chunks_sealed_;
   std::vector<std::string> files;
   {
@@ -579,6 +580,7 @@ EngineStats EngineImpl::Stats() {
     s.head_bytes = head_bytes_;
     for (const auto& [name, table] : tables_) {
       s.series += table->series.size();
+      for (const auto& [key, series] : table->series) s.series_bytes += SeriesBytes(*series);
       for (int64_t start : table->period_starts)
         files.push_back(PeriodPath(name, table->info.options.period, start));
     }

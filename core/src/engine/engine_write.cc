@@ -386,6 +386,18 @@ Result<WriteResult> EngineImpl::WriteAdmitted(const std::string& table, const st
   return std::move(w.result);
 }
 
+uint64_t EngineImpl::SeriesLimit(const TableState& table) const {
+  return table.info.options.max_series != 0 ? table.info.options.max_series : options_.default_max_series;
+}
+
+std::string EngineImpl::SeriesLimitReason(const TableState& table, const Record& record) const {
+  const std::string& name = table.info.name;
+  return "table '" + name + "' holds its limit of " + std::to_string(SeriesLimit(table)) +
+         " series (max_series) and this record would start another (device '" + record.device_id +
+         "', measure '" + record.measure_name + "'); raise the limit to store it: alter-table " + name +
+         " --max-series N in the shell, or PATCH /v1/tables/" + name + "?max_series=N";
+}
+
 Series* EngineImpl::FindOrCreateSeries(TableState& table, const std::string& device_id,
                                        const std::string& measure_name, bool* created) {
   auto key = std::make_pair(device_id, measure_name);
@@ -562,6 +574,11 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
         }
         if (!conflict.empty()) {
           invalid(std::move(conflict));
+          continue;
+        }
+        if (existing == nullptr && table.series.size() >= SeriesLimit(table)) {
+          ++records_over_series_limit_;
+          invalid(SeriesLimitReason(table, r));
           continue;
         }
         bool created = false;

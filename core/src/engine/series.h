@@ -77,6 +77,26 @@ inline size_t HeadEntryBytes(const HeadEntry& entry) {
   return bytes;
 }
 
+// Approximate heap footprint of a series apart from its head: the series
+// itself, its names (also held by the table's map key), schema, dimensions,
+// latest reading and the map and hash nodes that hold them.
+inline size_t SeriesBytes(const Series& series) {
+  constexpr size_t kNodeBytes = 48;  // a std::map / unordered_map node's own overhead
+  size_t bytes =
+      sizeof(Series) + kNodeBytes + 2 * (series.device_id.capacity() + series.measure_name.capacity());
+  for (const ChunkField& field : series.fields)
+    bytes += sizeof(ChunkField) + kNodeBytes + 2 * field.name.capacity();
+  for (const auto& [name, value] : series.dimensions)
+    bytes += kNodeBytes + name.capacity() + value.capacity();
+  if (series.latest) {
+    bytes += sizeof(ChunkRecord) + series.latest->values.capacity() * sizeof(Value);
+    for (const Value& v : series.latest->values) {
+      if (const auto* s = std::get_if<std::string>(&v)) bytes += s->capacity();
+    }
+  }
+  return bytes;
+}
+
 struct TableState {
   TableInfo info;
   // Keyed by (device_id, measure_name): one device's series are adjacent.

@@ -222,6 +222,10 @@ Status ValidateTableName(std::string_view name) {
 Status ValidateTableOptions(const TableOptions& options) {
   if (options.retention_seconds <= 0) return Status::InvalidArgument("retention must be positive");
   if (options.default_ttl_seconds < 0) return Status::InvalidArgument("default ttl must not be negative");
+  if (options.max_series > kMaxSeriesLimit) {
+    return Status::InvalidArgument("max_series must be at most " + std::to_string(kMaxSeriesLimit) +
+                                   " (0: the engine's default)");
+  }
   if (options.shards != 1 || options.shard_by != "random") {
     return Status::InvalidArgument("write sharding is not available in this version: shards must be 1");
   }

@@ -113,6 +113,10 @@ struct EngineOptions {
   // Limits on unsynced data; the confirmations are read from the sync
   // ledgers in the catalog (SaveSyncLedger).
   SyncQuotaOptions sync_quota;
+
+  // The series limit of tables whose max_series is 0 (TableOptions). A
+  // series costs a few hundred bytes for as long as its table exists.
+  uint64_t default_max_series = 100'000;
 };
 
 // What happened to one record of a write batch.
@@ -218,6 +222,13 @@ struct EngineStats {
   uint64_t log_bytes = 0;  // log segments on disk
   uint64_t period_file_bytes = 0;
   uint64_t series = 0;
+  // Estimated memory the series themselves hold (names, schema, dimensions,
+  // latest reading, index nodes), beside head_bytes; it stays until their
+  // table is dropped, so TableOptions::max_series bounds it.
+  uint64_t series_bytes = 0;
+  // Records refused because they would have started a series beyond their
+  // table's max_series (also counted in records_invalid).
+  uint64_t records_over_series_limit = 0;
 };
 
 // The sync quota as the last check found it, and what it has done since Open.

@@ -41,6 +41,14 @@ struct TableOptions {
   std::string shard_by = "random";
   // Sparse indexes: index name -> attribute. Reserved for a later version.
   std::map<std::string, std::string> sparse_indexes;
+  // The most series (device x measure) the table may hold; a record that
+  // would start one more is refused (WriteOutcome::kInvalid, with a reason
+  // naming the limit, the table and how to raise it), while records of
+  // existing series go on being stored. Every series costs memory for as
+  // long as the table holds it (EngineStats::series_bytes), so this bounds
+  // what a client inventing device ids can make the engine keep.
+  // 0: the engine's default (EngineOptions::default_max_series).
+  uint64_t max_series = 0;
 };
 
 struct TableInfo {
@@ -57,8 +65,13 @@ inline constexpr std::string_view kReservedTableNames[] = {"log", "LOCK", "token
 // directories), and none of kReservedTableNames in any case.
 Status ValidateTableName(std::string_view name);
 
-// Checks ranges: retention > 0, default ttl >= 0, shards == 1 and
-// shard_by == "random" (sharding arrives with its own capability).
+// Checks ranges: retention > 0, default ttl >= 0, max_series at most
+// kMaxSeriesLimit, shards == 1 and shard_by == "random" (sharding arrives
+// with its own capability).
 Status ValidateTableOptions(const TableOptions& options);
+
+// The largest max_series a table may be given: far beyond what a gateway's
+// memory holds, it only catches nonsense (a negative number read unsigned).
+inline constexpr uint64_t kMaxSeriesLimit = 100'000'000;
 
 }  // namespace cairn
