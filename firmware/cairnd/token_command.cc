@@ -21,7 +21,7 @@ namespace {
 constexpr std::string_view kProgram = "cairnd token";
 constexpr int64_t kNanosPerSecond = 1'000'000'000;
 
-enum class Subcommand { kCreate, kList, kRevoke, kHelp };
+enum class Subcommand { kCreate, kList, kRevoke, kRepair, kHelp };
 
 struct TokenCommandLine {
   Subcommand subcommand = Subcommand::kHelp;
@@ -42,6 +42,7 @@ constexpr FlagSpec kCreateFlags[] = {
     {"--name", true, false}, {"--scope", true, true}, {"--data-dir", true, false}};
 constexpr FlagSpec kListFlags[] = {{"--json", false, false}, {"--data-dir", true, false}};
 constexpr FlagSpec kRevokeFlags[] = {{"--data-dir", true, false}};
+constexpr FlagSpec kRepairFlags[] = {{"--data-dir", true, false}};
 
 std::span<const FlagSpec> FlagsOf(Subcommand subcommand) {
   switch (subcommand) {
@@ -51,6 +52,8 @@ std::span<const FlagSpec> FlagsOf(Subcommand subcommand) {
       return kListFlags;
     case Subcommand::kRevoke:
       return kRevokeFlags;
+    case Subcommand::kRepair:
+      return kRepairFlags;
     case Subcommand::kHelp:
       break;
   }
@@ -62,7 +65,7 @@ bool IsHelpWord(std::string_view word) { return word == "--help" || word == "-h"
 // InvalidArgument carries a usage error, to be shown after "cairnd token: ".
 Result<TokenCommandLine> ParseTokenCommandLine(std::span<const char* const> words) {
   TokenCommandLine parsed;
-  if (words.empty()) return Status::InvalidArgument("missing subcommand: create, list or revoke");
+  if (words.empty()) return Status::InvalidArgument("missing subcommand: create, list, revoke or repair");
   for (const char* word : words) {
     if (IsHelpWord(word)) return parsed;
   }
@@ -74,9 +77,11 @@ Result<TokenCommandLine> ParseTokenCommandLine(std::span<const char* const> word
     parsed.subcommand = Subcommand::kList;
   } else if (subcommand == "revoke") {
     parsed.subcommand = Subcommand::kRevoke;
+  } else if (subcommand == "repair") {
+    parsed.subcommand = Subcommand::kRepair;
   } else {
     return Status::InvalidArgument("unknown subcommand '" + std::string(subcommand) +
-                                   "' (expected create, list or revoke)");
+                                   "' (expected create, list, revoke or repair)");
   }
 
   const std::span<const FlagSpec> flags = FlagsOf(parsed.subcommand);
@@ -150,6 +155,7 @@ Result<TokenCommandLine> ParseTokenCommandLine(std::span<const char* const> word
       }
       break;
     case Subcommand::kList:
+    case Subcommand::kRepair:
       if (!arguments.empty())
         return Status::InvalidArgument("unexpected argument '" + std::string(arguments[0]) + "'");
       break;
@@ -219,12 +225,40 @@ int RunRevoke(Env* env, const TokenCommandLine& command, std::string* out, std::
   return 0;
 }
 
+int RunRepair(Env* env, const TokenCommandLine& command, std::string* out, std::string* err) {
+  Result<TokenRepairReport> report = TokenStore::Repair(env, command.data_dir);
+  if (!report.ok()) {
+    if (report.status().Is(StatusCode::kNotFound) && !env->FileExists(command.data_dir)) {
+      return Fail(err, "data directory " + command.data_dir + " does not exist; check --data-dir");
+    }
+    return Fail(err, "cannot repair: " + report.status().message());
+  }
+  if (!report->rewritten) {
+    *out +=
+        "the tokens file is intact (" + std::to_string(report->kept.size()) + " tokens); nothing to repair\n";
+    return 0;
+  }
+  *out += "repaired the tokens file: kept " + std::to_string(report->kept.size()) + " intact token" +
+          (report->kept.size() == 1 ? "" : "s") + ", dropped " + std::to_string(report->dropped.size()) +
+          " damaged line" + (report->dropped.size() == 1 ? "" : "s") + "; the damaged original is in " +
+          report->damaged_copy_path + "\n";
+  for (const TokenInfo& info : report->kept) *out += "  kept    " + info.id + " " + info.name + "\n";
+  for (const std::string& line : report->dropped) *out += "  dropped " + line + "\n";
+  if (!report->dropped.empty()) {
+    *out +=
+        "create the dropped tokens again with `cairnd token create`; a running cairnd takes the repaired "
+        "file up within a second\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 std::string TokenCommandUsage() {
   return "usage: cairnd token create --name NAME --scope SCOPE [--scope SCOPE ...] [--data-dir DIR]\n"
          "       cairnd token list [--json] [--data-dir DIR]\n"
          "       cairnd token revoke ID|NAME [--data-dir DIR]\n"
+         "       cairnd token repair [--data-dir DIR]\n"
          "       cairnd token --help\n"
          "\n"
          "Manages the API tokens of cairnd's HTTP shell, kept in DIR/tokens as hashes only.\n"
@@ -235,6 +269,9 @@ std::string TokenCommandUsage() {
          "                    once and cannot be recovered, only revoked and replaced\n"
          "  list              show every token's id, name, scopes and creation time\n"
          "  revoke ID|NAME    remove a token; requests presenting it fail from then on\n"
+         "  repair            rewrite a damaged tokens file (a flipped byte, a file cut\n"
+         "                    short) keeping every intact token, and name the lines dropped;\n"
+         "                    the original is kept as DIR/tokens.damaged\n"
          "\n"
          "  --name NAME       1-64 letters, digits, '-', '_' or '.'; unique\n"
          "  --scope SCOPE     admin          everything, including tables and tokens\n"
@@ -267,6 +304,8 @@ int RunTokenCommand(Env* env, std::span<const char* const> words, std::string* o
       return RunList(env, *parsed, out, err);
     case Subcommand::kRevoke:
       return RunRevoke(env, *parsed, out, err);
+    case Subcommand::kRepair:
+      return RunRepair(env, *parsed, out, err);
   }
   return 2;
 }

@@ -4,13 +4,15 @@
 //   cairnd token create --name NAME --scope SCOPE [--scope SCOPE ...] [--data-dir DIR]
 //   cairnd token list [--json] [--data-dir DIR]
 //   cairnd token revoke ID|NAME [--data-dir DIR]
+//   cairnd token repair [--data-dir DIR]
 //   cairnd token --help
 //
 // `create` prints the new token alone on the first line of standard output,
 // so that `TOKEN=$(cairnd token create ...)` captures exactly the token, and
 // a reminder that it is shown only once on standard error. `list` prints an
 // aligned table (or JSON) of id, name, scopes and creation time; secrets are
-// never shown again. `revoke` removes a token.
+// never shown again. `revoke` removes a token. `repair` rewrites a damaged
+// tokens file keeping its intact tokens (TokenStore::Repair).
 //
 // Works while cairnd runs: it never touches <data_dir>/LOCK, only
 // <data_dir>/tokens.lock for the moment of a change, and cairnd picks the

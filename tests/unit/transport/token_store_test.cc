@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cairn/platform/crypto.h"
 #include "cairn/platform/env.h"
 
 #include "fault_injection_env.h"
@@ -142,10 +143,12 @@ TEST_F(TokenStoreTest, FileStoresTheSha256OfTheTokenAndNoSecret) {
   EXPECT_EQ(created.token, "cairn_0001020304050607_CAkKCwwNDg8QERITFBUWFxgZGhscHR4fICEiIyQlJic");
 
   const std::string bytes = FileBytes();
-  EXPECT_EQ(bytes,
-            "cairn-tokens 1\n0001020304050607 "
-            "426fc5353a41e2ac8cbec78e0221755418b9de6a4696507263291ac0da72855a " +
-                std::to_string(created.info.created_unix_nanos) + " sensor-7 write:sensors,read:sensors\n");
+  const std::string line =
+      "0001020304050607 426fc5353a41e2ac8cbec78e0221755418b9de6a4696507263291ac0da72855a " +
+      std::to_string(created.info.created_unix_nanos) + " sensor-7 write:sensors,read:sensors";
+  const Sha256Digest check = Sha256(line);
+  EXPECT_EQ(bytes, "cairn-tokens 2\n" + line + " " + LowercaseHex(std::span<const uint8_t>(check.data(), 4)) +
+                       "\nend 1\n");
   EXPECT_EQ(bytes.find("CAkKCwwNDg8QERITFBUWFxgZGhscHR4fICEiIyQlJic"), std::string::npos);
 }
 
@@ -429,7 +432,7 @@ TEST_F(TokenStoreTest, EnsureAdminTokenRespectsEveryTokenRevoked) {
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->EnsureAdminToken().ok());
   ASSERT_TRUE(store->Revoke("admin").ok());
-  EXPECT_EQ(FileBytes(), "cairn-tokens 1\n");
+  EXPECT_EQ(FileBytes(), "cairn-tokens 2\nend 0\n");
   std::unique_ptr<TokenStore> restarted = OpenStore();
   ASSERT_NE(restarted, nullptr);
   Result<std::optional<CreatedToken>> ensured = restarted->EnsureAdminToken();
@@ -495,7 +498,10 @@ TEST_F(TokenStoreTest, DamagedFileIsAnErrorNamingTheLine) {
       {"cairn-tokens 1", "line 1"},
       {"tokens 1\n", "line 1"},
       {"cairn-tokens\n", "line 1"},
-      {"cairn-tokens 2\n", "line 1", StatusCode::kFailedPrecondition},
+      {"cairn-tokens 3\n", "line 1", StatusCode::kFailedPrecondition},
+      {"cairn-tokens 2\n", "line 1"},
+      {"cairn-tokens 2\nend 1\n", "line 2"},
+      {"cairn-tokens 2\n" + good + "end 1\n", "line 2"},  // a version 1 line: no check
       {header + good + "0123456789abcdef", "line 3"},
       {header + "\n", "line 2"},
       {header + good + "\n", "line 3"},
@@ -540,6 +546,139 @@ TEST_F(TokenStoreTest, ChangesLeaveADamagedFileAloneAndCreateNoAdmin) {
   EXPECT_EQ(FileBytes(), damaged);
 }
 
+// Every damage to a file this store wrote is found: no flipped bit and no
+// cut reads as other tokens.
+TEST_F(TokenStoreTest, EveryFlippedBitAndEveryCutOfAWrittenFileIsFound) {
+  std::unique_ptr<TokenStore> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  MustCreate(store.get(), "grafana", {"read:sensors"});
+  MustCreate(store.get(), "sensor-7", {"write:sensors"});
+  const std::string good = FileBytes();
+  for (size_t i = 0; i < good.size(); ++i) {
+    for (int bit : {0, 1, 5}) {
+      std::string damaged = good;
+      damaged[i] = static_cast<char>(damaged[i] ^ (1 << bit));
+      WriteFile(damaged);
+      Result<std::unique_ptr<TokenStore>> opened = TokenStore::Open(Env::Default(), dir_.path());
+      ASSERT_FALSE(opened.ok()) << "byte " << i << " bit " << bit << " went unnoticed";
+    }
+  }
+  for (size_t length = 0; length < good.size(); ++length) {
+    WriteFile(good.substr(0, length));
+    ASSERT_FALSE(TokenStore::Open(Env::Default(), dir_.path()).ok()) << "cut at " << length;
+  }
+}
+
+TEST_F(TokenStoreTest, ADamagedFileServesNoTokenUntilItIsRepaired) {
+  std::unique_ptr<TokenStore> writer = OpenStore();
+  ASSERT_NE(writer, nullptr);
+  const CreatedToken a = MustCreate(writer.get(), "a", {"admin"});
+  const CreatedToken b = MustCreate(writer.get(), "b", {"read:x"});
+  const CreatedToken c = MustCreate(writer.get(), "c", {"write:x"});
+  const std::string good = FileBytes();
+  std::string damaged = good;
+  const size_t b_line = damaged.find(b.info.id);
+  damaged[damaged.find(" read:x", b_line) + 6] = 'y';  // read:x -> read:y, a valid scope
+  WriteFile(damaged);
+
+  Result<std::unique_ptr<TokenStore>> refused = TokenStore::Open(Env::Default(), dir_.path());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(refused.status().message().find("line 3"), std::string::npos) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("cairnd token repair --data-dir " + dir_.path()),
+            std::string::npos)
+      << refused.status().ToString();
+
+  Result<std::unique_ptr<TokenStore>> serving = TokenStore::Open(Env::Default(), dir_.path(), true);
+  ASSERT_TRUE(serving.ok()) << serving.status().ToString();
+  EXPECT_EQ((*serving)->damage().code(), StatusCode::kCorruption);
+  ExpectInvalidToken(**serving, a.token);
+  EXPECT_TRUE((*serving)->List().empty());
+  EXPECT_EQ((*serving)->Create("d", {"admin"}).status().code(), StatusCode::kCorruption);
+  EXPECT_EQ(FileBytes(), damaged) << "a change never overwrites a damaged file";
+  EXPECT_EQ((*serving)->ReloadIfChanged().code(), StatusCode::kCorruption) << "still damaged";
+
+  Result<TokenRepairReport> repaired = TokenStore::Repair(Env::Default(), dir_.path());
+  ASSERT_TRUE(repaired.ok()) << repaired.status().ToString();
+  EXPECT_TRUE(repaired->rewritten);
+  EXPECT_EQ(Names(repaired->kept), (std::vector<std::string>{"a", "c"}));
+  ASSERT_EQ(repaired->dropped.size(), 1u);
+  EXPECT_EQ(repaired->dropped[0].rfind("line 3: ", 0), 0u) << repaired->dropped[0];
+  EXPECT_EQ(Env::Default()->ReadFileToString(dir_.PathOf("tokens.damaged")).value(), damaged);
+  EXPECT_EQ(Env::Default()->FileMode(dir_.PathOf("tokens")).value(), 0600u);
+
+  ASSERT_TRUE((*serving)->ReloadIfChanged().ok());
+  EXPECT_TRUE((*serving)->damage().ok());
+  EXPECT_TRUE((*serving)->Authenticate(a.token).ok());
+  EXPECT_TRUE((*serving)->Authenticate(c.token).ok());
+  ExpectInvalidToken(**serving, b.token);
+  // An intact file is left alone.
+  const std::string repaired_bytes = FileBytes();
+  Result<TokenRepairReport> again = TokenStore::Repair(Env::Default(), dir_.path());
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->rewritten);
+  EXPECT_EQ(FileBytes(), repaired_bytes);
+}
+
+TEST_F(TokenStoreTest, RepairKeepsTheWholeLinesOfAFileCutShort) {
+  std::unique_ptr<TokenStore> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  const CreatedToken a = MustCreate(store.get(), "a", {"admin"});
+  MustCreate(store.get(), "b", {"read:x"});
+  const std::string good = FileBytes();
+  WriteFile(good.substr(0, good.find(" read:x")));
+  Result<TokenRepairReport> repaired = TokenStore::Repair(Env::Default(), dir_.path());
+  ASSERT_TRUE(repaired.ok()) << repaired.status().ToString();
+  EXPECT_EQ(Names(repaired->kept), (std::vector<std::string>{"a"}));
+  ASSERT_EQ(repaired->dropped.size(), 1u);
+  EXPECT_NE(repaired->dropped[0].find("cut short"), std::string::npos) << repaired->dropped[0];
+  std::unique_ptr<TokenStore> reopened = OpenStore();
+  ASSERT_NE(reopened, nullptr);
+  EXPECT_TRUE(reopened->Authenticate(a.token).ok());
+  ASSERT_TRUE(Env::Default()->RemoveFile(dir_.PathOf("tokens")).ok());
+  EXPECT_EQ(TokenStore::Repair(Env::Default(), dir_.path()).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(TokenStoreTest, VersionOneFilesAreStillReadAndRewrittenAsVersionTwo) {
+  std::unique_ptr<TokenStore> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  const CreatedToken a = MustCreate(store.get(), "a", {"admin"});
+  // The same token in the version 1 layout: no check, no end line.
+  const std::string v2 = FileBytes();
+  const std::string line = v2.substr(v2.find('\n') + 1, v2.find(" admin ") + 6 - v2.find('\n') - 1);
+  WriteFile("cairn-tokens 1\n" + line + "\n");
+  std::unique_ptr<TokenStore> reopened = OpenStore();
+  ASSERT_NE(reopened, nullptr);
+  EXPECT_TRUE(reopened->Authenticate(a.token).ok());
+  MustCreate(reopened.get(), "b", {"read:x"});
+  EXPECT_EQ(FileBytes().rfind("cairn-tokens 2\n", 0), 0u);
+  EXPECT_NE(FileBytes().find("\nend 2\n"), std::string::npos);
+}
+
+TEST_F(TokenStoreTest, TheFileIsKeptToItsOwner) {
+  std::unique_ptr<TokenStore> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  EXPECT_FALSE(store->RestrictFileMode().value().has_value()) << "no file yet";
+  MustCreate(store.get(), "a", {"admin"});
+  EXPECT_EQ(Env::Default()->FileMode(dir_.PathOf("tokens")).value(), 0600u);
+  ASSERT_TRUE(Env::Default()->SetFileMode(dir_.PathOf("tokens"), 0644).ok());
+  Result<std::optional<uint32_t>> loosened = store->RestrictFileMode();
+  ASSERT_TRUE(loosened.ok());
+  EXPECT_EQ(loosened->value_or(0), 0644u);
+  EXPECT_EQ(Env::Default()->FileMode(dir_.PathOf("tokens")).value(), 0600u);
+  EXPECT_FALSE(store->RestrictFileMode().value().has_value());
+}
+
+TEST_F(TokenStoreTest, FindByNameGivesTheTokensScopes) {
+  std::unique_ptr<TokenStore> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  MustCreate(store.get(), "gw-7.example", {"write:sensors"});
+  std::optional<TokenInfo> found = store->FindByName("gw-7.example");
+  ASSERT_TRUE(found.has_value());
+  EXPECT_TRUE(found->Allows(Access::kWrite, "sensors"));
+  EXPECT_FALSE(store->FindByName("gw-8.example").has_value());
+}
+
 // ---- reloading ----------------------------------------------------------------
 
 TEST_F(TokenStoreTest, ReloadTakesOverChangesOfAnotherProcess) {
@@ -569,7 +708,7 @@ TEST_F(TokenStoreTest, ReloadKeepsTheOldTokensWhenTheFileIsDamaged) {
   WriteFile(good + "garbage\n");
   Status reloaded = store->ReloadIfChanged();
   EXPECT_EQ(reloaded.code(), StatusCode::kCorruption);
-  EXPECT_NE(reloaded.message().find("line 3"), std::string::npos) << reloaded.ToString();
+  EXPECT_NE(reloaded.message().find("line 4"), std::string::npos) << reloaded.ToString();
   EXPECT_TRUE(store->Authenticate(created.token).ok());
   EXPECT_EQ(store->ReloadIfChanged().code(), StatusCode::kCorruption) << "still damaged: reported again";
 

@@ -8,13 +8,15 @@
 #include "cairn/core/table.h"
 #include "cairn/platform/crypto.h"
 
+#include "auth/token_file.h"
+
 namespace cairn {
 
 namespace {
 
-// Format of <data_dir>/tokens: see token_format.md.
-constexpr std::string_view kFileMagic = "cairn-tokens";
-constexpr int kFileVersion = 1;
+using token_file::IsLowerHex;
+using token_file::ParseScopeList;
+using token_file::Shown;
 
 constexpr std::string_view kTokenPrefix = "cairn_";
 constexpr size_t kIdBytes = 8;
@@ -25,46 +27,9 @@ constexpr size_t kSecretChars = 43;
 constexpr size_t kTokenChars = kTokenPrefix.size() + kIdChars + 1 + kSecretChars;
 constexpr size_t kMaxTokenNameBytes = 64;
 
-constexpr char kHexDigits[] = "0123456789abcdef";
 constexpr char kBase64UrlAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 Status InvalidToken() { return Status::PermissionDenied("invalid token"); }
-
-// Text from a damaged file or a request, made short and printable for an
-// error message.
-std::string Shown(std::string_view text) {
-  constexpr size_t kMaxShown = 64;
-  std::string shown;
-  for (char c : text.substr(0, kMaxShown)) shown += c >= 0x20 && c < 0x7f ? c : '?';
-  if (text.size() > kMaxShown) shown += "...";
-  return shown;
-}
-
-std::string HexEncode(std::span<const uint8_t> bytes) {
-  std::string text;
-  text.reserve(bytes.size() * 2);
-  for (uint8_t byte : bytes) {
-    text += kHexDigits[byte >> 4];
-    text += kHexDigits[byte & 0x0f];
-  }
-  return text;
-}
-
-bool IsLowerHex(std::string_view text) {
-  return std::all_of(text.begin(), text.end(),
-                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
-
-int HexValue(char c) { return c <= '9' ? c - '0' : c - 'a' + 10; }
-
-// Precondition: IsLowerHex(text) and text.size() == 64.
-Sha256Digest HexDecodeDigest(std::string_view text) {
-  Sha256Digest digest{};
-  for (size_t i = 0; i < digest.size(); ++i) {
-    digest[i] = static_cast<uint8_t>(HexValue(text[2 * i]) << 4 | HexValue(text[2 * i + 1]));
-  }
-  return digest;
-}
 
 std::string Base64UrlEncodeUnpadded(std::span<const uint8_t> bytes) {
   std::string text;
@@ -138,28 +103,6 @@ bool EqualsIgnoringAsciiCase(std::string_view a, std::string_view b) {
            auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
            return lower(x) == lower(y);
          });
-}
-
-std::vector<std::string_view> Split(std::string_view text, char separator) {
-  std::vector<std::string_view> parts;
-  for (;;) {
-    const size_t end = text.find(separator);
-    parts.push_back(text.substr(0, end));
-    if (end == std::string_view::npos) return parts;
-    text.remove_prefix(end + 1);
-  }
-}
-
-// The scopes of a token, parsed and without duplicates, in their first
-// order. InvalidArgument for a bad scope or none.
-Result<std::vector<TokenScope>> ParseScopeList(const std::vector<std::string_view>& texts) {
-  if (texts.empty()) return Status::InvalidArgument("a token needs at least one scope");
-  std::vector<TokenScope> scopes;
-  for (std::string_view text : texts) {
-    CAIRN_ASSIGN_OR_RETURN(TokenScope scope, ParseTokenScope(text));
-    if (std::find(scopes.begin(), scopes.end(), scope) == scopes.end()) scopes.push_back(std::move(scope));
-  }
-  return scopes;
 }
 
 }  // namespace
@@ -241,18 +184,73 @@ TokenStore::TokenStore(Env* env, std::string data_dir)
       file_path_(JoinPath(data_dir_, kFileName)),
       lock_path_(JoinPath(data_dir_, kLockFileName)) {}
 
-Result<std::unique_ptr<TokenStore>> TokenStore::Open(Env* env, std::string data_dir) {
+Result<std::unique_ptr<TokenStore>> TokenStore::Open(Env* env, std::string data_dir, bool serve_damaged) {
   if (!env->FileExists(data_dir)) {
     return Status::NotFound("data directory " + data_dir + " does not exist");
   }
   std::unique_ptr<TokenStore> store(new TokenStore(env, std::move(data_dir)));
-  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> bytes, store->ReadFile());
-  Contents contents;
-  if (bytes.has_value()) {
-    CAIRN_ASSIGN_OR_RETURN(contents, store->Parse(*bytes));
+  Result<std::optional<std::string>> bytes = store->ReadFile();
+  if (!bytes.ok()) {
+    if (!serve_damaged) return bytes.status();
+    store->InstallDamaged(std::nullopt, bytes.status());
+    return store;
   }
-  store->Install(std::move(bytes), std::move(contents));
+  Contents contents;
+  if (bytes->has_value()) {
+    Result<Contents> parsed = store->Parse(**bytes);
+    if (!parsed.ok()) {
+      if (!serve_damaged) return parsed.status();
+      store->InstallDamaged(std::move(*bytes), parsed.status());
+      return store;
+    }
+    contents = std::move(parsed).value();
+  }
+  store->Install(std::move(*bytes), std::move(contents));
   return store;
+}
+
+Result<TokenRepairReport> TokenStore::Repair(Env* env, std::string data_dir) {
+  if (!env->FileExists(data_dir)) {
+    return Status::NotFound("data directory " + data_dir + " does not exist");
+  }
+  TokenStore store(env, std::move(data_dir));
+  std::lock_guard<std::mutex> change_guard(store.change_mutex_);
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<FileLock> lock, store.LockForChange());
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> bytes, store.ReadFile());
+  if (!bytes.has_value()) {
+    return Status::NotFound(store.file_path_ +
+                            " does not exist: there is nothing to repair; create a token with `cairnd token "
+                            "create --data-dir " +
+                            store.data_dir_ + " --name admin --scope admin`");
+  }
+  TokenRepairReport report;
+  Result<Contents> intact = store.Parse(*bytes);
+  if (intact.ok()) {
+    for (const Entry& entry : intact->entries) report.kept.push_back(entry.info);
+    return report;
+  }
+  token_file::Salvaged salvaged = token_file::Salvage(*bytes);
+  report.damaged_copy_path = JoinPath(store.data_dir_, kDamagedCopyName);
+  CAIRN_RETURN_IF_ERROR(env->WriteFileAtomically(report.damaged_copy_path, *bytes, kFileMode));
+  CAIRN_RETURN_IF_ERROR(
+      env->WriteFileAtomically(store.file_path_, token_file::Serialize(salvaged.kept), kFileMode));
+  report.rewritten = true;
+  for (token_file::StoredToken& token : salvaged.kept) report.kept.push_back(std::move(token.info));
+  report.dropped = std::move(salvaged.dropped);
+  return report;
+}
+
+Status TokenStore::damage() const {
+  std::shared_lock<std::shared_mutex> guard(state_mutex_);
+  return damage_;
+}
+
+Result<std::optional<uint32_t>> TokenStore::RestrictFileMode() {
+  if (!env_->FileExists(file_path_)) return std::optional<uint32_t>();
+  CAIRN_ASSIGN_OR_RETURN(const uint32_t mode, env_->FileMode(file_path_));
+  if ((mode & ~kFileMode & 0777) == 0) return std::optional<uint32_t>();
+  CAIRN_RETURN_IF_ERROR(env_->SetFileMode(file_path_, kFileMode));
+  return std::optional<uint32_t>(mode);
 }
 
 Result<std::optional<std::string>> TokenStore::ReadFile() const {
@@ -263,98 +261,40 @@ Result<std::optional<std::string>> TokenStore::ReadFile() const {
 }
 
 Result<TokenStore::Contents> TokenStore::Parse(std::string_view bytes) const {
-  size_t line_number = 1;
-  auto corrupt = [&](const std::string& problem) {
-    return Status::Corruption(file_path_ + ": line " + std::to_string(line_number) + ": " + problem);
-  };
-  if (bytes.empty()) {
-    return corrupt("empty file: the header line '" + std::string(kFileMagic) + " 1' is missing");
+  Result<std::vector<token_file::StoredToken>> tokens = token_file::Parse(file_path_, bytes);
+  if (!tokens.ok()) {
+    if (!tokens.status().Is(StatusCode::kCorruption)) return tokens.status();
+    return Status::Corruption(tokens.status().message() +
+                              "; to keep its intact tokens run `cairnd token repair --data-dir " + data_dir_ +
+                              "` (or restore the file from a backup)");
   }
-  if (bytes.back() != '\n') {
-    line_number = static_cast<size_t>(std::count(bytes.begin(), bytes.end(), '\n')) + 1;
-    return corrupt("not terminated by a newline (the file was cut short)");
-  }
-  bytes.remove_suffix(1);
-  const std::vector<std::string_view> lines = Split(bytes, '\n');
-
-  const std::string_view header = lines[0];
-  if (header.substr(0, kFileMagic.size() + 1) != std::string(kFileMagic) + " ") {
-    return corrupt("not a cairn tokens file: expected the header '" + std::string(kFileMagic) + " 1'");
-  }
-  const std::string_view version = header.substr(kFileMagic.size() + 1);
-  if (version != std::to_string(kFileVersion)) {
-    return Status::FailedPrecondition(file_path_ + ": line 1: format version '" + Shown(version) +
-                                      "' is not supported (this cairn reads version 1)");
-  }
-
   Contents contents;
-  std::map<std::string, size_t, std::less<>> by_name;
-  for (line_number = 2; line_number <= lines.size(); ++line_number) {
-    const std::string_view line = lines[line_number - 1];
-    const std::vector<std::string_view> fields = Split(line, ' ');
-    if (fields.size() != 5) {
-      return corrupt("expected 5 fields separated by single spaces (id hash created name scopes), found " +
-                     std::to_string(fields.size()));
-    }
-    Entry entry;
-    const std::string_view id = fields[0];
-    if (id.size() != kIdChars || !IsLowerHex(id)) {
-      return corrupt("id '" + Shown(id) + "' is not 16 hex digits");
-    }
-    const std::string_view hash = fields[1];
-    if (hash.size() != 2 * entry.hash.size() || !IsLowerHex(hash)) {
-      return corrupt("hash of token " + std::string(id) + " is not 64 hex digits");
-    }
-    const std::string_view created = fields[2];
-    const auto [end, error] =
-        std::from_chars(created.data(), created.data() + created.size(), entry.info.created_unix_nanos);
-    if (created.empty() || error != std::errc() || end != created.data() + created.size()) {
-      return corrupt("creation time '" + Shown(created) + "' of token " + std::string(id) +
-                     " is not a decimal int64");
-    }
-    const std::string_view name = fields[3];
-    Status name_valid = ValidateTokenName(name);
-    if (!name_valid.ok()) return corrupt(name_valid.message());
-    Result<std::vector<TokenScope>> scopes = ParseScopeList(Split(fields[4], ','));
-    if (!scopes.ok()) return corrupt(scopes.status().message() + " (token " + std::string(id) + ")");
-    if (scopes->size() != Split(fields[4], ',').size()) {
-      return corrupt("token " + std::string(id) + " lists a scope twice");
-    }
-    if (contents.by_id.count(id) > 0) return corrupt("id " + std::string(id) + " appears twice");
-    if (by_name.count(name) > 0) return corrupt("name '" + std::string(name) + "' appears twice");
-
-    entry.info.id = std::string(id);
-    entry.info.name = std::string(name);
-    entry.info.scopes = std::move(scopes).value();
-    entry.hash = HexDecodeDigest(hash);
-    by_name.emplace(entry.info.name, contents.entries.size());
-    contents.by_id.emplace(entry.info.id, contents.entries.size());
-    contents.entries.push_back(std::move(entry));
+  for (token_file::StoredToken& token : *tokens) {
+    contents.by_id.emplace(token.info.id, contents.entries.size());
+    contents.entries.push_back(Entry{std::move(token.info), token.hash});
   }
   return contents;
 }
 
 std::string TokenStore::Serialize(const Contents& contents) {
-  std::string text = std::string(kFileMagic) + " " + std::to_string(kFileVersion) + "\n";
-  for (const Entry& entry : contents.entries) {
-    text += entry.info.id;
-    text += ' ';
-    text += HexEncode(entry.hash);
-    text += ' ';
-    text += std::to_string(entry.info.created_unix_nanos);
-    text += ' ';
-    text += entry.info.name;
-    text += ' ';
-    text += entry.info.ScopesText();
-    text += '\n';
-  }
-  return text;
+  std::vector<token_file::StoredToken> tokens;
+  tokens.reserve(contents.entries.size());
+  for (const Entry& entry : contents.entries) tokens.push_back({entry.info, entry.hash});
+  return token_file::Serialize(tokens);
 }
 
 void TokenStore::Install(std::optional<std::string> bytes, Contents contents) {
   std::unique_lock<std::shared_mutex> guard(state_mutex_);
   loaded_bytes_ = std::move(bytes);
   contents_ = std::move(contents);
+  damage_ = Status::Ok();
+}
+
+void TokenStore::InstallDamaged(std::optional<std::string> bytes, Status why) {
+  std::unique_lock<std::shared_mutex> guard(state_mutex_);
+  loaded_bytes_ = std::move(bytes);
+  contents_ = Contents();
+  damage_ = std::move(why);
 }
 
 Result<std::unique_ptr<FileLock>> TokenStore::LockForChange() {
@@ -389,7 +329,7 @@ Status TokenStore::ModifyFile(const std::function<Result<bool>(Contents* content
     bytes = Serialize(edited);
     // A failure leaves the old file (or, when only the directory sync
     // failed, the new one): either way ReloadIfChanged catches up with it.
-    CAIRN_RETURN_IF_ERROR(env_->WriteFileAtomically(file_path_, *bytes));
+    CAIRN_RETURN_IF_ERROR(env_->WriteFileAtomically(file_path_, *bytes, kFileMode));
   }
   Install(std::move(bytes), std::move(edited));
   return Status::Ok();
@@ -401,7 +341,7 @@ Result<CreatedToken> TokenStore::NewToken(const Contents& contents, std::string 
   std::string id;
   do {
     CAIRN_RETURN_IF_ERROR(env_->RandomBytes(id_bytes));
-    id = HexEncode(id_bytes);
+    id = LowercaseHex(id_bytes);
   } while (contents.by_id.count(id) > 0);
   std::array<uint8_t, kSecretBytes> secret{};
   CAIRN_RETURN_IF_ERROR(env_->RandomBytes(secret));
@@ -470,6 +410,14 @@ Status TokenStore::Revoke(std::string_view id_or_name, TokenInfo* revoked) {
   });
 }
 
+std::optional<TokenInfo> TokenStore::FindByName(std::string_view name) const {
+  std::shared_lock<std::shared_mutex> guard(state_mutex_);
+  for (const Entry& entry : contents_.entries) {
+    if (entry.info.name == name) return entry.info;
+  }
+  return std::nullopt;
+}
+
 std::vector<TokenInfo> TokenStore::List() const {
   std::shared_lock<std::shared_mutex> guard(state_mutex_);
   std::vector<TokenInfo> infos;
@@ -507,13 +455,22 @@ Status TokenStore::ReloadIfChanged() {
   std::unique_lock<std::mutex> change_guard(change_mutex_, std::try_to_lock);
   if (!change_guard.owns_lock()) return Status::Ok();
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> bytes, ReadFile());
+  bool damaged;
   {
     std::shared_lock<std::shared_mutex> guard(state_mutex_);
-    if (bytes == loaded_bytes_) return Status::Ok();
+    if (bytes == loaded_bytes_) return damage_;
+    damaged = !damage_.ok();
   }
   Contents contents;
   if (bytes.has_value()) {
-    CAIRN_ASSIGN_OR_RETURN(contents, Parse(*bytes));
+    Result<Contents> parsed = Parse(*bytes);
+    if (!parsed.ok()) {
+      // A store that serves tokens keeps them (a half-edited file must not
+      // lock everyone out); one that served none stays empty.
+      if (damaged) InstallDamaged(std::move(bytes), parsed.status());
+      return parsed.status();
+    }
+    contents = std::move(parsed).value();
   }
   Install(std::move(bytes), std::move(contents));
   return Status::Ok();

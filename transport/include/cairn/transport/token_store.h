@@ -26,11 +26,14 @@
 // token that needs both.
 //
 // Storage: <data_dir>/tokens, a small text file replaced atomically on every
-// change (format in transport/src/auth/token_format.md). Every change
+// change (format in transport/src/auth/token_format.md: every line carries
+// a check, and an end line counts them, so a flipped byte or a file cut
+// short is found rather than read as different tokens). Every change
 // re-reads the file under the lock file <data_dir>/tokens.lock, so a running
 // cairnd and `cairnd token` commands never lose each other's changes. The
-// file holds no secret; its hashes are useless to a reader (see above), so
-// ordinary file permissions suffice.
+// file holds no secret (its hashes are useless to a reader, see above), but
+// its names and scopes tell which token is worth stealing: it is written
+// with mode 0600, and RestrictFileMode tightens a looser one.
 //
 // Thread-safety: TokenStore may be used from any number of threads at once:
 // Authenticate and List run concurrently with each other and with Create,
@@ -101,6 +104,19 @@ struct TokenInfo {
   std::string ScopesText() const;
 };
 
+// What TokenStore::Repair did.
+struct TokenRepairReport {
+  // False when the file was intact and left alone.
+  bool rewritten = false;
+  // The tokens the file holds now.
+  std::vector<TokenInfo> kept;
+  // "line 3: <why>" for each damaged line dropped; their tokens must be
+  // created again.
+  std::vector<std::string> dropped;
+  // Where the damaged original was kept (rewritten only).
+  std::string damaged_copy_path;
+};
+
 // The result of creating a token.
 struct CreatedToken {
   // The full token text. Exists only here: show it to the operator once and
@@ -117,6 +133,10 @@ class TokenStore {
   // File names inside the data directory.
   static constexpr std::string_view kFileName = "tokens";
   static constexpr std::string_view kLockFileName = "tokens.lock";
+  // Where Repair keeps the damaged original.
+  static constexpr std::string_view kDamagedCopyName = "tokens.damaged";
+  // The permissions of the file.
+  static constexpr uint32_t kFileMode = 0600;
   // The name of the token EnsureAdminToken creates.
   static constexpr std::string_view kAdminTokenName = "admin";
   // How long a change waits for another writer's tokens.lock: that many
@@ -130,7 +150,30 @@ class TokenStore {
   // itself does not exist (the store never creates it); Corruption naming
   // the file and line when the file is malformed; IOError when it cannot be
   // read.
-  static Result<std::unique_ptr<TokenStore>> Open(Env* env, std::string data_dir);
+  //
+  // With `serve_damaged`, a malformed or unreadable file does not fail the
+  // open: the store then holds no token (every Authenticate fails, which is
+  // safe), damage() says what is wrong, changes are refused with the same
+  // error, and ReloadIfChanged takes the file over once it is repaired
+  // (Repair, or a restored copy). The daemon opens its store this way so
+  // that a damaged tokens file stops the HTTP API and nothing else.
+  static Result<std::unique_ptr<TokenStore>> Open(Env* env, std::string data_dir, bool serve_damaged = false);
+
+  // Rewrites a damaged <data_dir>/tokens keeping every token whose line is
+  // intact (Salvage in token_file.h), after copying the original to
+  // kDamagedCopyName; leaves an intact file alone. Works while cairnd runs
+  // (under tokens.lock; cairnd takes the result over within a second).
+  // NotFound when there is no file; Busy as Create.
+  static Result<TokenRepairReport> Repair(Env* env, std::string data_dir);
+
+  // OK, or why the file the store last looked at could not be used (see
+  // Open's `serve_damaged`).
+  Status damage() const;
+
+  // When <data_dir>/tokens exists with permissions looser than kFileMode,
+  // sets kFileMode and returns the mode it had; nullopt when nothing was
+  // changed.
+  Result<std::optional<uint32_t>> RestrictFileMode();
 
   TokenStore(const TokenStore&) = delete;
   TokenStore& operator=(const TokenStore&) = delete;
@@ -161,6 +204,11 @@ class TokenStore {
 
   // Every token, in creation order.
   std::vector<TokenInfo> List() const;
+
+  // The token named `name`, for identities established otherwise than by
+  // presenting the token (a mutual-TLS client certificate); nullopt when no
+  // token has that name.
+  std::optional<TokenInfo> FindByName(std::string_view name) const;
 
   // Checks a presented token text (ExtractPresentedToken gives it from a
   // request). PermissionDenied "invalid token" for anything but a live token
@@ -209,8 +257,10 @@ class TokenStore {
   // this store serves.
   Status ModifyFile(const std::function<Result<bool>(Contents* contents, bool file_exists)>& edit);
   // Makes `bytes` (nullopt: no file) and their parse what Authenticate and
-  // List see.
+  // List see, and clears damage().
   void Install(std::optional<std::string> bytes, Contents contents);
+  // Serves no token because `bytes` (what was read) could not be used.
+  void InstallDamaged(std::optional<std::string> bytes, Status why);
   // Fresh id and secret; the id differs from every id in `contents`.
   Result<CreatedToken> NewToken(const Contents& contents, std::string name, std::vector<TokenScope> scopes);
 
@@ -227,6 +277,8 @@ class TokenStore {
   // The file as last read or written; nullopt when there was none.
   std::optional<std::string> loaded_bytes_;
   Contents contents_;
+  // Why loaded_bytes_ could not be used; OK when they could.
+  Status damage_;
 };
 
 // The token a request presents in its Authorization header value:
