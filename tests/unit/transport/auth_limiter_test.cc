@@ -170,5 +170,63 @@ TEST(AuthFailureLimiterTest, ConcurrentCallersAllCount) {
   EXPECT_EQ(limiter.TrackedPeers(), size_t{1 + kThreads});
 }
 
+// ---- AuthThrottle -----------------------------------------------------------------
+
+AuthThrottleOptions SmallThrottle() {
+  AuthThrottleOptions options;
+  options.per_credential = FivePerMinute();
+  options.per_address = FivePerMinute();
+  options.per_address.max_failures = 12;
+  return options;
+}
+
+TEST(AuthThrottleTest, TheFailingCredentialIsSlowedNotItsAddress) {
+  AuthThrottle throttle(SmallThrottle());
+  const std::string revoked = AuthThrottle::CredentialKey("cairn_0123456789abcdef_" + std::string(43, 'A'));
+  EXPECT_EQ(revoked, "token 0123456789abcdef");
+  for (int i = 0; i < 5; ++i) {
+    const AuthThrottle::Verdict verdict = throttle.OnFailure(revoked, "10.0.0.1", kStart + i * kSecond);
+    EXPECT_FALSE(verdict.throttled) << "failure " << i + 1 << " is still a 401";
+    EXPECT_EQ(verdict.credential_now_blocked, i == 4);
+  }
+  const AuthThrottle::Verdict sixth = throttle.OnFailure(revoked, "10.0.0.1", kStart + 5 * kSecond);
+  EXPECT_TRUE(sixth.throttled);
+  EXPECT_FALSE(sixth.address_blocked);
+  EXPECT_EQ(sixth.retry_after_seconds, 55);
+  EXPECT_TRUE(throttle.Throttled(revoked, "10.0.0.9", kStart + 5 * kSecond)) << "from anywhere";
+  // Another credential from the same address is judged on its own.
+  const std::string other = AuthThrottle::CredentialKey("guess");
+  EXPECT_EQ(other.rfind("credential sha256:", 0), 0u) << other;
+  EXPECT_EQ(other.size(), std::string("credential sha256:").size() + 16);
+  EXPECT_FALSE(throttle.OnFailure(other, "10.0.0.1", kStart + 6 * kSecond).throttled);
+  // The block ends a window after its first failure.
+  EXPECT_FALSE(throttle.Throttled(revoked, "10.0.0.1", kStart + 60 * kSecond));
+}
+
+TEST(AuthThrottleTest, AnAddressFailingWithManyCredentialsIsBounded) {
+  AuthThrottle throttle(SmallThrottle());
+  for (int i = 0; i < 12; ++i) {
+    const AuthThrottle::Verdict verdict =
+        throttle.OnFailure(AuthThrottle::CredentialKey("guess-" + std::to_string(i)), "10.0.0.2", kStart + i);
+    EXPECT_FALSE(verdict.throttled);
+    EXPECT_EQ(verdict.address_now_blocked, i == 11);
+  }
+  const AuthThrottle::Verdict next =
+      throttle.OnFailure(AuthThrottle::CredentialKey("guess-99"), "10.0.0.2", kStart + 20);
+  EXPECT_TRUE(next.throttled);
+  EXPECT_TRUE(next.address_blocked);
+  EXPECT_GE(next.retry_after_seconds, 1);
+  EXPECT_FALSE(throttle.Throttled(AuthThrottle::CredentialKey("guess-99"), "10.0.0.3", kStart + 20));
+}
+
+TEST(AuthThrottleTest, CredentialKeysNeverHoldTheSecret) {
+  const std::string token = "cairn_3f9a0c51d2e4b687_C4jx8JuPFdrOTPJ4ibaAaRRxkyt8XeB6E6ds_WBqbac";
+  EXPECT_EQ(AuthThrottle::CredentialKey(token), "token 3f9a0c51d2e4b687");
+  const std::string password = "hunter2-hunter2";
+  EXPECT_EQ(AuthThrottle::CredentialKey(password).find("hunter2"), std::string::npos);
+  EXPECT_NE(AuthThrottle::CredentialKey("a"), AuthThrottle::CredentialKey("b"));
+  EXPECT_EQ(AuthThrottle::CredentialKey("cairn_XYZ_secret").rfind("credential", 0), 0u);
+}
+
 }  // namespace
 }  // namespace cairn

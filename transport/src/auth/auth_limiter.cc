@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "cairn/platform/crypto.h"
+
 namespace cairn {
 
 namespace {
@@ -74,6 +76,55 @@ void AuthFailureLimiter::RecordFailure(std::string_view peer, int64_t now_nanos)
 size_t AuthFailureLimiter::TrackedPeers() const {
   std::lock_guard<std::mutex> guard(mutex_);
   return peers_.size();
+}
+
+// ---- AuthThrottle -------------------------------------------------------------
+
+AuthThrottle::AuthThrottle(AuthThrottleOptions options)
+    : credentials_(options.per_credential), addresses_(options.per_address) {}
+
+AuthThrottle::Verdict AuthThrottle::OnFailure(std::string_view credential_key, std::string_view address,
+                                              int64_t now_nanos) {
+  Verdict verdict;
+  const bool credential_blocked = credentials_.IsBlocked(credential_key, now_nanos);
+  verdict.address_blocked = addresses_.IsBlocked(address, now_nanos);
+  if (!credential_blocked) {
+    credentials_.RecordFailure(credential_key, now_nanos);
+    verdict.credential_now_blocked = credentials_.IsBlocked(credential_key, now_nanos);
+  }
+  if (!verdict.address_blocked) {
+    addresses_.RecordFailure(address, now_nanos);
+    verdict.address_now_blocked = addresses_.IsBlocked(address, now_nanos);
+  }
+  // The failure that reaches a limit is still answered 401: the client
+  // learns its credential is wrong before it learns it is being slowed.
+  verdict.throttled = credential_blocked || verdict.address_blocked;
+  if (verdict.throttled) {
+    verdict.retry_after_seconds =
+        std::max<int64_t>({1, credentials_.RetryAfterSeconds(credential_key, now_nanos),
+                           addresses_.RetryAfterSeconds(address, now_nanos)});
+  }
+  return verdict;
+}
+
+bool AuthThrottle::Throttled(std::string_view credential_key, std::string_view address,
+                             int64_t now_nanos) const {
+  return credentials_.IsBlocked(credential_key, now_nanos) || addresses_.IsBlocked(address, now_nanos);
+}
+
+std::string AuthThrottle::CredentialKey(std::string_view presented) {
+  // The layout of token_store.h: "cairn_" + 16 lowercase hex digits + "_".
+  constexpr std::string_view kPrefix = "cairn_";
+  constexpr size_t kIdChars = 16;
+  if (presented.size() > kPrefix.size() + kIdChars && presented.substr(0, kPrefix.size()) == kPrefix &&
+      presented[kPrefix.size() + kIdChars] == '_') {
+    const std::string_view id = presented.substr(kPrefix.size(), kIdChars);
+    if (std::all_of(id.begin(), id.end(),
+                    [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }))
+      return "token " + std::string(id);
+  }
+  const Sha256Digest digest = Sha256(presented);
+  return "credential sha256:" + LowercaseHex(std::span<const uint8_t>(digest.data(), 8));
 }
 
 }  // namespace cairn

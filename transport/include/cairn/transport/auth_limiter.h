@@ -1,33 +1,48 @@
-// AuthFailureLimiter: slows down token guessing on the HTTP shell (DESIGN §7).
+// Slowing down failed authentication on the HTTP shell (DESIGN §7).
 //
-// Per peer (the client's address, or whatever key the caller chooses), the
-// limiter remembers the times of its most recent failed authentications. A
-// peer is blocked as soon as `max_failures` of them lie within the last
-// `window`, and stays blocked until the oldest of those is `window` old: a
-// sliding window, so a guesser gets at most `max_failures` attempts per
-// `window` however it spaces them. A blocked request is refused before its
-// token is even looked at (HTTP 429 with Retry-After), and nothing is
-// recorded for it, so hammering a block does not extend it. A successful
-// authentication clears nothing: whoever holds a good token has no need to
-// guess, and a block in force stays in force.
+// AuthFailureLimiter counts failures per key in a sliding window.
+// AuthThrottle combines two of them into the policy HttpApi applies:
 //
-// Usage per request:
-//   if (limiter.IsBlocked(peer, now)) -> 429, Retry-After: RetryAfterSeconds(peer, now)
-//   else authenticate; on failure limiter.RecordFailure(peer, now) -> 401
+//   - A valid token is never refused. Tokens carry 256 random bits, so
+//     guessing one is not the threat a limiter must stop; refusing a
+//     correct client because another client (or a revoked token retried by
+//     a forgotten script) failed from the same address is. Authentication
+//     therefore always runs first, and only its failures are throttled.
+//   - The failing credential itself is slowed: after `max_failures`
+//     failures of one credential within the window it is answered 429 with
+//     Retry-After instead of 401. A credential is keyed by the token id
+//     when it looks like a cairn token (the public half: guesses at one
+//     id's secret share one budget), otherwise by a prefix of its SHA-256.
+//   - The work one address can cause is bounded too: past a larger budget
+//     of failures from one address, its failing requests are answered 429
+//     and their connection is closed, so a client cycling through many
+//     wrong credentials has to open a new connection (under the server's
+//     per-address connection limit) for every attempt. Its valid tokens
+//     still pass.
+//
+// AuthFailureLimiter: per key (an address, a credential, whatever the
+// caller chooses; "peer" below), the limiter remembers the times of its most
+// recent failed authentications. A peer is blocked as soon as
+// `max_failures` of them lie within the last `window`, and stays blocked
+// until the oldest of those is `window` old: a sliding window, so a peer
+// gets at most `max_failures` failures per `window` however it spaces them.
+// Nothing is recorded while a peer is blocked, so hammering a block does not
+// extend it. A success clears nothing.
 //
 // Memory is bounded: at most `max_tracked_peers` peers are remembered. Peers
 // whose failures have all left the window are forgotten first; when every
 // remembered peer is still within its window, the one whose latest failure
-// is oldest is forgotten to make room. An attacker with many addresses can
-// therefore displace a block, but one with many addresses gets that many
-// attempts anyway; IPv6 callers may key by /64 prefix to close that gap.
+// is oldest is forgotten to make room. An attacker with many keys can
+// therefore displace a block, but one with many keys gets that many
+// attempts anyway.
 //
 // Times are monotonic nanoseconds supplied by the caller (Env::MonotonicNanos),
 // so that tests decide what "now" is. They are expected not to go backwards;
 // a time earlier than one already recorded for the peer counts as that later
 // time.
 //
-// Thread-safety: every method may be called from any thread concurrently.
+// Thread-safety: every method of both classes may be called from any thread
+// concurrently.
 #pragma once
 
 #include <cstddef>
@@ -94,6 +109,63 @@ class AuthFailureLimiter {
   PeerList peers_;
   // Keys view the address strings inside peers_' nodes, which never move.
   std::unordered_map<std::string_view, PeerList::iterator> by_address_;
+};
+
+struct AuthThrottleOptions {
+  // One credential: 5 failures a minute, then 429 for that credential.
+  AuthFailureLimiterOptions per_credential = {5, int64_t{60} * 1'000'000'000, 4096};
+  // One address: 60 failures a minute (several stale clients behind one
+  // address stay within it), then its failing requests are answered 429 and
+  // their connections closed.
+  AuthFailureLimiterOptions per_address = {60, int64_t{60} * 1'000'000'000, 4096};
+};
+
+// The failed-authentication policy of the top of this file.
+class AuthThrottle {
+ public:
+  explicit AuthThrottle(AuthThrottleOptions options = {});
+
+  AuthThrottle(const AuthThrottle&) = delete;
+  AuthThrottle& operator=(const AuthThrottle&) = delete;
+
+  // What to answer a request whose authentication failed.
+  struct Verdict {
+    // 429 with Retry-After (and, when `address_blocked`, close the
+    // connection) rather than 401.
+    bool throttled = false;
+    bool address_blocked = false;
+    // For Retry-After: whole seconds until the blocks in force end (>= 1
+    // when throttled).
+    int64_t retry_after_seconds = 0;
+    // This failure made the credential (or the address) reach its limit:
+    // worth one log line.
+    bool credential_now_blocked = false;
+    bool address_now_blocked = false;
+  };
+
+  // Counts a failed authentication of `credential_key` (CredentialKey) from
+  // `address` at `now_nanos`, unless either is blocked already, and says
+  // how to answer it.
+  Verdict OnFailure(std::string_view credential_key, std::string_view address, int64_t now_nanos);
+
+  // Whether a failure of `credential_key` from `address` would be answered
+  // 429 now (nothing is recorded): a throttled credential is not worth a
+  // fresh look at the tokens file.
+  bool Throttled(std::string_view credential_key, std::string_view address, int64_t now_nanos) const;
+
+  // The key a presented credential is throttled under: "token <id>" for
+  // text shaped like a cairn token (cairn_<16 hex>_...), otherwise
+  // "credential sha256:<16 hex digits of its SHA-256>". Never contains a
+  // secret, so it may be logged.
+  static std::string CredentialKey(std::string_view presented);
+
+  // How many credentials and addresses are remembered (for tests).
+  size_t TrackedCredentials() const { return credentials_.TrackedPeers(); }
+  size_t TrackedAddresses() const { return addresses_.TrackedPeers(); }
+
+ private:
+  AuthFailureLimiter credentials_;
+  AuthFailureLimiter addresses_;
 };
 
 }  // namespace cairn
