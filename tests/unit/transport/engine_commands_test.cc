@@ -87,8 +87,8 @@ class EngineCommandsTest : public ::testing::Test {
 
 TEST_F(EngineCommandsTest, EveryCommandIsListedByHelp) {
   const std::string help = Run("help");
-  for (const char* name : {"tables", "create-table", "drop-table", "devices", "measures", "latest", "range",
-                           "agg", "put", "stats", "health"}) {
+  for (const char* name : {"tables", "create-table", "alter-table", "drop-table", "devices", "measures",
+                           "latest", "range", "agg", "put", "stats", "health"}) {
     EXPECT_TRUE(Contains(help, std::string("\n") + name + " ")) << name << "\n" << help;
   }
   EXPECT_TRUE(Contains(Run("help range"), "--page TOKEN")) << Run("help range");
@@ -99,11 +99,14 @@ TEST_F(EngineCommandsTest, CreateTableAndListTables) {
             "created      hourly\n"
             "period       hour\n"
             "retention    36h\n"
-            "default_ttl  90m\n");
+            "default_ttl  90m\n"
+            "max_series   -\n");
   const std::string tables = Run("tables");
-  EXPECT_TRUE(Contains(tables, "table    period  retention  default_ttl  created\n")) << tables;
-  EXPECT_TRUE(Contains(tables, "hourly   hour    36h        90m          2023-11-14T22:13:20Z\n")) << tables;
-  EXPECT_TRUE(Contains(tables, "sensors  day     30d        -            2023-11-14T22:13:20Z\n")) << tables;
+  EXPECT_TRUE(Contains(tables, "table    period  retention  default_ttl  max_series  created\n")) << tables;
+  EXPECT_TRUE(Contains(tables, "hourly   hour    36h        90m          -           2023-11-14T22:13:20Z\n"))
+      << tables;
+  EXPECT_TRUE(Contains(tables, "sensors  day     30d        -            -           2023-11-14T22:13:20Z\n"))
+      << tables;
 
   Result<TableInfo> info = engine_->GetTable("hourly");
   ASSERT_TRUE(info.ok());
@@ -112,11 +115,25 @@ TEST_F(EngineCommandsTest, CreateTableAndListTables) {
   EXPECT_EQ(info->options.default_ttl_seconds, 90 * 60);
 
   EXPECT_EQ(Run("tables --json"),
-            "{\"columns\":[\"table\",\"period\",\"retention\",\"default_ttl\",\"created\"],\"rows\":["
+            "{\"columns\":[\"table\",\"period\",\"retention\",\"default_ttl\",\"max_series\",\"created\"],"
+            "\"rows\":["
             "{\"table\":\"hourly\",\"period\":\"hour\",\"retention\":\"36h\",\"default_ttl\":\"90m\","
-            "\"created\":\"2023-11-14T22:13:20Z\"},"
+            "\"max_series\":null,\"created\":\"2023-11-14T22:13:20Z\"},"
             "{\"table\":\"sensors\",\"period\":\"day\",\"retention\":\"30d\",\"default_ttl\":null,"
-            "\"created\":\"2023-11-14T22:13:20Z\"}]}\n");
+            "\"max_series\":null,\"created\":\"2023-11-14T22:13:20Z\"}]}\n");
+
+  // alter-table changes what may change and keeps the rest.
+  EXPECT_EQ(Run("alter-table hourly --max-series 5000 --retention 2d"),
+            "altered      hourly\n"
+            "period       hour\n"
+            "retention    2d\n"
+            "default_ttl  90m\n"
+            "max_series   5000\n");
+  EXPECT_EQ(engine_->GetTable("hourly")->options.max_series, 5000u);
+  EXPECT_EQ(Run("alter-table hourly --max-series lots"),
+            "error: --max-series: 'lots' is not a count from 0 to 100000000 (0: the engine's default)\n");
+  EXPECT_TRUE(Contains(Run("alter-table hourly --period day"), "error: ")) << "the period is fixed";
+  EXPECT_TRUE(Contains(Run("alter-table nowhere --max-series 1"), "error: table 'nowhere' does not exist"));
 }
 
 TEST_F(EngineCommandsTest, CreateTableErrorsNameTheProblem) {
@@ -132,7 +149,7 @@ TEST_F(EngineCommandsTest, CreateTableErrorsNameTheProblem) {
   EXPECT_TRUE(Contains(Run("create-table ../etc"), "error: ")) << Run("create-table ../etc");
   EXPECT_EQ(Run("create-table"),
             "error: create-table needs 1 argument, got 0; usage: create-table [--period P] "
-            "[--retention D] [--ttl D] [--json] NAME\n");
+            "[--retention D] [--ttl D] [--max-series N] [--json] NAME\n");
   // Nothing was created by the failed attempts.
   Result<std::vector<TableInfo>> tables = engine_->ListTables();
   ASSERT_TRUE(tables.ok());
@@ -406,9 +423,10 @@ TEST_F(EngineCommandsTest, StatsAndHealth) {
   PutReadings();
   Run("put sensors env,device=d1 temperature=20,humidity=40i " + std::to_string(kNow - kHour));
   const std::string stats = Run("stats");
-  EXPECT_TRUE(Contains(stats, "records_written    13\n")) << stats;
-  EXPECT_TRUE(Contains(stats, "records_duplicate  1\n")) << stats;
-  EXPECT_TRUE(Contains(stats, "series             2\n")) << stats;
+  EXPECT_TRUE(Contains(stats, "records_written            13\n")) << stats;
+  EXPECT_TRUE(Contains(stats, "records_duplicate          1\n")) << stats;
+  EXPECT_TRUE(Contains(stats, "series                     2\n")) << stats;
+  EXPECT_TRUE(Contains(stats, "records_over_series_limit  0\n")) << stats;
   EXPECT_TRUE(Contains(Run("stats --json"), "\"records_written\":13,")) << Run("stats --json");
 
   const std::string health = Run("health");

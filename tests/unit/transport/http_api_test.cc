@@ -54,20 +54,34 @@ class HttpApiTest : public ::testing::Test {
     return created.ok() ? created->token : "";
   }
 
-  HttpResponse Call(const std::string& method, const std::string& target, const std::string& token,
-                    const std::string& body = "",
-                    std::vector<std::pair<std::string, std::string>> headers = {},
-                    const std::string& peer = "192.0.2.7") {
+  static HttpRequest Build(const std::string& method, const std::string& target,
+                           std::vector<std::pair<std::string, std::string>> headers,
+                           const std::string& peer) {
     HttpRequest request;
     request.method = method;
     const size_t question = target.find('?');
     request.path = target.substr(0, question);
     if (question != std::string::npos) request.query = target.substr(question + 1);
-    if (!token.empty()) headers.emplace_back("authorization", "Bearer " + token);
     request.headers = std::move(headers);
-    request.body = body;
     request.peer_address = peer;
+    return request;
+  }
+
+  HttpResponse Call(const std::string& method, const std::string& target, const std::string& token,
+                    const std::string& body = "",
+                    std::vector<std::pair<std::string, std::string>> headers = {},
+                    const std::string& peer = "192.0.2.7") {
+    if (!token.empty()) headers.emplace_back("authorization", "Bearer " + token);
+    HttpRequest request = Build(method, target, std::move(headers), peer);
+    request.body = body;
     return api_->Handle(request);
+  }
+
+  // What the server's head check answers for a request whose body is yet
+  // to come.
+  std::optional<HttpResponse> Head(const std::string& method, const std::string& target,
+                                   std::vector<std::pair<std::string, std::string>> headers) {
+    return api_->CheckHead(Build(method, target, std::move(headers), "192.0.2.7"));
   }
 
   static JsonValue Json(const HttpResponse& response) {
@@ -99,7 +113,7 @@ class HttpApiTest : public ::testing::Test {
   std::unique_ptr<Engine> engine_;
   CommandRegistry commands_;
   std::unique_ptr<TokenStore> tokens_;
-  AuthFailureLimiter limiter_;
+  AuthThrottle limiter_;
   ApiMetrics metrics_;
   std::unique_ptr<HttpApi> api_;
   std::string admin_, reader_, writer_;
@@ -321,18 +335,84 @@ TEST_F(HttpApiTest, TokensAreCheckedAndScoped) {
       204);
 }
 
-TEST_F(HttpApiTest, RepeatedFailuresFromOneAddressAreRateLimited) {
+TEST_F(HttpApiTest, AFailingCredentialIsSlowedButValidTokensFromItsAddressPass) {
+  const std::string revoked = NewToken("revoked", {"write:sensors"});
+  ASSERT_TRUE(tokens_->Revoke("revoked").ok());
   for (int i = 0; i < 5; ++i) {
-    EXPECT_EQ(Call("GET", "/v1/tables", "cairn_0000000000000000_guess", "", {}, "198.51.100.9").status, 401);
+    EXPECT_EQ(Call("GET", "/v1/tables", revoked, "", {}, "198.51.100.9").status, 401);
+    EXPECT_EQ(Call("GET", "/v1/tables", admin_, "", {}, "198.51.100.9").status, 200) << "after failure " << i;
   }
-  HttpResponse blocked = Call("GET", "/v1/tables", admin_, "", {}, "198.51.100.9");
+  HttpResponse blocked = Call("GET", "/v1/tables", revoked, "", {}, "198.51.100.9");
   EXPECT_EQ(blocked.status, 429);
   bool retry_after = false;
   for (const auto& [name, value] : blocked.headers)
     retry_after |= name == "Retry-After" && std::stoi(value) > 0;
   EXPECT_TRUE(retry_after);
-  // Other addresses are not affected.
-  EXPECT_EQ(Call("GET", "/v1/tables", admin_, "", {}, "198.51.100.10").status, 200);
+  EXPECT_FALSE(blocked.close_connection) << "the address itself is not blocked";
+  // The valid token from the same address, and a write, are never refused.
+  EXPECT_EQ(Call("GET", "/v1/tables", admin_, "", {}, "198.51.100.9").status, 200);
+  EXPECT_EQ(Call("POST", "/write?db=sensors&precision=s", writer_, Lines("still", 1, now_seconds_ - 5), {},
+                 "198.51.100.9")
+                .status,
+            204);
+  // Another wrong credential is judged on its own, wherever it comes from.
+  EXPECT_EQ(Call("GET", "/v1/tables", "cairn_0000000000000000_guess", "", {}, "198.51.100.9").status, 401);
+  EXPECT_EQ(Call("GET", "/v1/tables", revoked, "", {}, "198.51.100.10").status, 429);
+}
+
+TEST_F(HttpApiTest, TheHeadCheckRefusesMissingAndInvalidTokensOnly) {
+  EXPECT_FALSE(Head("GET", "/healthz", {}).has_value());
+  EXPECT_FALSE(Head("GET", "/", {}).has_value());
+  EXPECT_FALSE(Head("POST", "/write?db=sensors", {{"authorization", "Bearer " + writer_}}).has_value());
+  EXPECT_FALSE(Head("POST", "/write?db=sensors&p=" + writer_, {}).has_value()) << "InfluxDB 1.x's ?p=";
+  std::optional<HttpResponse> anonymous = Head("POST", "/write?db=sensors", {});
+  ASSERT_TRUE(anonymous.has_value());
+  EXPECT_EQ(anonymous->status, 401);
+  std::optional<HttpResponse> wrong = Head("POST", "/write?db=sensors", {{"authorization", "Bearer nope"}});
+  ASSERT_TRUE(wrong.has_value());
+  EXPECT_EQ(wrong->status, 401);
+  // Scopes need the body's route and parameters: Handle decides them.
+  EXPECT_FALSE(Head("POST", "/write?db=other", {{"authorization", "Bearer " + reader_}}).has_value());
+}
+
+TEST_F(HttpApiTest, HealthzSaysOnlyTheLevelAndV1HealthNeedsAReadScope) {
+  HttpResponse health = Call("GET", "/healthz", "");
+  ASSERT_EQ(health.status, 200);
+  EXPECT_EQ(health.body, "{\"status\":\"ok\"}\n");
+  EXPECT_EQ(health.body.find(dir_.path()), std::string::npos);
+  HttpResponse full = Call("GET", "/v1/health", reader_);
+  ASSERT_EQ(full.status, 200) << full.body;
+  EXPECT_EQ(Json(full).Find("status")->text(), "ok");
+  EXPECT_NE(full.body.find("free_bytes"), std::string::npos);
+  EXPECT_NE(full.body.find(dir_.PathOf("data")), std::string::npos);
+  EXPECT_EQ(Call("GET", "/v1/health", writer_).status, 403);
+  EXPECT_EQ(Call("GET", "/v1/health", "").status, 401);
+  EXPECT_EQ(Call("GET", "/v1/health", admin_).status, 200);
+}
+
+TEST_F(HttpApiTest, TheSeriesLimitIsSetOverHttpAndNamedInRefusals) {
+  HttpResponse created = Call("PUT", "/v1/tables/small?max_series=2", admin_);
+  ASSERT_EQ(created.status, 201) << created.body;
+  EXPECT_EQ(engine_->GetTable("small")->options.max_series, 2u);
+  ASSERT_TRUE(tokens_->Create("small-writer", {"write:small"}).ok());
+  std::string body;
+  for (int i = 0; i < 3; ++i)
+    body += "env,device=d" + std::to_string(i) + " t=1 " + std::to_string(now_seconds_) + "\n";
+  HttpResponse over = Call("POST", "/write?db=small&precision=s", admin_, body);
+  ASSERT_EQ(over.status, 400) << over.body;
+  EXPECT_NE(ErrorMessage(over).find("line 3: table 'small' holds its limit of 2 series (max_series)"),
+            std::string::npos)
+      << over.body;
+  EXPECT_EQ(Json(over).Find("stored")->number(), 2);
+
+  HttpResponse raised = Call("PATCH", "/v1/tables/small", admin_, R"({"max_series":3})");
+  ASSERT_EQ(raised.status, 200) << raised.body;
+  EXPECT_EQ(engine_->GetTable("small")->options.max_series, 3u);
+  EXPECT_EQ(Call("POST", "/write?db=small&precision=s", admin_, body).status, 204);
+  EXPECT_EQ(Call("PATCH", "/v1/tables/small?period=hour", admin_).status, 400) << "the period is fixed";
+  EXPECT_EQ(Call("PATCH", "/v1/tables/small?max_series=-1", admin_).status, 400);
+  EXPECT_EQ(Call("PATCH", "/v1/tables/small?max_series=3", writer_).status, 403);
+  EXPECT_EQ(Call("PATCH", "/v1/tables/none?max_series=3", admin_).status, 404);
 }
 
 TEST_F(HttpApiTest, ErrorsAreJsonWithTheRightStatus) {

@@ -1,21 +1,28 @@
 // HttpServer over real loopback sockets: keep-alive, pipelining, framing,
-// and every limit (slow clients, sizes, connection cap).
+// every limit (slow and silent clients, sizes, connection slots per server
+// and per address), the head check, and the drain on Stop.
 
 #include "cairn/transport/http_server.h"
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include <gtest/gtest.h>
 
+#include "eventually.h"
 #include "http_test_client.h"
+#include "silent_tcp_client.h"
 
 namespace cairn {
 namespace {
 
 class HttpServerTest : public ::testing::Test {
  protected:
+  ~HttpServerTest() override { OpenGate(); }
+
   void StartServer(HttpServerOptions options = {}) {
     options.listen_address = "127.0.0.1";
     options.port = 0;
@@ -25,6 +32,11 @@ class HttpServerTest : public ::testing::Test {
                             ++handled_;
                             if (request.path == "/slow")
                               std::this_thread::sleep_for(std::chrono::milliseconds(300));
+                            if (request.path == "/gate") {
+                              ++at_gate_;
+                              std::unique_lock<std::mutex> lock(gate_mutex_);
+                              gate_cv_.wait(lock, [this] { return gate_open_; });
+                            }
                             HttpResponse response;
                             response.content_type = "text/plain";
                             response.body = request.method + " " + request.path + "?" + request.query + " " +
@@ -42,7 +54,19 @@ class HttpServerTest : public ::testing::Test {
     return std::move(*client);
   }
 
+  void OpenGate() {
+    {
+      std::lock_guard<std::mutex> lock(gate_mutex_);
+      gate_open_ = true;
+    }
+    gate_cv_.notify_all();
+  }
+
   std::atomic<int> handled_{0};
+  std::atomic<int> at_gate_{0};
+  std::mutex gate_mutex_;
+  std::condition_variable gate_cv_;
+  bool gate_open_ = false;
   std::unique_ptr<HttpServer> server_;
 };
 
@@ -230,46 +254,192 @@ TEST_F(HttpServerTest, AnswersExpectContinue) {
   EXPECT_EQ(response->body, "POST /e? 4:data");
 }
 
-TEST_F(HttpServerTest, ConnectionsOverTheCapGet503) {
+TEST_F(HttpServerTest, ConnectionsOverTheCapGet503WhenEveryOneIsBusy) {
   HttpServerOptions options;
   options.max_connections = 2;
   StartServer(options);
   HttpTestClient first = Client();
   HttpTestClient second = Client();
-  ASSERT_TRUE(first.Request("GET", "/1").ok());
-  ASSERT_TRUE(second.Request("GET", "/2").ok());
+  ASSERT_TRUE(first.Send("GET /gate HTTP/1.1\r\nHost: x\r\n\r\n").ok());
+  ASSERT_TRUE(second.Send("GET /gate HTTP/1.1\r\nHost: x\r\n\r\n").ok());
+  ASSERT_TRUE(Eventually([this] { return at_gate_ == 2; }, 10000));
   HttpTestClient third = Client();
   Result<HttpTestResponse> refused = third.ReadResponse();
   ASSERT_TRUE(refused.ok()) << refused.status().ToString();
   EXPECT_EQ(refused->status, 503);
-  EXPECT_EQ(refused->Header("retry-after"), "1");
+  EXPECT_EQ(refused->Header("retry-after"), "5");
   EXPECT_EQ(server_->stats().connections_refused, 1u);
-  // The open connections still work, and a closed one frees its place.
-  ASSERT_TRUE(first.Request("GET", "/again").ok());
+  OpenGate();
+  // The busy ones finish, and a closed one frees its place.
+  ASSERT_TRUE(first.ReadResponse().ok());
+  ASSERT_TRUE(second.ReadResponse().ok());
   { HttpTestClient closing = std::move(second); }
-  bool served = false;
-  for (int attempt = 0; attempt < 100 && !served; ++attempt) {
-    HttpTestClient fourth = Client();
-    Result<HttpTestResponse> response = fourth.Request("GET", "/4");
-    served = response.ok() && response->status == 200;
-    if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  EXPECT_TRUE(served);
+  HttpTestClient fourth = Client();
+  Result<HttpTestResponse> served = fourth.Request("GET", "/4");
+  ASSERT_TRUE(served.ok()) << served.status().ToString();
+  EXPECT_EQ(served->status, 200);
 }
 
-TEST_F(HttpServerTest, StopEndsOpenConnectionsAndFinishesRunningRequests) {
+TEST_F(HttpServerTest, AWaitingConnectionMakesRoomForANewOne) {
+  HttpServerOptions options;
+  options.max_connections = 2;
+  StartServer(options);
+  HttpTestClient first = Client();
+  ASSERT_TRUE(first.Request("GET", "/1").ok());
+  HttpTestClient second = Client();
+  ASSERT_TRUE(second.Request("GET", "/2").ok());
+  // Both wait between requests: the one waiting longest gives way.
+  HttpTestClient third = Client();
+  Result<HttpTestResponse> served = third.Request("GET", "/3");
+  ASSERT_TRUE(served.ok()) << served.status().ToString();
+  EXPECT_EQ(served->status, 200);
+  EXPECT_TRUE(first.ServerClosed(5000));
+  EXPECT_EQ(server_->stats().connections_evicted, 1u);
+  EXPECT_EQ(server_->stats().connections_refused, 0u);
+  Result<HttpTestResponse> still = second.Request("GET", "/2-again");
+  ASSERT_TRUE(still.ok()) << still.status().ToString();
+}
+
+TEST_F(HttpServerTest, SilentConnectionsOfOneAddressOnlyDisplaceTheirOwn) {
+  HttpServerOptions options;
+  options.max_connections = 4;
+  options.max_connections_per_address = 2;
+  options.first_byte_timeout_ms = 600'000;  // only displacement closes them here
+  StartServer(options);
+  HttpTestClient client = Client();  // from 127.0.0.1
+  ASSERT_TRUE(client.Request("GET", "/before").ok());
+  std::vector<std::unique_ptr<SilentTcpClient>> silent;
+  for (int i = 0; i < 10; ++i) {
+    silent.push_back(std::make_unique<SilentTcpClient>("127.0.0.2", server_->port()));
+    ASSERT_TRUE(silent.back()->connected());
+  }
+  // Each newcomer from 127.0.0.2 closed the oldest of its own.
+  for (int i = 0; i < 8; ++i) EXPECT_TRUE(silent[i]->ClosedByServer(5000)) << "silent connection " << i;
+  EXPECT_FALSE(silent[9]->ClosedByServer(0));
+  // The client from the other address kept its connection and its place.
+  Result<HttpTestResponse> after = client.Request("GET", "/after");
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(after->status, 200);
+  HttpTestClient another = Client();
+  ASSERT_TRUE(another.Request("GET", "/another").ok());
+}
+
+TEST_F(HttpServerTest, ANewConnectionThatSendsNothingIsClosed) {
+  HttpServerOptions options;
+  options.first_byte_timeout_ms = 200;
+  StartServer(options);
+  SilentTcpClient silent("127.0.0.1", server_->port());
+  ASSERT_TRUE(silent.connected());
+  EXPECT_TRUE(silent.ClosedByServer(10000));
+  EXPECT_EQ(server_->stats().requests_timed_out, 0u) << "nothing to answer 408 to";
+}
+
+TEST_F(HttpServerTest, TheHeadCheckRefusesBeforeTheBodyIsRead) {
+  HttpServerOptions options;
+  options.head_check = [](const HttpRequest& head) -> std::optional<HttpResponse> {
+    if (head.Header("x-key") != nullptr) return std::nullopt;
+    return HttpResponse::Error(401,
+                               "no key in " + head.method + " " + head.path + " from " + head.peer_address);
+  };
+  StartServer(options);
+  {
+    // A large body announced and only begun: the answer comes at once.
+    HttpTestClient client = Client();
+    ASSERT_TRUE(client.Send("POST /w HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\nsome").ok());
+    Result<HttpTestResponse> refused = client.ReadResponse();
+    ASSERT_TRUE(refused.ok()) << refused.status().ToString();
+    EXPECT_EQ(refused->status, 401);
+    EXPECT_NE(refused->body.find("no key in POST /w from 127.0.0.1"), std::string::npos) << refused->body;
+    EXPECT_EQ(refused->Header("connection"), "close");
+  }
+  {
+    // Expect: 100-continue gets the refusal instead of the 100.
+    HttpTestClient client = Client();
+    ASSERT_TRUE(
+        client.Send("POST /w HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n").ok());
+    Result<HttpTestResponse> refused = client.ReadResponse();
+    ASSERT_TRUE(refused.ok());
+    EXPECT_EQ(refused->status, 401);
+  }
+  {
+    HttpTestClient client = Client();
+    ASSERT_TRUE(client
+                    .Send("POST /w HTTP/1.1\r\nHost: x\r\nX-Key: k\r\nContent-Length: 4\r\n"
+                          "Expect: 100-continue\r\n\r\n")
+                    .ok());
+    Result<HttpTestResponse> interim = client.ReadResponse();
+    ASSERT_TRUE(interim.ok());
+    EXPECT_EQ(interim->status, 100);
+    ASSERT_TRUE(client.Send("data").ok());
+    Result<HttpTestResponse> response = client.ReadResponse();
+    ASSERT_TRUE(response.ok());
+    EXPECT_EQ(response->body, "POST /w? 4:data");
+  }
+  EXPECT_EQ(handled_, 1);
+  EXPECT_EQ(server_->stats().requests_refused_at_head, 2u);
+}
+
+TEST_F(HttpServerTest, StopAnswersRequestsInProgressAndRefusesLaterOnes) {
   StartServer();
   HttpTestClient idle = Client();
   ASSERT_TRUE(idle.Request("GET", "/x").ok());
+  HttpTestClient writing = Client();
+  ASSERT_TRUE(writing.Send("POST /w HTTP/1.1\r\nHost: x\r\nContent-Length: 8\r\n\r\nhalf").ok());
+  ASSERT_TRUE(Eventually([this] { return server_->stats().open_connections == 2; }, 10000));
+  std::thread stopper([this] { server_->Stop(); });
+  ASSERT_TRUE(Eventually([this] { return server_->stopping(); }, 10000));
+  // The request in progress is finished and answered.
+  ASSERT_TRUE(writing.Send("done").ok());
+  Result<HttpTestResponse> finished = writing.ReadResponse();
+  ASSERT_TRUE(finished.ok()) << finished.status().ToString();
+  EXPECT_EQ(finished->status, 200);
+  EXPECT_EQ(finished->body, "POST /w? 8:halfdone");
+  EXPECT_EQ(finished->Header("connection"), "close");
+  // A request that begins during the stop gets 503, not a closed connection.
+  Result<HttpTestResponse> late = idle.Request("POST", "/w", {}, "late");
+  ASSERT_TRUE(late.ok()) << late.status().ToString();
+  EXPECT_EQ(late->status, 503);
+  EXPECT_EQ(late->Header("retry-after"), "5");
+  EXPECT_EQ(late->Header("connection"), "close");
+  stopper.join();
+  EXPECT_EQ(handled_, 2);
+  // Nothing listens any more.
+  EXPECT_FALSE(HttpTestClient::Connect("127.0.0.1", server_->port()).ok());
+}
+
+TEST_F(HttpServerTest, StopEndsWaitingConnectionsAndFinishesRunningRequests) {
+  HttpServerOptions options;
+  options.drain_timeout_ms = 300;
+  StartServer(options);
+  HttpTestClient idle = Client();
+  ASSERT_TRUE(idle.Request("GET", "/x").ok());
   HttpTestClient busy = Client();
-  ASSERT_TRUE(busy.Send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n").ok());
-  while (handled_ < 2) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  server_->Stop();
+  ASSERT_TRUE(busy.Send("GET /gate HTTP/1.1\r\nHost: x\r\n\r\n").ok());
+  ASSERT_TRUE(Eventually([this] { return at_gate_ == 1; }, 10000));
+  std::thread stopper([this] { server_->Stop(); });
+  // Past the drain, the waiting connection is closed; the handler still runs.
+  EXPECT_TRUE(idle.ServerClosed(10000));
+  OpenGate();
   Result<HttpTestResponse> finished = busy.ReadResponse();
   ASSERT_TRUE(finished.ok()) << finished.status().ToString();
   EXPECT_EQ(finished->status, 200);
   EXPECT_EQ(finished->Header("connection"), "close");
-  EXPECT_TRUE(idle.ServerClosed(5000));
+  stopper.join();
+}
+
+TEST_F(HttpServerTest, RequestsStillArrivingWhenTheDrainEndsGet503) {
+  HttpServerOptions options;
+  options.drain_timeout_ms = 200;
+  StartServer(options);
+  HttpTestClient slow = Client();
+  ASSERT_TRUE(slow.Send("POST /w HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nfirst bytes").ok());
+  ASSERT_TRUE(Eventually([this] { return server_->stats().open_connections == 1; }, 10000));
+  server_->Stop();
+  Result<HttpTestResponse> refused = slow.ReadResponse();
+  ASSERT_TRUE(refused.ok()) << refused.status().ToString();
+  EXPECT_EQ(refused->status, 503);
+  EXPECT_EQ(server_->stats().requests_refused_stopping, 1u);
+  EXPECT_EQ(handled_, 0);
 }
 
 }  // namespace

@@ -126,18 +126,26 @@ std::string ApiMetrics::RenderPrometheus(const EngineStats& engine, const HttpSe
   Single(&out, "cairn_auth_failures_total", "counter", "Requests with a missing or invalid token.",
          auth_failures_.load());
   Single(&out, "cairn_auth_rate_limited_total", "counter",
-         "Requests refused because their address failed authentication too often.", rate_limited_.load());
+         "Requests refused (429) because their credential or address failed authentication too often.",
+         rate_limited_.load());
 
   Single(&out, "cairn_http_connections_accepted_total", "counter", "Connections accepted.",
          server.connections_accepted);
   Single(&out, "cairn_http_connections_refused_total", "counter", "Connections refused over the limit.",
          server.connections_refused);
+  Single(&out, "cairn_http_connections_evicted_total", "counter",
+         "Connections waiting for a request closed to make room for new ones.", server.connections_evicted);
   Single(&out, "cairn_http_connections_failed_total", "counter", "Connections whose TLS handshake failed.",
          server.connections_failed);
   Single(&out, "cairn_http_requests_timed_out_total", "counter",
          "Requests that were too slow to arrive (408).", server.requests_timed_out);
   Single(&out, "cairn_http_requests_malformed_total", "counter", "Requests the parser refused.",
          server.requests_malformed);
+  Single(&out, "cairn_http_requests_refused_at_head_total", "counter",
+         "Requests refused once their head was in, before their body (authentication).",
+         server.requests_refused_at_head);
+  Single(&out, "cairn_http_requests_refused_stopping_total", "counter",
+         "Requests answered 503 because cairnd was stopping.", server.requests_refused_stopping);
   Single(&out, "cairn_http_open_connections", "gauge", "Connections open now.", server.open_connections);
 
   Single(&out, "cairn_engine_records_written_total", "counter",
@@ -155,6 +163,11 @@ std::string ApiMetrics::RenderPrometheus(const EngineStats& engine, const HttpSe
   Single(&out, "cairn_engine_period_file_bytes", "gauge", "Period file bytes on disk.",
          engine.period_file_bytes);
   Single(&out, "cairn_engine_series", "gauge", "Series known to the engine.", engine.series);
+  Single(&out, "cairn_engine_series_bytes", "gauge",
+         "Memory held by the series themselves, beside their heads.", engine.series_bytes);
+  Single(&out, "cairn_engine_records_over_series_limit_total", "counter",
+         "Records refused because they would have started a series beyond their table's max_series.",
+         engine.records_over_series_limit);
   Single(&out, "cairn_disk_free_bytes", "gauge", "Free bytes on the data directory's filesystem.",
          disk_free_bytes);
   return out;

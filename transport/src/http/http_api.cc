@@ -4,6 +4,7 @@
 #include <atomic>
 #include <optional>
 #include <set>
+#include <span>
 
 #include <zlib.h>
 
@@ -13,11 +14,15 @@
 #include "cairn/transport/line_protocol.h"
 #include "cairn/transport/result_renderer.h"
 
+#include "request_auth.h"
+
 namespace cairn {
 namespace {
 
 constexpr size_t kMaxReportedLineErrors = 100;
-constexpr int64_t kTokenReloadIntervalNanos = 1'000'000'000;
+// The options a table can be created (PUT) or altered (PATCH) with.
+constexpr std::string_view kCreateOptions[] = {"period", "retention", "ttl", "max_series"};
+constexpr std::string_view kAlterOptions[] = {"retention", "ttl", "max_series"};
 
 // Query parameters that carry credentials (InfluxDB 1.x) rather than a
 // query; every endpoint accepts and ignores them.
@@ -117,16 +122,40 @@ class HttpApi::Call {
 };
 
 HttpApi::HttpApi(Engine* engine, Env* env, const CommandRegistry* commands, TokenStore* tokens,
-                 AuthFailureLimiter* limiter, ApiMetrics* metrics, HttpApiOptions options,
+                 AuthThrottle* throttle, ApiMetrics* metrics, HttpApiOptions options,
                  std::function<HttpServerStats()> server_stats)
     : engine_(engine),
       env_(env),
       commands_(commands),
       tokens_(tokens),
-      limiter_(limiter),
       metrics_(metrics),
       options_(std::move(options)),
-      server_stats_(std::move(server_stats)) {}
+      server_stats_(std::move(server_stats)),
+      log_(env, options_.log),
+      authenticator_(std::make_unique<RequestAuthenticator>(env, tokens, throttle, metrics,
+                                                            options_.client_certificate_identity, &log_)) {}
+
+HttpApi::~HttpApi() = default;
+
+namespace {
+
+// The routes that answer without a token (see http_api.h).
+bool IsPublicPath(const std::vector<std::string>& path) {
+  return path.empty() || (path.size() == 1 && (path[0] == "healthz" || path[0] == "ping"));
+}
+
+}  // namespace
+
+std::optional<HttpResponse> HttpApi::CheckHead(const HttpRequest& head) {
+  Result<std::vector<std::string>> path = SplitPath(head.path);
+  // A malformed path is answered by Handle, with the body read.
+  if (!path.ok() || IsPublicPath(*path)) return std::nullopt;
+  const int64_t started = env_->MonotonicNanos();
+  RequestAuthenticator::Outcome outcome = authenticator_->Authenticate(head);
+  if (!outcome.refusal) return std::nullopt;
+  metrics_->RecordRequest("unauthenticated", outcome.refusal->status, env_->MonotonicNanos() - started);
+  return std::move(outcome.refusal);
+}
 
 HttpResponse HttpApi::Handle(const HttpRequest& request) {
   const int64_t started = env_->MonotonicNanos();
@@ -170,13 +199,7 @@ HttpResponse HttpApi::Dispatch(Call* call, std::string* route) {
   if (path.size() == 1 && path[0] == "healthz") {
     *route = "/healthz";
     if (!get) return method_not_allowed("GET");
-    Result<CommandInvocation> health = commands_->BindArguments("health", {}, {});
-    if (!health.ok()) return ErrorFor(health.status());
-    CommandResult result = commands_->Run(*health);
-    if (!result.ok()) {
-      return HttpResponse::Error(503, result.error().message(), StatusCodeName(result.error().code()));
-    }
-    return HttpResponse::Json(200, RenderJson(result, RenderOptions()));
+    return Healthz();
   }
   if (path.size() == 1 && path[0] == "ping") {
     *route = "/ping";
@@ -188,61 +211,9 @@ HttpResponse HttpApi::Dispatch(Call* call, std::string* route) {
   }
 
   // ---- everything else needs a token ----
-  const int64_t now = env_->MonotonicNanos();
-  if (limiter_->IsBlocked(request.peer_address, now)) {
-    metrics_->RecordRateLimited();
-    *route = "rate_limited";
-    HttpResponse response = HttpResponse::Error(
-        429, "too many failed authentications from " + request.peer_address + "; wait before trying again");
-    response.headers.emplace_back("Retry-After",
-                                  std::to_string(limiter_->RetryAfterSeconds(request.peer_address, now)));
-    return response;
-  }
-  std::optional<std::string> presented;
-  if (const std::string* authorization = request.Header("authorization")) {
-    Result<std::string> extracted = ExtractPresentedToken(*authorization);
-    if (!extracted.ok()) {
-      metrics_->RecordAuthFailure();
-      limiter_->RecordFailure(request.peer_address, now);
-      HttpResponse response = HttpResponse::Error(401, extracted.status().message());
-      response.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"cairn\"");
-      return response;
-    }
-    presented = std::move(*extracted);
-  } else if (std::optional<std::string> password = call->Parameter("p")) {
-    presented = std::move(*password);
-  }
-  if (!presented) {
-    HttpResponse response = HttpResponse::Error(
-        401,
-        "this endpoint needs a token: send 'Authorization: Bearer <token>' (create one with `cairnd token "
-        "create`)");
-    response.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"cairn\"");
-    return response;
-  }
-  {
-    // A token created or revoked with `cairnd token` while cairnd runs is
-    // seen within a second. A file that fails to load keeps the tokens
-    // already loaded.
-    int64_t previous = last_token_reload_nanos_.load(std::memory_order_relaxed);
-    if (now - previous >= kTokenReloadIntervalNanos &&
-        last_token_reload_nanos_.compare_exchange_strong(previous, now, std::memory_order_relaxed)) {
-      static_cast<void>(tokens_->ReloadIfChanged());
-    }
-  }
-  Result<TokenInfo> token = tokens_->Authenticate(*presented);
-  if (!token.ok() && tokens_->ReloadIfChanged().ok()) {
-    // A token made with `cairnd token create` a moment ago works at once.
-    token = tokens_->Authenticate(*presented);
-  }
-  if (!token.ok()) {
-    metrics_->RecordAuthFailure();
-    limiter_->RecordFailure(request.peer_address, now);
-    HttpResponse response = HttpResponse::Error(401, "invalid token");
-    response.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"cairn\", error=\"invalid_token\"");
-    return response;
-  }
-  call->token() = std::move(*token);
+  RequestAuthenticator::Outcome authenticated = authenticator_->Authenticate(request);
+  if (authenticated.refusal) return std::move(*authenticated.refusal);
+  call->token() = std::move(authenticated.token);
 
   // ---- InfluxDB writes ----
   if (path.size() == 1 && path[0] == "write") {
@@ -271,6 +242,17 @@ HttpResponse HttpApi::Dispatch(Call* call, std::string* route) {
     if (auto bad = call->CheckParameters({})) return *bad;
     return RunCommand(call, "stats", {}, {}, "");
   }
+  if (path.size() == 2 && path[1] == "health") {
+    *route = "/v1/health";
+    if (!get) return method_not_allowed("GET");
+    const std::vector<TokenScope>& scopes = call->token()->scopes;
+    if (std::none_of(scopes.begin(), scopes.end(),
+                     [](const TokenScope& scope) { return scope.access != Access::kWrite; })) {
+      return HttpResponse::Error(403, "token '" + call->token()->name + "' lacks a read scope (any table)");
+    }
+    if (auto bad = call->CheckParameters({})) return *bad;
+    return RunCommand(call, "health", {}, {}, "");
+  }
   if (path.size() == 2 && path[1] == "sync") {
     *route = "/v1/sync";
     if (!get) return method_not_allowed("GET");
@@ -292,12 +274,13 @@ HttpResponse HttpApi::Dispatch(Call* call, std::string* route) {
   if (path.size() == 3) {
     *route = "/v1/tables/{table}";
     if (auto denied = call->Require(Access::kAdmin, table)) return *denied;
-    if (method == "PUT") return CreateTable(call, table);
+    if (method == "PUT") return CreateTable(call, table, /*alter=*/false);
+    if (method == "PATCH") return CreateTable(call, table, /*alter=*/true);
     if (method == "DELETE") {
       if (auto bad = call->CheckParameters({})) return *bad;
       return RunCommand(call, "drop-table", {table}, {}, "");
     }
-    return method_not_allowed("PUT, DELETE");
+    return method_not_allowed("PUT, PATCH, DELETE");
   }
   if (path.size() == 4 && (path[3] == "devices" || path[3] == "measures")) {
     *route = "/v1/tables/{table}/" + path[3];
@@ -367,11 +350,23 @@ HttpResponse HttpApi::Tables(Call* call) {
       200, RenderJson(CommandResult::Table(columns, std::move(readable)), RenderOptions(), "tables"));
 }
 
-HttpResponse HttpApi::CreateTable(Call* call, const std::string& table) {
-  if (auto bad = call->CheckParameters({"period", "retention", "ttl"})) return *bad;
+HttpResponse HttpApi::CreateTable(Call* call, const std::string& table, bool alter) {
+  const std::span<const std::string_view> accepted = alter
+                                                         ? std::span<const std::string_view>(kAlterOptions)
+                                                         : std::span<const std::string_view>(kCreateOptions);
+  std::string accepted_list;
+  for (std::string_view name : accepted)
+    accepted_list += (accepted_list.empty() ? "" : ", ") + std::string(name);
   std::vector<std::pair<std::string, std::string>> options;
-  for (const char* name : {"period", "retention", "ttl"}) {
-    if (std::optional<std::string> value = call->Parameter(name)) options.emplace_back(name, *value);
+  for (const auto& [key, value] : call->parameters()) {
+    if (key == "u" || key == "p") continue;
+    if (std::find(accepted.begin(), accepted.end(), key) == accepted.end()) {
+      return HttpResponse::Error(400, "unknown query parameter '" + key + "'; accepted: " + accepted_list);
+    }
+    if (std::any_of(options.begin(), options.end(), [&key = key](const auto& o) { return o.first == key; })) {
+      return HttpResponse::Error(400, "query parameter '" + key + "' is given more than once");
+    }
+    options.emplace_back(key, value);
   }
   const std::string& body = call->request().body;
   if (body.find_first_not_of(" \t\r\n") != std::string::npos) {
@@ -380,23 +375,33 @@ HttpResponse HttpApi::CreateTable(Call* call, const std::string& table) {
       return HttpResponse::Error(400, "the body is not JSON: " + document.status().message());
     if (!document->is_object()) {
       return HttpResponse::Error(
-          400, "the body must be a JSON object like {\"period\":\"day\",\"retention\":\"30d\"}");
+          400, "the body must be a JSON object like {\"retention\":\"30d\",\"max_series\":\"50000\"}");
     }
     for (const auto& [key, value] : document->members()) {
-      if (key != "period" && key != "retention" && key != "ttl") {
-        return HttpResponse::Error(400, "unknown member '" + key + "'; accepted: period, retention, ttl");
+      if (std::find(accepted.begin(), accepted.end(), key) == accepted.end()) {
+        return HttpResponse::Error(400, "unknown member '" + key + "'; accepted: " + accepted_list);
       }
-      if (!value.is_string())
-        return HttpResponse::Error(400, "member '" + key + "' must be a string like \"30d\"");
+      std::string text;
+      if (value.is_string()) {
+        text = value.text();
+      } else if (key == "max_series" && value.is_number()) {
+        text = value.text();
+      } else {
+        return HttpResponse::Error(400, "member '" + key + "' must be a string like \"30d\"" +
+                                            (key == "max_series" ? " or a number" : ""));
+      }
       if (std::any_of(options.begin(), options.end(),
                       [&key = key](const auto& option) { return option.first == key; })) {
         return HttpResponse::Error(400, "'" + key + "' is given both in the query and in the body");
       }
-      options.emplace_back(key, value.text());
+      options.emplace_back(key, std::move(text));
     }
   }
-  HttpResponse response = RunCommand(call, "create-table", {table}, options, "");
-  if (response.status == 200) response.status = 201;
+  for (auto& option : options) {
+    if (option.first == "max_series") option.first = "max-series";
+  }
+  HttpResponse response = RunCommand(call, alter ? "alter-table" : "create-table", {table}, options, "");
+  if (response.status == 200 && !alter) response.status = 201;
   return response;
 }
 
@@ -498,6 +503,8 @@ HttpResponse HttpApi::Write(Call* call, std::string_view table_parameter) {
   if (!existing.ok()) {
     if (existing.status().code() != StatusCode::kNotFound) return ErrorFor(existing.status());
     if (!options_.auto_create_tables) {
+      log_.Log("write", "http: refused a write to table '" + *table + "' from " + request.peer_address +
+                            ": no such table");
       return HttpResponse::Error(404,
                                  "table '" + *table + "' does not exist; create it with PUT /v1/tables/" +
                                      *table + " or the shell's create-table",
@@ -514,7 +521,11 @@ HttpResponse HttpApi::Write(Call* call, std::string_view table_parameter) {
     records.reserve(batch.records.size());
     for (LineProtocolRecord& line : batch.records) records.push_back(std::move(line.record));
     Result<WriteResult> result = engine_->Write(*table, records);
-    if (!result.ok()) return ErrorFor(result.status());
+    if (!result.ok()) {
+      log_.Log("write", "http: refused a write of " + std::to_string(records.size()) + " records to table '" +
+                            *table + "' from " + request.peer_address + ": " + result.status().message());
+      return ErrorFor(result.status());
+    }
     written = std::move(*result);
     for (size_t i = 0; i < written.records.size(); ++i) {
       const RecordResult& outcome = written.records[i];
@@ -532,6 +543,10 @@ HttpResponse HttpApi::Write(Call* call, std::string_view table_parameter) {
   std::sort(errors.begin(), errors.end(), [](const LineProtocolError& a, const LineProtocolError& b) {
     return a.line_number < b.line_number;
   });
+  log_.Log("write", "http: rejected " + std::to_string(errors.size()) + " line" +
+                        (errors.size() == 1 ? "" : "s") + " of a write to table '" + *table + "' from " +
+                        request.peer_address + "; first: line " + std::to_string(errors[0].line_number) +
+                        ": " + errors[0].reason);
   JsonWriter json;
   json.BeginObject();
   json.Key("error");
@@ -564,6 +579,20 @@ HttpResponse HttpApi::Write(Call* call, std::string_view table_parameter) {
   }
   json.EndObject();
   return HttpResponse::Json(400, json.text());
+}
+
+HttpResponse HttpApi::Healthz() {
+  HealthLevel level = engine_->Health().level;
+  // A damaged tokens file leaves the store serving no token: the API is
+  // down for every client, which a monitor must see.
+  if (level == HealthLevel::kOk && !tokens_->damage().ok()) level = HealthLevel::kDegraded;
+  if (!env_->FreeSpace(options_.data_dir).ok()) level = HealthLevel::kFailing;
+  JsonWriter json;
+  json.BeginObject();
+  json.Key("status");
+  json.String(HealthLevelName(level));
+  json.EndObject();
+  return HttpResponse::Json(level == HealthLevel::kFailing ? 503 : 200, json.text());
 }
 
 HttpResponse HttpApi::Metrics() {

@@ -7,21 +7,32 @@
 
 namespace cairn {
 
-struct HttpServer::Connection {
-  std::thread thread;
-  std::unique_ptr<TcpConnection> accepted;  // handed to the thread
-  std::mutex mutex;
-  // The stream being served, for Stop() to shut down; null while none is
-  // (before it is set up, during a TLS handshake, after the end).
-  TcpConnection* active = nullptr;
-  // A request is being handled: Stop() lets it finish and answer.
-  bool in_handler = false;
-  std::atomic<bool> finished{false};
+// What a connection is doing; decides whether it may be displaced (only
+// while it waits for a request) and how Stop() treats it.
+enum class HttpServer::Phase : uint8_t {
+  kHandshake,  // TLS handshake: no request yet
+  kWaiting,    // waiting for the first byte of a request
+  kReading,    // reading a request
+  kHandling,   // the handler runs: never cut
+  kWriting,    // writing a response
+  kDone,
 };
 
 namespace {
 
 constexpr int kAcceptPollMs = 200;
+// The longest a connection thread blocks in one read, so that it notices a
+// stop soon even while its own deadlines are far away.
+constexpr int kStopPollMs = 100;
+// After the drain, how long connection threads get to write their last 503
+// before every connection not in a handler is shut down.
+constexpr int kFinalAnswersMs = 1000;
+// After an error answered before the whole request was read, the rest of
+// the request is read and dropped for this long (at most kLingerBytes), so
+// that closing with unread input does not reset the connection before the
+// client has read the answer.
+constexpr int kLingerMs = 1000;
+constexpr size_t kLingerBytes = 1 << 20;
 constexpr int kRefusalWriteMs = 1000;
 
 // "Sat, 21 Nov 2026 09:41:07 GMT" (RFC 9110's IMF-fixdate).
@@ -48,12 +59,61 @@ std::string ResponseHead(const HttpResponse& response, bool keep_alive, size_t c
   return head;
 }
 
+// A TCP stream shared between the connection's thread (through whatever
+// wraps it, e.g. TLS) and the server, which may shut it down from another
+// thread at any time, also while the wrapper is destroying its own handle.
+class SharedStream final : public TcpConnection {
+ public:
+  explicit SharedStream(std::shared_ptr<TcpConnection> inner) : inner_(std::move(inner)) {}
+  Result<size_t> Read(char* dst, size_t n, int timeout_ms) override {
+    return inner_->Read(dst, n, timeout_ms);
+  }
+  Status Write(std::string_view data, int timeout_ms) override { return inner_->Write(data, timeout_ms); }
+  void Shutdown() override { inner_->Shutdown(); }
+  const std::string& peer_address() const override { return inner_->peer_address(); }
+  const PeerCertificate* peer_certificate() const override { return inner_->peer_certificate(); }
+
+ private:
+  const std::shared_ptr<TcpConnection> inner_;
+};
+
+// Reads and drops what the peer still sends, briefly (see kLingerMs).
+void Linger(TcpConnection* stream, Env* env) {
+  char sink[16 * 1024];
+  size_t dropped = 0;
+  const int64_t deadline = env->MonotonicNanos() + int64_t{kLingerMs} * 1'000'000;
+  while (dropped < kLingerBytes) {
+    const int64_t remaining_ms = (deadline - env->MonotonicNanos()) / 1'000'000;
+    if (remaining_ms <= 0) return;
+    Result<size_t> got = stream->Read(sink, sizeof(sink), static_cast<int>(remaining_ms));
+    if (!got.ok() || *got == 0) return;
+    dropped += *got;
+  }
+}
+
 }  // namespace
+
+struct HttpServer::Connection {
+  std::thread thread;
+  std::unique_ptr<TcpConnection> accepted;  // handed to the thread
+  std::string address;
+  std::mutex mutex;  // guards the fields below; taken after HttpServer::mutex_ when both are
+  // The TCP stream under any wrapper, for Stop() and displacement to shut
+  // down; released when the connection ends.
+  std::shared_ptr<TcpConnection> transport;
+  Phase phase = Phase::kHandshake;
+  int64_t waiting_since_nanos = 0;
+  // Guarded by HttpServer::mutex_: displaced; its slot is free already.
+  bool evicted = false;
+  std::atomic<bool> finished{false};
+};
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(Env* env, const HttpServerOptions& options,
                                                       HttpHandler handler, ConnectionWrapper wrapper,
                                                       HttpLogFunction log) {
-  if (options.max_connections == 0) return Status::InvalidArgument("max_connections must be at least 1");
+  if (options.max_connections == 0 || options.max_connections_per_address == 0) {
+    return Status::InvalidArgument("max_connections and max_connections_per_address must be at least 1");
+  }
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<TcpListener> listener,
                          env->ListenTcp(options.listen_address, options.port));
   std::unique_ptr<HttpServer> server(new HttpServer(env, options, std::move(handler), std::move(wrapper),
@@ -69,7 +129,7 @@ HttpServer::HttpServer(Env* env, const HttpServerOptions& options, HttpHandler h
       options_(options),
       handler_(std::move(handler)),
       wrapper_(std::move(wrapper)),
-      log_(std::move(log)),
+      log_(env, std::move(log)),
       listener_(std::move(listener)),
       port_(listener_->port()) {}
 
@@ -80,25 +140,63 @@ HttpServerStats HttpServer::stats() const {
   return stats_;
 }
 
+void HttpServer::Count(uint64_t HttpServerStats::*counter) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++(stats_.*counter);
+}
+
+HttpResponse HttpServer::StoppingResponse() const {
+  HttpResponse response = HttpResponse::Error(503, "cairnd is stopping; retry in a few seconds");
+  response.headers.emplace_back("Retry-After", std::to_string(options_.retry_after_seconds));
+  response.close_connection = true;
+  return response;
+}
+
+// ---- stopping ---------------------------------------------------------------
+
 void HttpServer::Stop() {
-  if (stopping_.exchange(true)) {
+  if (stopping_.load()) {
     if (accept_thread_.joinable()) accept_thread_.join();
     return;
   }
+  // Before the flag: a thread that sees the flag reads the start too.
+  stop_started_nanos_.store(env_->MonotonicNanos());
+  stopping_.store(true);
+  // The accept loop answers what waits in the listen queue, then closes
+  // the listener.
   if (accept_thread_.joinable()) accept_thread_.join();
+
+  const auto all_finished = [this] {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return std::all_of(connections_.begin(), connections_.end(),
+                       [](const std::unique_ptr<Connection>& c) { return c->finished.load(); });
+  };
+  const auto shut_down_where = [this](auto&& condition) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const std::unique_ptr<Connection>& connection : connections_) {
+      std::lock_guard<std::mutex> guard(connection->mutex);
+      if (connection->transport != nullptr && condition(connection->phase)) connection->transport->Shutdown();
+    }
+  };
+  const auto wait_until = [&](int64_t deadline) {
+    while (!all_finished() && env_->MonotonicNanos() < deadline) env_->SleepForMicros(10'000);
+  };
+  // A handshake has no request to finish.
+  shut_down_where([](Phase phase) { return phase == Phase::kHandshake; });
+  const int64_t drain_end = stop_started_nanos_.load() + int64_t{options_.drain_timeout_ms} * 1'000'000;
+  wait_until(drain_end);
+  drain_over_.store(true);
+  wait_until(env_->MonotonicNanos() + int64_t{kFinalAnswersMs} * 1'000'000);
+  shut_down_where([](Phase phase) { return phase != Phase::kHandling; });
+
   std::list<std::unique_ptr<Connection>> connections;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     connections.swap(connections_);
   }
   for (const std::unique_ptr<Connection>& connection : connections) {
-    std::lock_guard<std::mutex> lock(connection->mutex);
-    if (connection->active != nullptr && !connection->in_handler) connection->active->Shutdown();
-  }
-  for (const std::unique_ptr<Connection>& connection : connections) {
     if (connection->thread.joinable()) connection->thread.join();
   }
-  listener_.reset();
 }
 
 void HttpServer::ReapFinished() {
@@ -118,84 +216,177 @@ void HttpServer::ReapFinished() {
   for (const std::unique_ptr<Connection>& connection : finished) connection->thread.join();
 }
 
+// ---- admission --------------------------------------------------------------
+
 void HttpServer::AcceptLoop() {
   while (!stopping_.load(std::memory_order_acquire)) {
     ReapFinished();
     Result<std::unique_ptr<TcpConnection>> accepted = listener_->Accept(kAcceptPollMs);
     if (!accepted.ok()) {
-      if (log_) log_("http: " + accepted.status().message());
+      log_.Log("accept", "http: " + accepted.status().message());
       // Out of descriptors: give the open connections time to end.
       env_->SleepForMicros(100'000);
       continue;
     }
-    if (*accepted == nullptr) continue;
-    std::unique_ptr<TcpConnection> stream = std::move(*accepted);
-    bool refuse;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      refuse = connections_.size() >= options_.max_connections;
-      if (refuse) {
-        ++stats_.connections_refused;
-      } else {
-        ++stats_.connections_accepted;
+    if (*accepted != nullptr) Admit(std::move(*accepted));
+  }
+  // Stopping: connections that completed their handshake with the kernel
+  // before the stop get an answer (503) instead of a reset.
+  for (;;) {
+    ReapFinished();
+    Result<std::unique_ptr<TcpConnection>> accepted = listener_->Accept(0);
+    if (!accepted.ok() || *accepted == nullptr) break;
+    Admit(std::move(*accepted));
+  }
+  listener_.reset();
+}
+
+HttpServer::Connection* HttpServer::ChooseEvictionLocked(const std::string& address, bool* refuse) {
+  *refuse = false;
+  const auto live_at = [this](const std::string& peer) {
+    const auto found = live_per_address_.find(peer);
+    return found == live_per_address_.end() ? size_t{0} : found->second;
+  };
+  const bool address_full = live_at(address) >= options_.max_connections_per_address;
+  const bool server_full = live_connections_ >= options_.max_connections;
+  if (!address_full && !server_full) return nullptr;
+  // The candidates: the newcomer's own address when it is at its limit,
+  // else the address holding the most connections that has one waiting.
+  Connection* victim = nullptr;
+  size_t victim_address_count = 0;
+  int64_t victim_since = 0;
+  for (const std::unique_ptr<Connection>& connection : connections_) {
+    if (connection->evicted || connection->finished.load()) continue;
+    if (address_full && connection->address != address) continue;
+    std::lock_guard<std::mutex> guard(connection->mutex);
+    if (connection->phase != Phase::kWaiting && connection->phase != Phase::kHandshake) continue;
+    const size_t count = live_at(connection->address);
+    const bool better = victim == nullptr || count > victim_address_count ||
+                        (count == victim_address_count && connection->waiting_since_nanos < victim_since);
+    if (better) {
+      victim = connection.get();
+      victim_address_count = count;
+      victim_since = connection->waiting_since_nanos;
+    }
+  }
+  if (victim == nullptr) *refuse = true;
+  return victim;
+}
+
+void HttpServer::Admit(std::unique_ptr<TcpConnection> stream) {
+  const std::string address = stream->peer_address();
+  auto connection = std::make_unique<Connection>();
+  Connection* const raw = connection.get();
+  std::string displaced, refusal;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    bool refuse = false;
+    Connection* victim = ChooseEvictionLocked(address, &refuse);
+    if (victim != nullptr) {
+      {
+        std::lock_guard<std::mutex> guard(victim->mutex);
+        if (victim->transport != nullptr) victim->transport->Shutdown();
       }
+      // Shut down while it waited: it ends without reading anything more.
+      victim->evicted = true;
+      --live_per_address_[victim->address];
+      --live_connections_;
+      ++stats_.connections_evicted;
+      displaced = victim->address;
     }
     if (refuse) {
-      if (!wrapper_) {
-        HttpResponse response =
-            HttpResponse::Error(503, "too many open connections (limit " +
-                                         std::to_string(options_.max_connections) + "); retry later");
-        response.headers.emplace_back("Retry-After", "1");
-        const std::string body = response.body;
-        static_cast<void>(
-            stream->Write(ResponseHead(response, false, body.size(), HttpDate(env_->NowUnixNanos())) + body,
-                          kRefusalWriteMs));
-      }
-      continue;
-    }
-    auto connection = std::make_unique<Connection>();
-    connection->accepted = std::move(stream);
-    Connection* raw = connection.get();
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
+      ++stats_.connections_refused;
+      const size_t from_address = live_per_address_[address];
+      refusal = "http: refused a connection from " + address +
+                " with 503: " + std::to_string(live_connections_) + " connections in progress (limit " +
+                std::to_string(options_.max_connections) + "), " + std::to_string(from_address) +
+                " from that address (limit " + std::to_string(options_.max_connections_per_address) + ")";
+    } else {
+      ++stats_.connections_accepted;
+      ++live_per_address_[address];
+      ++live_connections_;
+      connection->address = address;
+      connection->waiting_since_nanos = env_->MonotonicNanos();
+      connection->accepted = std::move(stream);
       connections_.push_back(std::move(connection));
       stats_.open_connections = connections_.size();
     }
-    raw->thread = env_->StartThread([this, raw] { Serve(raw); });
   }
+  if (!displaced.empty()) {
+    log_.Log("evicted", "http: closed a waiting connection from " + displaced +
+                            " to make room for a new one from " + address);
+  }
+  if (!refusal.empty()) {
+    log_.Log("refused", refusal);
+    Refuse(std::move(stream), "too many connections in progress; retry later");
+    return;
+  }
+  raw->thread = env_->StartThread([this, raw] { Serve(raw); });
+}
+
+void HttpServer::Refuse(std::unique_ptr<TcpConnection> stream, const std::string& why) {
+  // TLS: no handshake for a refusal. Plain: a 503 the client can read (a
+  // request that arrived already is read first, so that the close does not
+  // reset the connection; nothing is waited for).
+  if (wrapper_) return;
+  char sink[16 * 1024];
+  static_cast<void>(stream->Read(sink, sizeof(sink), 0));
+  HttpResponse response = HttpResponse::Error(503, why);
+  response.headers.emplace_back("Retry-After", std::to_string(options_.retry_after_seconds));
+  static_cast<void>(stream->Write(
+      ResponseHead(response, false, response.body.size(), HttpDate(env_->NowUnixNanos())) + response.body,
+      kRefusalWriteMs));
+}
+
+// ---- one connection ---------------------------------------------------------
+
+void HttpServer::SetPhase(Connection* connection, Phase phase) {
+  std::lock_guard<std::mutex> guard(connection->mutex);
+  if (connection->phase == phase) return;
+  connection->phase = phase;
+  if (phase == Phase::kWaiting) connection->waiting_since_nanos = env_->MonotonicNanos();
 }
 
 void HttpServer::Serve(Connection* connection) {
-  std::unique_ptr<TcpConnection> stream = std::move(connection->accepted);
-  const std::string peer = stream->peer_address();
+  std::shared_ptr<TcpConnection> transport(std::move(connection->accepted));
+  {
+    std::lock_guard<std::mutex> guard(connection->mutex);
+    connection->transport = transport;
+  }
+  std::unique_ptr<TcpConnection> stream = std::make_unique<SharedStream>(transport);
+  const std::string& peer = connection->address;
+  bool served = true;
   if (wrapper_) {
     Result<std::unique_ptr<TcpConnection>> wrapped = wrapper_(std::move(stream));
-    if (!wrapped.ok()) {
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        ++stats_.connections_failed;
-      }
-      if (log_) log_("http: connection from " + peer + " failed: " + wrapped.status().message());
-      connection->finished.store(true, std::memory_order_release);
-      return;
+    if (wrapped.ok()) {
+      stream = std::move(*wrapped);
+    } else {
+      served = false;
+      Count(&HttpServerStats::connections_failed);
+      log_.Log("tls", "http: connection from " + peer + " failed: " + wrapped.status().message());
     }
-    stream = std::move(*wrapped);
   }
-  {
-    std::lock_guard<std::mutex> lock(connection->mutex);
-    connection->active = stream.get();
-  }
-  if (!stopping_.load(std::memory_order_acquire))
-    ServeRequests(connection, stream.get(), static_cast<bool>(wrapper_));
-  {
-    std::lock_guard<std::mutex> lock(connection->mutex);
-    connection->active = nullptr;
-  }
+  if (served) ServeRequests(connection, stream.get());
   stream.reset();
+  transport.reset();
+  {
+    std::lock_guard<std::mutex> guard(connection->mutex);
+    connection->phase = Phase::kDone;
+    // The last owner: closes the socket now rather than at the next reap.
+    connection->transport.reset();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!connection->evicted) {
+      --live_per_address_[connection->address];
+      if (live_per_address_[connection->address] == 0) live_per_address_.erase(connection->address);
+      --live_connections_;
+    }
+  }
   connection->finished.store(true, std::memory_order_release);
 }
 
-void HttpServer::ServeRequests(Connection* connection, TcpConnection* stream, bool tls) {
+void HttpServer::ServeRequests(Connection* connection, TcpConnection* stream) {
   http::RequestLimits limits;
   limits.max_target_bytes = options_.max_target_bytes;
   limits.max_header_bytes = options_.max_header_bytes;
@@ -204,27 +395,57 @@ void HttpServer::ServeRequests(Connection* connection, TcpConnection* stream, bo
   std::string buffer;  // bytes read but not yet taken by the reader
   char chunk[16 * 1024];
   bool peer_closed = false;
+  bool first_request = true;
+  const bool tls = static_cast<bool>(wrapper_);
+  const std::string& peer = connection->address;
 
   // What the connection waits for, each with its own deadline.
-  enum class Phase { kIdle, kHead, kBody };
+  enum class Wait { kRequest, kHead, kBody };
   const auto now_ms = [this] { return env_->MonotonicNanos() / 1'000'000; };
+  const auto answer_and_end = [&](const HttpResponse& response, bool whole_request_read) {
+    SetPhase(connection, Phase::kWriting);
+    if (WriteResponse(stream, response, false, false) && !whole_request_read) Linger(stream, env_);
+  };
   for (;;) {
-    Phase phase = Phase::kIdle;
-    int64_t deadline = now_ms() + options_.idle_timeout_ms;
+    Wait waiting_for = Wait::kRequest;
+    const int request_timeout = first_request ? options_.first_byte_timeout_ms : options_.idle_timeout_ms;
+    int64_t deadline = now_ms() + request_timeout;
     bool sent_continue = false;
+    bool head_checked = false;
+    // Whether the request's first byte came before Stop() began.
+    bool begun_before_stop = !stopping_.load(std::memory_order_acquire);
+    // Runs the head check once; a refusal is answered here. False when the
+    // connection must end.
+    const auto check_head = [&]() -> bool {
+      if (head_checked || !reader.headers_complete()) return true;
+      head_checked = true;
+      HttpRequest& head = reader.request();
+      head.peer_address = peer;
+      head.tls = tls;
+      if (const PeerCertificate* certificate = stream->peer_certificate())
+        head.client_certificate = *certificate;
+      if (!options_.head_check) return true;
+      std::optional<HttpResponse> refusal = options_.head_check(head);
+      if (!refusal) return true;
+      Count(&HttpServerStats::requests_refused_at_head);
+      answer_and_end(*refusal, reader.state() == http::RequestReader::State::kComplete);
+      return false;
+    };
     while (reader.state() == http::RequestReader::State::kIncomplete) {
       if (!buffer.empty()) {
         const size_t taken = reader.Feed(buffer);
         buffer.erase(0, taken);
         if (reader.state() != http::RequestReader::State::kIncomplete) break;
       }
-      const Phase now_waiting_for = !reader.started()            ? Phase::kIdle
-                                    : !reader.headers_complete() ? Phase::kHead
-                                                                 : Phase::kBody;
-      if (now_waiting_for != phase) {
-        phase = now_waiting_for;
-        deadline = now_ms() + (phase == Phase::kHead ? options_.header_timeout_ms : options_.body_timeout_ms);
+      const Wait now_waiting_for = !reader.started()            ? Wait::kRequest
+                                   : !reader.headers_complete() ? Wait::kHead
+                                                                : Wait::kBody;
+      if (now_waiting_for != waiting_for) {
+        waiting_for = now_waiting_for;
+        deadline =
+            now_ms() + (waiting_for == Wait::kHead ? options_.header_timeout_ms : options_.body_timeout_ms);
       }
+      if (!check_head()) return;
       if (reader.headers_complete() && reader.expects_continue() && !sent_continue) {
         sent_continue = true;
         if (!stream->Write("HTTP/1.1 100 Continue\r\n\r\n", options_.write_timeout_ms).ok()) return;
@@ -233,20 +454,37 @@ void HttpServer::ServeRequests(Connection* connection, TcpConnection* stream, bo
         reader.FeedEndOfStream();
         break;
       }
+      SetPhase(connection, waiting_for == Wait::kRequest ? Phase::kWaiting : Phase::kReading);
+      if (drain_over_.load(std::memory_order_acquire)) {
+        if (waiting_for == Wait::kRequest) return;
+        Count(&HttpServerStats::requests_refused_stopping);
+        answer_and_end(StoppingResponse(), false);
+        return;
+      }
       const int64_t remaining = deadline - now_ms();
-      Result<size_t> got = remaining > 0 ? stream->Read(chunk, sizeof(chunk), static_cast<int>(remaining))
-                                         : Result<size_t>(Status::TimedOut("deadline passed"));
+      Result<size_t> got = remaining > 0
+                               ? stream->Read(chunk, sizeof(chunk),
+                                              static_cast<int>(std::min<int64_t>(remaining, kStopPollMs)))
+                               : Result<size_t>(Status::TimedOut("deadline passed"));
       if (!got.ok()) {
-        if (got.status().code() != StatusCode::kTimedOut || !reader.started()) return;  // idle or gone
-        {
-          std::lock_guard<std::mutex> lock(mutex_);
-          ++stats_.requests_timed_out;
+        if (got.status().code() != StatusCode::kTimedOut) return;  // gone, displaced or shut down
+        if (now_ms() < deadline) continue;
+        if (waiting_for == Wait::kRequest) {
+          if (first_request && !stopping_.load(std::memory_order_acquire)) {
+            log_.Log("silent", "http: closed a connection from " + peer + " that sent nothing within " +
+                                   std::to_string(options_.first_byte_timeout_ms) + " ms");
+          }
+          return;
         }
-        WriteResponse(
-            stream,
-            HttpResponse::Error(408, reader.headers_complete() ? "the request body did not arrive in time"
-                                                               : "the request head did not arrive in time"),
-            false, false);
+        Count(&HttpServerStats::requests_timed_out);
+        const bool head = waiting_for == Wait::kHead;
+        log_.Log("timeout", "http: answered 408 to " + peer + ": the request " + (head ? "head" : "body") +
+                                " did not arrive within " +
+                                std::to_string(head ? options_.header_timeout_ms : options_.body_timeout_ms) +
+                                " ms");
+        answer_and_end(HttpResponse::Error(408, head ? "the request head did not arrive in time"
+                                                     : "the request body did not arrive in time"),
+                       false);
         return;
       }
       if (*got == 0) {
@@ -254,43 +492,36 @@ void HttpServer::ServeRequests(Connection* connection, TcpConnection* stream, bo
         peer_closed = true;
         continue;
       }
+      if (!reader.started() && buffer.empty()) begun_before_stop = !stopping_.load(std::memory_order_acquire);
       buffer.append(chunk, *got);
     }
 
     if (reader.state() == http::RequestReader::State::kFailed) {
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        ++stats_.requests_malformed;
-      }
+      Count(&HttpServerStats::requests_malformed);
       if (!peer_closed || reader.error_status() != 400) {
-        WriteResponse(stream, HttpResponse::Error(reader.error_status(), reader.error_message()), false,
-                      false);
+        answer_and_end(HttpResponse::Error(reader.error_status(), reader.error_message()), false);
       }
       return;
     }
+    if (!check_head()) return;
 
     HttpRequest& request = reader.request();
-    request.peer_address = stream->peer_address();
-    request.tls = tls;
     const bool head_only = request.method == "HEAD";
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      ++stats_.requests;
+    Count(&HttpServerStats::requests);
+    if (!begun_before_stop) {
+      // A request that began after the stop: not taken on.
+      Count(&HttpServerStats::requests_refused_stopping);
+      answer_and_end(StoppingResponse(), true);
+      return;
     }
-    {
-      std::lock_guard<std::mutex> lock(connection->mutex);
-      if (stopping_.load(std::memory_order_acquire)) return;
-      connection->in_handler = true;
-    }
+    SetPhase(connection, Phase::kHandling);
     HttpResponse response = handler_(request);
-    {
-      std::lock_guard<std::mutex> lock(connection->mutex);
-      connection->in_handler = false;
-    }
+    SetPhase(connection, Phase::kWriting);
     const bool keep_alive = reader.keep_alive() && !response.close_connection && !peer_closed &&
                             !stopping_.load(std::memory_order_acquire);
     if (!WriteResponse(stream, response, keep_alive, head_only) || !keep_alive) return;
     reader.Reset();
+    first_request = false;
   }
 }
 

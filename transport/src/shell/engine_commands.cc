@@ -177,6 +177,21 @@ Result<int64_t> SecondsOption(const CommandInvocation& invocation, std::string_v
   return *nanos / kNanosPerSecond;
 }
 
+// --max-series N: a count up to kMaxSeriesLimit; 0 means the engine's
+// default.
+Result<uint64_t> MaxSeriesOption(const CommandInvocation& invocation, uint64_t fallback) {
+  std::optional<std::string_view> text = invocation.Value("max-series");
+  if (!text) return fallback;
+  uint64_t value = 0;
+  const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), value);
+  if (text->empty() || error != std::errc() || end != text->data() + text->size() ||
+      value > kMaxSeriesLimit) {
+    return Status::InvalidArgument("--max-series: '" + std::string(*text) + "' is not a count from 0 to " +
+                                   std::to_string(kMaxSeriesLimit) + " (0: the engine's default)");
+  }
+  return value;
+}
+
 // Points the way out of the most common mistake.
 Status ExplainTableError(const Status& status) {
   if (status.Is(StatusCode::kNotFound) && status.message().rfind("table '", 0) == 0) {
@@ -294,9 +309,10 @@ class EngineCommands {
       rows.push_back(
           {table.name, std::string(PeriodName(o.period)), FormatDurationSeconds(o.retention_seconds),
            o.default_ttl_seconds == 0 ? Value() : Value(FormatDurationSeconds(o.default_ttl_seconds)),
-           TimeValue(table.created_unix_nanos)});
+           o.max_series == 0 ? Value() : Count(o.max_series), TimeValue(table.created_unix_nanos)});
     }
-    return CommandResult::Table({"table", "period", "retention", "default_ttl", "created"}, std::move(rows));
+    return CommandResult::Table({"table", "period", "retention", "default_ttl", "max_series", "created"},
+                                std::move(rows));
   }
 
   CommandResult CreateTable(const CommandInvocation& invocation) {
@@ -307,23 +323,49 @@ class EngineCommands {
       if (!parsed.ok()) return CommandResult::Error(parsed.status().WithContext("--period"));
       table_options.period = *parsed;
     }
-    Result<int64_t> retention = SecondsOption(invocation, "retention", table_options.retention_seconds);
-    if (!retention.ok()) return CommandResult::Error(retention.status());
-    if (*retention <= 0) return CommandResult::Error(Status::InvalidArgument("--retention must be positive"));
-    table_options.retention_seconds = *retention;
-    Result<int64_t> ttl = SecondsOption(invocation, "ttl", table_options.default_ttl_seconds);
-    if (!ttl.ok()) return CommandResult::Error(ttl.status());
-    table_options.default_ttl_seconds = *ttl;
-
+    if (Status changed = ApplyChangeableOptions(invocation, &table_options); !changed.ok()) {
+      return CommandResult::Error(changed);
+    }
     Status created = engine_->CreateTable(name, table_options);
     if (!created.ok()) return CommandResult::Error(created);
+    return DescribeTable("created", name, table_options);
+  }
+
+  CommandResult AlterTable(const CommandInvocation& invocation) {
+    const std::string& name = invocation.arguments()[0];
+    Result<TableInfo> table = engine_->GetTable(name);
+    if (!table.ok()) return CommandResult::Error(ExplainTableError(table.status()));
+    TableOptions table_options = table->options;
+    if (Status changed = ApplyChangeableOptions(invocation, &table_options); !changed.ok()) {
+      return CommandResult::Error(changed);
+    }
+    Status altered = engine_->AlterTable(name, table_options);
+    if (!altered.ok()) return CommandResult::Error(ExplainTableError(altered));
+    return DescribeTable("altered", name, table_options);
+  }
+
+  // --retention, --ttl and --max-series, which create-table and
+  // alter-table share, over `options`.
+  static Status ApplyChangeableOptions(const CommandInvocation& invocation, TableOptions* options) {
+    CAIRN_ASSIGN_OR_RETURN(const int64_t retention,
+                           SecondsOption(invocation, "retention", options->retention_seconds));
+    if (retention <= 0) return Status::InvalidArgument("--retention must be positive");
+    options->retention_seconds = retention;
+    CAIRN_ASSIGN_OR_RETURN(options->default_ttl_seconds,
+                           SecondsOption(invocation, "ttl", options->default_ttl_seconds));
+    CAIRN_ASSIGN_OR_RETURN(options->max_series, MaxSeriesOption(invocation, options->max_series));
+    return Status::Ok();
+  }
+
+  static CommandResult DescribeTable(const char* verb, const std::string& name, const TableOptions& options) {
     return CommandResult::KeyValues({
-        {"created", name},
-        {"period", std::string(PeriodName(table_options.period))},
-        {"retention", FormatDurationSeconds(table_options.retention_seconds)},
-        {"default_ttl", table_options.default_ttl_seconds == 0
+        {verb, name},
+        {"period", std::string(PeriodName(options.period))},
+        {"retention", FormatDurationSeconds(options.retention_seconds)},
+        {"default_ttl", options.default_ttl_seconds == 0
                             ? Value()
-                            : Value(FormatDurationSeconds(table_options.default_ttl_seconds))},
+                            : Value(FormatDurationSeconds(options.default_ttl_seconds))},
+        {"max_series", options.max_series == 0 ? Value() : Count(options.max_series)},
     });
   }
 
@@ -593,6 +635,8 @@ class EngineCommands {
         {"last_lsn", Count(stats.last_lsn)},
         {"checkpoint_lsn", Count(stats.checkpoint_lsn)},
         {"series", Count(stats.series)},
+        {"series_bytes", Count(stats.series_bytes)},
+        {"records_over_series_limit", Count(stats.records_over_series_limit)},
         {"head_records", Count(stats.head_records)},
         {"head_bytes", Count(stats.head_bytes)},
         {"chunks_sealed", Count(stats.chunks_sealed)},
@@ -740,10 +784,23 @@ Status RegisterEngineCommands(CommandRegistry* registry, Engine* engine, Env* en
        .summary = "create a table (names: 1-64 of A-Z a-z 0-9 _ -)",
        .options = {{"period", "P", "one file per hour, day (default), week or month"},
                    {"retention", "D", "drop whole periods older than D (default 30d)"},
-                   {"ttl", "D", "records without their own ttl expire D after their time (default never)"}},
+                   {"ttl", "D", "records without their own ttl expire D after their time (default never)"},
+                   {"max-series", "N",
+                    "refuse records that would start a series beyond N (default: the "
+                    "daemon's --max-series, 100000)"}},
        .min_arguments = 1,
        .max_arguments = 1},
       &EngineCommands::CreateTable));
+  CAIRN_RETURN_IF_ERROR(add(
+      {.name = "alter-table",
+       .arguments = "NAME",
+       .summary = "change a table's retention, default ttl or series limit",
+       .options = {{"retention", "D", "drop whole periods older than D"},
+                   {"ttl", "D", "records without their own ttl expire D after their time (0: never)"},
+                   {"max-series", "N", "refuse records that would start a series beyond N (0: the default)"}},
+       .min_arguments = 1,
+       .max_arguments = 1},
+      &EngineCommands::AlterTable));
   CAIRN_RETURN_IF_ERROR(add({.name = "drop-table",
                              .arguments = "NAME",
                              .summary = "delete a table and all of its data",

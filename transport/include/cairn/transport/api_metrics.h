@@ -7,7 +7,7 @@
 //   cairn_write_records_total{outcome}              counter: stored, duplicate, rejected, invalid
 //   cairn_write_lines_rejected_total                counter: line-protocol lines refused
 //   cairn_auth_failures_total                       counter
-//   cairn_auth_rate_limited_total                   counter: requests answered 429
+//   cairn_auth_rate_limited_total                   counter: requests answered 429 (AuthThrottle)
 //   cairn_queries_total{kind}                       counter: latest, range, aggregate, ...
 //   cairn_http_connections_* , cairn_engine_*, cairn_disk_free_bytes   gauges/counters
 //

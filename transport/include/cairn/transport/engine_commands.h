@@ -3,7 +3,8 @@
 // them renders as aligned text or, with --json, as JSON.
 //
 //   tables                                     the tables and their options
-//   create-table NAME [--period P] [--retention D] [--ttl D]
+//   create-table NAME [--period P] [--retention D] [--ttl D] [--max-series N]
+//   alter-table NAME [--retention D] [--ttl D] [--max-series N]
 //   drop-table NAME                            the table and all its data
 //   devices TABLE                              devices and the measures they report
 //   measures TABLE                             measures: field types, dimensions, devices

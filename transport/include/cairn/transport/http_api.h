@@ -5,7 +5,9 @@
 //
 // Without a token:
 //   GET  /                    the web page (its data comes from /v1 with a token)
-//   GET  /healthz             {"status":"ok",...}; 503 when the data directory is unusable
+//   GET  /healthz             {"status":"ok"} or {"status":"degraded"} (200), {"status":"failing"}
+//                             (503): the engine's health level, and degraded while the tokens file
+//                             is damaged. Nothing else: no path, no figures (GET /v1/health has them)
 //   GET  /ping                204 (InfluxDB clients probe it)
 // InfluxDB-compatible writes (scope write:<table>):
 //   POST /write?db=T&precision=ns|us|ms|s          InfluxDB 1.x
@@ -16,7 +18,9 @@
 //        an unknown table unless auto_create_tables.
 // Queries, JSON (scope read:<table>):
 //   GET    /v1/tables                                     {"tables":[...]} (the tables the token can read)
-//   PUT    /v1/tables/{t}    (admin)  ?period=&retention=&ttl= or the same as a JSON object body
+//   PUT    /v1/tables/{t}    (admin)  ?period=&retention=&ttl=&max_series= or the same as a JSON
+//                                     object body: creates the table
+//   PATCH  /v1/tables/{t}    (admin)  ?retention=&ttl=&max_series= (or a JSON body): changes them
 //   DELETE /v1/tables/{t}    (admin)
 //   GET    /v1/tables/{t}/devices                         {"devices":[...]}
 //   GET    /v1/tables/{t}/measures                        {"measures":[...]}
@@ -27,13 +31,18 @@
 //   GET    /v1/tables/{t}/devices/{d}/aggregate?measure=&field=&step=&fn=&from=&to=
 //                                                         {"buckets":[...]}
 //   GET    /v1/stats         (admin)                      engine counters
+//   GET    /v1/health        (any read scope)             the shell's `health`: level, problems,
+//                                                         data directory, free space
 //   GET    /metrics          (any valid token)            Prometheus text
 //
 // Tokens: `Authorization: Bearer <t>` or `Token <t>`, or HTTP Basic with the
-// token as password, or InfluxDB 1.x's `?p=<t>` query parameter. A missing or
-// invalid token is 401, a valid one without the scope 403. An address that
-// failed authentication too often is answered 429 with Retry-After until its
-// window passes, whatever it sends.
+// token as password, or InfluxDB 1.x's `?p=<t>` query parameter, or a
+// mutual-TLS client certificate naming a token (client_certificate_identity).
+// A missing or invalid token is 401, a valid one without the scope 403. A
+// credential that failed too often is answered 429 with Retry-After
+// (AuthThrottle, auth_limiter.h); a valid token never is. CheckHead runs
+// this check on the head alone, so that the server refuses a request before
+// reading its body.
 //
 // Every error is {"error":{"code":...,"message":...}} with the status of
 // HttpStatusFor (http_message.h), or 404/405 for an unknown route or method.
@@ -44,6 +53,8 @@
 #include <atomic>
 #include <cstddef>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -53,9 +64,20 @@
 #include "cairn/transport/auth_limiter.h"
 #include "cairn/transport/command_registry.h"
 #include "cairn/transport/http_message.h"
+#include "cairn/transport/rate_limited_log.h"
 #include "cairn/transport/token_store.h"
 
 namespace cairn {
+
+// Which names of a verified client certificate identify a token (by its
+// name in the token store).
+enum class ClientCertificateIdentity : uint8_t {
+  kOff,              // none: a certificate only opens the connection
+  kCommonName,       // the subject's common name
+  kAlternativeName,  // the first DNS, email or URI subject alternative name that names a token
+};
+
+class RequestAuthenticator;
 
 struct HttpApiOptions {
   std::string data_dir;  // for /healthz: must not be empty
@@ -70,6 +92,9 @@ struct HttpApiOptions {
   std::string_view index_html;
   // More Prometheus text appended to /metrics (the sync gauges); may be empty.
   std::function<std::string()> extra_metrics;
+  ClientCertificateIdentity client_certificate_identity = ClientCertificateIdentity::kOff;
+  // Lines about lockouts and rejected writes (rate-limited); may be empty.
+  std::function<void(const std::string&)> log;
 };
 
 class HttpApi {
@@ -78,10 +103,15 @@ class HttpApi {
   // the builtin and engine commands (RegisterEngineCommands). `server_stats`
   // (may be empty) feeds /metrics with the server's connection counts.
   HttpApi(Engine* engine, Env* env, const CommandRegistry* commands, TokenStore* tokens,
-          AuthFailureLimiter* limiter, ApiMetrics* metrics, HttpApiOptions options,
+          AuthThrottle* throttle, ApiMetrics* metrics, HttpApiOptions options,
           std::function<HttpServerStats()> server_stats = {});
+  ~HttpApi();
 
   HttpResponse Handle(const HttpRequest& request);
+
+  // For HttpServerOptions::head_check: refuses (401, 429) a request whose
+  // route needs a token it does not carry, before its body is read.
+  std::optional<HttpResponse> CheckHead(const HttpRequest& head);
 
  private:
   struct Route;
@@ -92,7 +122,8 @@ class HttpApi {
                           const std::vector<std::pair<std::string, std::string>>& options,
                           std::string_view rows_member);
   HttpResponse Write(Call* call, std::string_view table_parameter);
-  HttpResponse CreateTable(Call* call, const std::string& table);
+  HttpResponse CreateTable(Call* call, const std::string& table, bool alter);
+  HttpResponse Healthz();
   HttpResponse LatestBatch(Call* call, const std::string& table);
   HttpResponse Readings(Call* call, const std::string& table, const std::string& device);
   HttpResponse Aggregate(Call* call, const std::string& table, const std::string& device);
@@ -103,12 +134,11 @@ class HttpApi {
   Env* const env_;
   const CommandRegistry* const commands_;
   TokenStore* const tokens_;
-  AuthFailureLimiter* const limiter_;
   ApiMetrics* const metrics_;
   const HttpApiOptions options_;
   const std::function<HttpServerStats()> server_stats_;
-  // Monotonic time of the last look at the token file.
-  std::atomic<int64_t> last_token_reload_nanos_{0};
+  RateLimitedLog log_;
+  std::unique_ptr<RequestAuthenticator> authenticator_;
 };
 
 }  // namespace cairn

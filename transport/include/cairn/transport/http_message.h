@@ -5,11 +5,13 @@
 // Thread-safety: plain values and pure functions.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "cairn/platform/env.h"
 #include "cairn/platform/status.h"
 
 namespace cairn {
@@ -23,6 +25,8 @@ struct HttpRequest {
   std::string body;  // de-chunked, as sent (not decompressed)
   std::string peer_address;
   bool tls = false;
+  // The verified client certificate of a mutual-TLS connection.
+  std::optional<PeerCertificate> client_certificate;
 
   // The value of the first header named `lowercase_name`, or nullptr.
   const std::string* Header(std::string_view lowercase_name) const;
