@@ -1,5 +1,6 @@
 #include "cairnd/daemon.h"
 
+#include <cstdio>
 #include <utility>
 #include <vector>
 
@@ -35,6 +36,7 @@ Daemon::~Daemon() { (void)Stop(); }
 Status Daemon::Start() {
   const std::string& dir = options_.data_dir;
   CAIRN_RETURN_IF_ERROR(env_->CreateDirs(dir).WithContext("cannot create data directory " + dir));
+  fresh_data_dir_ = !env_->FileExists(JoinPath(dir, "catalog.db"));
   CAIRN_RETURN_IF_ERROR(OpenEngine());
   CAIRN_RETURN_IF_ERROR(CreateDefaultTable());
 
@@ -73,9 +75,35 @@ Status Daemon::Start() {
 }
 
 Status Daemon::OpenTokens() {
-  Result<std::unique_ptr<TokenStore>> tokens = TokenStore::Open(env_, options_.data_dir);
+  const std::string& dir = options_.data_dir;
+  Result<std::unique_ptr<TokenStore>> tokens = TokenStore::Open(env_, dir, /*serve_damaged=*/true);
   if (!tokens.ok()) return tokens.status().WithContext("cannot open the API tokens");
   tokens_ = std::move(tokens).value();
+  if (Status damage = tokens_->damage(); !damage.ok()) {
+    log_->Error(
+        "the API tokens cannot be used: " + damage.message() +
+        ". Until then no token works: HTTP requests that need one are refused (readings from the serial "
+        "shell and MQTT are still stored); cairnd takes the repaired file over within a second");
+    return Status::Ok();
+  }
+  Result<std::optional<uint32_t>> loosened = tokens_->RestrictFileMode();
+  if (!loosened.ok()) {
+    log_->Warn("cannot restrict the permissions of " + tokens_->file_path() + ": " +
+               loosened.status().message());
+  } else if (loosened->has_value()) {
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(**loosened));
+    log_->Warn(tokens_->file_path() + " was readable by others (mode " + mode + "); its mode is now 0600");
+  }
+  if (env_->FileExists(tokens_->file_path())) return Status::Ok();
+  if (!fresh_data_dir_) {
+    log_->Error(
+        "the API tokens file " + tokens_->file_path() + " is missing although " + dir +
+        " holds data: the tokens in it are lost, and no admin token is made behind the operator's back. "
+        "HTTP requests that need a token are refused until one is created: cairnd token create --data-dir " +
+        dir + " --name admin --scope admin (cairnd takes it up within a second; re-create the others too)");
+    return Status::Ok();
+  }
   Result<std::optional<CreatedToken>> first = tokens_->EnsureAdminToken();
   if (!first.ok()) return first.status().WithContext("cannot create the first admin token");
   if (first->has_value()) {
@@ -161,6 +189,9 @@ Status Daemon::StartHttp() {
     tls_options.certificate_path = options_.tls_certificate_path;
     tls_options.private_key_path = options_.tls_private_key_path;
     tls_options.client_ca_path = options_.tls_client_ca_path;
+    // A handshake is the first thing a TLS client sends: as silent as a
+    // plain connection without its first byte, it gets as long.
+    tls_options.handshake_timeout_ms = options_.http_first_byte_timeout_ms;
     Result<std::unique_ptr<TlsServerContext>> tls = TlsServerContext::Create(env_, tls_options);
     if (!tls.ok()) return tls.status().WithContext("cannot set up TLS for the HTTP API");
     tls_ = std::move(tls).value();
@@ -173,6 +204,12 @@ Status Daemon::StartHttp() {
   api_options.device_tag = options_.device_tag;
   api_options.auto_create_tables = options_.auto_create_tables;
   api_options.index_html = kWebIndexHtml;
+  api_options.client_certificate_identity =
+      options_.tls_client_identity == "cn"    ? ClientCertificateIdentity::kCommonName
+      : options_.tls_client_identity == "san" ? ClientCertificateIdentity::kAlternativeName
+                                              : ClientCertificateIdentity::kOff;
+  Logger* log = log_;
+  api_options.log = [log](const std::string& line) { log->Warn(line); };
   api_options.extra_metrics = [agent = sync_agent_.get(), engine = engine_.get()]() -> std::string {
     std::string out = RenderQuotaMetrics(engine->QuotaStatus());
     if (agent == nullptr) return out;
@@ -180,14 +217,19 @@ Status Daemon::StartHttp() {
     return status.ok() ? RenderSyncMetrics(*status) + out : out;
   };
   http_api_ = std::make_unique<HttpApi>(
-      engine_.get(), env_, &commands_, tokens_.get(), &auth_limiter_, &api_metrics_, api_options,
+      engine_.get(), env_, &commands_, tokens_.get(), &auth_throttle_, &api_metrics_, api_options,
       [this] { return http_server_ ? http_server_->stats() : HttpServerStats(); });
   HttpServerOptions server_options;
   server_options.listen_address = options_.http_address;
   server_options.port = options_.http_port;
   server_options.max_connections = options_.http_max_connections;
+  server_options.max_connections_per_address = options_.http_max_connections_per_address;
+  server_options.first_byte_timeout_ms = options_.http_first_byte_timeout_ms;
+  server_options.drain_timeout_ms = options_.http_drain_ms;
   server_options.max_body_bytes = options_.http_max_body_bytes;
-  Logger* log = log_;
+  server_options.head_check = [api = http_api_.get()](const HttpRequest& head) {
+    return api->CheckHead(head);
+  };
   Result<std::unique_ptr<HttpServer>> server = HttpServer::Start(
       env_, server_options,
       [api = http_api_.get()](const HttpRequest& request) { return api->Handle(request); },
@@ -315,6 +357,14 @@ Status Daemon::StartSerialShell() {
   if (!port.ok()) return port.status().WithContext("cannot open serial port " + options_.serial_path);
   SerialShellOptions shell_options;
   shell_options.banner = SerialBanner();
+  shell_options.output_stall_timeout_ms = options_.serial_output_timeout_ms;
+  if (serial_log_ == nullptr) {
+    Logger* log = log_;
+    serial_log_ = std::make_unique<RateLimitedLog>(env_, [log](const std::string& line) { log->Warn(line); });
+  }
+  shell_options.log = [serial_log = serial_log_.get()](const std::string& line) {
+    serial_log->Log("stall", line);
+  };
   if (!first_admin_token_.empty()) {
     shell_options.banner +=
         "\nfirst start: the admin token of the HTTP API is (shown once; store it now):\n" +
@@ -334,6 +384,7 @@ void Daemon::StopSerialShell() {
 
 Status Daemon::Stop() {
   if (http_server_ != nullptr) {
+    // Before anything else: the requests in progress still reach the engine.
     http_server_->Stop();
     http_server_.reset();
   }

@@ -6,12 +6,25 @@
 // the API tokens (creating the first admin token on a fresh gateway and
 // showing it once, in the log and on the serial console), then brings up the
 // command layer (builtin and engine commands), the serial shell and the
-// HTTP(S) API. Run() is the main thread's loop: it waits for the termination
-// signals (process_signals.h) and keeps the serial shell alive. Stop() takes
-// everything down in reverse order: the shell, then the engine (every head
-// record sealed into its period file, the log synced, the lock released).
+// HTTP(S) API.
 //
-//   SIGTERM, SIGINT  Run() returns; the caller then Stop()s and exits 0
+// The tokens file. A fresh data directory (no catalog.db before this start)
+// without one gets its first admin token. Anywhere else a missing or damaged
+// tokens file never makes cairnd invent credentials nor accept requests
+// without one: cairnd starts with no valid token (the HTTP API answers 401
+// to everything that needs one, /healthz says degraded for a damaged file;
+// the serial shell and the MQTT input go on storing readings), logs an error
+// naming the file and the command that fixes it (`cairnd token repair` for
+// a damaged file, which keeps every intact token; `cairnd token create` for
+// a lost one), and takes the fixed file over within a second. A file
+// readable by others is set to 0600, with a log line. Run() is the main thread's loop: it waits for the
+// termination signals (process_signals.h) and keeps the serial shell alive. Stop() takes everything down in
+// reverse order: the shell, then the engine (every head record sealed into its period file, the log synced,
+// the lock released).
+//
+//   SIGTERM, SIGINT  Run() returns; the caller then Stop()s and exits 0:
+//                    HTTP requests in progress are answered (HttpServer::Stop
+//                    drains for --http-drain-ms), then everything is sealed
 //   SIGHUP           the serial port is closed and opened again (a USB
 //                    adapter re-plugged, a console server restarted) and
 //                    the token file is read again
@@ -38,6 +51,7 @@
 #include "cairn/transport/http_api.h"
 #include "cairn/transport/http_server.h"
 #include "cairn/transport/mqtt_input.h"
+#include "cairn/transport/rate_limited_log.h"
 #include "cairn/transport/serial_shell.h"
 #include "cairn/transport/sync_agent.h"
 #include "cairn/transport/token_store.h"
@@ -117,7 +131,11 @@ class Daemon {
   // An admin token created at this start, shown once on the serial
   // console too; cleared once shown.
   std::string first_admin_token_;
-  AuthFailureLimiter auth_limiter_;
+  AuthThrottle auth_throttle_;
+  // Whether the data directory held no catalog before this start.
+  bool fresh_data_dir_ = false;
+  // Serial output stalls, a few lines a minute at most.
+  std::unique_ptr<RateLimitedLog> serial_log_;
   ApiMetrics api_metrics_;
   std::unique_ptr<TlsServerContext> tls_;
   std::unique_ptr<HttpApi> http_api_;

@@ -23,9 +23,15 @@ constexpr FlagSpec kFlags[] = {
     {"--tls-cert", "FILE"},
     {"--tls-key", "FILE"},
     {"--tls-client-ca", "FILE"},
+    {"--tls-client-identity", "MODE"},
     {"--http-plain", ""},
     {"--http-max-connections", "N"},
+    {"--http-max-connections-per-address", "N"},
+    {"--http-first-byte-timeout-ms", "MS"},
+    {"--http-drain-ms", "MS"},
     {"--http-max-body-bytes", "N"},
+    {"--serial-output-timeout-ms", "MS"},
+    {"--max-series", "N"},
     {"--device-tag", "TAG"},
     {"--auto-create-tables", ""},
     {"--durability", "MODE"},
@@ -174,11 +180,13 @@ Status ParseListen(std::string_view text, DaemonOptions* options) {
 }  // namespace
 
 std::string UsageText() {
-  return "usage: cairnd [--data-dir DIR] [--serial PATH [--baud N]]\n"
+  return "usage: cairnd [--data-dir DIR] [--serial PATH [--baud N] [--serial-output-timeout-ms MS]]\n"
          "              [--http-listen ADDR:PORT|off] [--tls-cert FILE --tls-key FILE\n"
-         "              [--tls-client-ca FILE] | --http-plain] [--http-max-connections N]\n"
+         "              [--tls-client-ca FILE [--tls-client-identity off|cn|san]] | --http-plain]\n"
+         "              [--http-max-connections N] [--http-max-connections-per-address N]\n"
+         "              [--http-first-byte-timeout-ms MS] [--http-drain-ms MS]\n"
          "              [--http-max-body-bytes N] [--device-tag TAG] [--auto-create-tables]\n"
-         "              [--durability full|interval=MS|off] [--seal-records N]\n"
+         "              [--durability full|interval=MS|off] [--seal-records N] [--max-series N]\n"
          "              [--sync-broker URI --gateway-id ID --sync-key-file FILE [sync flags]]\n"
          "              [--mqtt-input-broker URI --mqtt-input FILTER=TABLE[,...]]\n"
          "       cairnd --repair-log [--data-dir DIR]\n"
@@ -192,14 +200,29 @@ std::string UsageText() {
          "                      only one cairnd may use it at a time\n"
          "  --serial PATH       tty of the command shell, e.g. /dev/ttyAMA0 or /dev/ttyUSB0\n"
          "  --baud N            serial line speed (default 115200)\n"
+         "  --serial-output-timeout-ms MS  output the serial line takes no byte of for MS is\n"
+         "                      dropped, and the console goes on (default 2000)\n"
          "  --http-listen A:P   address and port of the HTTP API (default 0.0.0.0:8086, the\n"
          "                      port InfluxDB clients expect; [::]:8086 for IPv6; 127.0.0.1:0\n"
          "                      picks a free port; off: no HTTP)\n"
          "  --tls-cert FILE     PEM certificate (chain) of the HTTPS server\n"
          "  --tls-key FILE      PEM private key of --tls-cert\n"
          "  --tls-client-ca FILE  require client certificates signed by this PEM CA\n"
+         "  --tls-client-identity MODE  with --tls-client-ca, a request without a token acts\n"
+         "                      as the token named by its client certificate: cn (the subject's\n"
+         "                      common name), san (its first DNS, email or URI alternative name\n"
+         "                      that names a token) or off (default: a token is still needed)\n"
          "  --http-plain        serve plain HTTP without TLS (only on a trusted network)\n"
-         "  --http-max-connections N  open connections before new ones get 503 (default 32)\n"
+         "  --http-max-connections N  connections served at once (default 32); a newcomer\n"
+         "                      closes the longest-waiting idle one, or gets 503 when every\n"
+         "                      one is busy with a request\n"
+         "  --http-max-connections-per-address N  of which from one address (default 16;\n"
+         "                      raise it behind a reverse proxy on the gateway)\n"
+         "  --http-first-byte-timeout-ms MS  a new connection silent this long is closed\n"
+         "                      (default 5000)\n"
+         "  --http-drain-ms MS  on SIGTERM, requests in progress get this long to finish and\n"
+         "                      later ones are answered 503 with Retry-After; a stop takes\n"
+         "                      this long while clients keep connections open (default 5000)\n"
          "  --http-max-body-bytes N   largest request body; larger ones get 413 (default 8 MiB)\n"
          "  --device-tag TAG    line-protocol tag that names the device (default device)\n"
          "  --auto-create-tables  a write to an unknown table creates it (default: 404)\n"
@@ -208,6 +231,9 @@ std::string UsageText() {
          "                      MS milliseconds of acknowledged writes) or off (the OS syncs)\n"
          "  --seal-records N    records per series before its head is sealed into a chunk\n"
          "                      (default 1024)\n"
+         "  --max-series N      series (device x measure) a table may hold unless it sets its\n"
+         "                      own max_series; records that would start more are refused\n"
+         "                      (default 100000)\n"
          "\n"
          "Sync to the cloud over MQTT (every acknowledged reading, nothing lost, nothing\n"
          "sent twice into the cloud store; see `sync` in the shell and GET /v1/sync):\n"
@@ -247,8 +273,8 @@ std::string UsageText() {
          "start cairnd creates an admin token and shows it once, in its log and on the\n"
          "serial console; manage tokens with `cairnd token`.\n"
          "\n"
-         "Signals: SIGTERM or SIGINT seal the data and stop cairnd; SIGHUP reopens the\n"
-         "serial port and rereads the tokens.\n";
+         "Signals: SIGTERM or SIGINT answer the HTTP requests in progress, seal the data\n"
+         "and stop cairnd; SIGHUP reopens the serial port and rereads the tokens.\n";
 }
 
 Result<ParsedCommandLine> ParseCommandLine(std::span<const char* const> words) {
@@ -317,6 +343,24 @@ Result<ParsedCommandLine> ParseCommandLine(std::span<const char* const> words) {
     } else if (flag->name == "--http-max-connections") {
       CAIRN_ASSIGN_OR_RETURN(const int connections, ParsePositiveInt(flag->name, *value));
       parsed.options.http_max_connections = static_cast<size_t>(connections);
+    } else if (flag->name == "--http-max-connections-per-address") {
+      CAIRN_ASSIGN_OR_RETURN(const int connections, ParsePositiveInt(flag->name, *value));
+      parsed.options.http_max_connections_per_address = static_cast<size_t>(connections);
+    } else if (flag->name == "--http-first-byte-timeout-ms") {
+      CAIRN_ASSIGN_OR_RETURN(parsed.options.http_first_byte_timeout_ms, ParsePositiveInt(flag->name, *value));
+    } else if (flag->name == "--http-drain-ms") {
+      CAIRN_ASSIGN_OR_RETURN(parsed.options.http_drain_ms, ParsePositiveInt(flag->name, *value));
+    } else if (flag->name == "--serial-output-timeout-ms") {
+      CAIRN_ASSIGN_OR_RETURN(parsed.options.serial_output_timeout_ms, ParsePositiveInt(flag->name, *value));
+    } else if (flag->name == "--max-series") {
+      CAIRN_ASSIGN_OR_RETURN(const int series, ParsePositiveInt(flag->name, *value));
+      parsed.options.engine.default_max_series = static_cast<uint64_t>(series);
+    } else if (flag->name == "--tls-client-identity") {
+      if (*value != "off" && *value != "cn" && *value != "san") {
+        return Status::InvalidArgument("flag --tls-client-identity: '" + std::string(*value) +
+                                       "' is not off, cn or san");
+      }
+      parsed.options.tls_client_identity = std::string(*value);
     } else if (flag->name == "--http-max-body-bytes") {
       CAIRN_ASSIGN_OR_RETURN(const int bytes, ParsePositiveInt(flag->name, *value));
       parsed.options.http_max_body_bytes = static_cast<size_t>(bytes);
@@ -396,6 +440,17 @@ Result<ParsedCommandLine> ParseCommandLine(std::span<const char* const> words) {
   if (!options.tls_client_ca_path.empty() && options.tls_certificate_path.empty()) {
     return Status::InvalidArgument("--tls-client-ca needs --tls-cert and --tls-key");
   }
+  if (seen.count("--tls-client-identity") != 0 && options.tls_client_ca_path.empty()) {
+    return Status::InvalidArgument(
+        "--tls-client-identity needs --tls-client-ca (only verified certificates name tokens)");
+  }
+  if (seen.count("--http-max-connections-per-address") == 0) {
+    parsed.options.http_max_connections_per_address =
+        std::min(options.http_max_connections_per_address, options.http_max_connections);
+  } else if (options.http_max_connections_per_address > options.http_max_connections) {
+    return Status::InvalidArgument(
+        "--http-max-connections-per-address must not exceed --http-max-connections");
+  }
   if (options.http_plain && !options.tls_certificate_path.empty()) {
     return Status::InvalidArgument(
         "--http-plain and --tls-cert exclude each other: one listener is either "
@@ -427,8 +482,10 @@ Result<ParsedCommandLine> ParseCommandLine(std::span<const char* const> words) {
     // most likely a mistaken command line, not something to ignore.
     for (std::string_view flag :
          {"--serial", "--baud", "--durability", "--seal-records", "--http-listen", "--tls-cert", "--tls-key",
-          "--tls-client-ca", "--http-plain", "--http-max-connections", "--http-max-body-bytes",
-          "--device-tag", "--auto-create-tables"}) {
+          "--tls-client-ca", "--tls-client-identity", "--http-plain", "--http-max-connections",
+          "--http-max-connections-per-address", "--http-first-byte-timeout-ms", "--http-drain-ms",
+          "--http-max-body-bytes", "--serial-output-timeout-ms", "--max-series", "--device-tag",
+          "--auto-create-tables"}) {
       if (seen.count(flag) != 0) {
         return Status::InvalidArgument("flag " + std::string(flag) + " does not go with --repair-log");
       }

@@ -2,8 +2,11 @@
 //
 //   cairnd [--data-dir DIR] [--serial PATH [--baud N]]
 //          [--http-listen ADDR:PORT|off] [--tls-cert FILE --tls-key FILE
-//          [--tls-client-ca FILE] | --http-plain] [--http-max-connections N]
+//          [--tls-client-ca FILE [--tls-client-identity off|cn|san]] | --http-plain]
+//          [--http-max-connections N] [--http-max-connections-per-address N]
+//          [--http-first-byte-timeout-ms MS] [--http-drain-ms MS]
 //          [--http-max-body-bytes N] [--device-tag TAG] [--auto-create-tables]
+//          [--serial-output-timeout-ms MS] [--max-series N]
 //          [--durability full|interval=MS|off] [--seal-records N]
 //          [--sync-broker URI --gateway-id ID --sync-key-file FILE [sync flags]]
 //          [--mqtt-input-broker URI --mqtt-input FILTER=TABLE[,...]]
@@ -43,12 +46,20 @@ struct DaemonOptions {
   uint16_t http_port = 8086;
   std::string tls_certificate_path, tls_private_key_path, tls_client_ca_path;
   bool http_plain = false;
+  // With a client CA: which names of a client certificate name the token
+  // it acts as ("off", "cn", "san"; ClientCertificateIdentity).
+  std::string tls_client_identity = "off";
   size_t http_max_connections = 32;
+  size_t http_max_connections_per_address = 16;
+  int http_first_byte_timeout_ms = 5'000;
+  int http_drain_ms = 5'000;
   size_t http_max_body_bytes = 8 << 20;
+  // A serial write making no progress this long is dropped (SerialShell).
+  int serial_output_timeout_ms = 2'000;
   std::string device_tag = "device";
   bool auto_create_tables = false;
-  // --durability, --seal-records and the --sync-quota flags; the rest are
-  // the engine's defaults.
+  // --durability, --seal-records, --max-series and the --sync-quota flags;
+  // the rest are the engine's defaults.
   EngineOptions engine;
 
   // Sync to the cloud (sync_agent.h); off while sync_broker is empty.

@@ -4,119 +4,25 @@
 // mutual TLS), and an acknowledged write surviving kill -9.
 //
 // Every wait is bounded; every child is killed and reaped by its guard.
-#include <charconv>
 #include <chrono>
-#include <cstdlib>
 #include <memory>
-#include <optional>
-#include <regex>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/wait.h>
 
 #include "cairn/platform/env.h"
 #include "cairn/platform/tls.h"
 #include "cairn/transport/json_value.h"
 
-#include "cairnd_location.h"
-#include "cairnd_process.h"
-#include "http_test_client.h"
-#include "test_dirs.h"
+#include "cairnd_http_fixture.h"
 #include "test_pki.h"
 
 namespace cairn {
 namespace {
 
-constexpr int kTimeoutMs = 60000;
-
-bool ExitedWith(const std::optional<int>& status, int code) {
-  return status && WIFEXITED(*status) && WEXITSTATUS(*status) == code;
-}
-
-// Runs a shell command line; returns its exit status and its stdout (and
-// its stderr, when `with_stderr`).
-std::pair<int, std::string> RunCommand(const std::string& command, bool with_stderr = true) {
-  std::string output;
-  FILE* pipe = ::popen((command + (with_stderr ? " 2>&1" : " 2>/dev/null")).c_str(), "r");
-  if (pipe == nullptr) return {-1, ""};
-  char buffer[4096];
-  size_t got;
-  while ((got = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, got);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
-std::string CairndCommandLine() {
-  std::string line;
-  for (const char* const* word = kCairndLauncher; *word != nullptr; ++word) line += std::string(*word) + " ";
-  return line + kCairndPath;
-}
-
-class CairndHttpTest : public ::testing::Test {
- protected:
-  // Starts cairnd on a free loopback port and waits for its "listening on"
-  // line.
-  void StartDaemon(std::vector<std::string> flags) {
-    flags.insert(flags.begin(), {"--data-dir", dir_.PathOf("data"), "--http-listen", "127.0.0.1:0"});
-    ++starts_;
-    daemon_ = std::make_unique<CairndProcess>(flags, dir_.PathOf("stderr" + std::to_string(starts_)));
-    ASSERT_TRUE(daemon_->started());
-    const std::regex listening("listening on (https?)://127\\.0\\.0\\.1:([0-9]+)");
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTimeoutMs);
-    std::smatch match;
-    std::string log;
-    while (std::chrono::steady_clock::now() < deadline) {
-      log = daemon_->Stderr();
-      if (std::regex_search(log, match, listening)) {
-        port_ = static_cast<uint16_t>(std::stoi(match[2].str()));
-        return;
-      }
-      if (daemon_->WaitForExit(0)) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    FAIL() << "cairnd did not start listening: " << log;
-  }
-
-  void StopDaemon() {
-    ASSERT_TRUE(daemon_->Signal(SIGTERM));
-    EXPECT_TRUE(ExitedWith(daemon_->WaitForExit(kTimeoutMs), 0)) << daemon_->Stderr();
-  }
-
-  // The admin token cairnd printed at its first start.
-  std::string FirstAdminToken() {
-    const std::regex shown("created the admin token \\(shown once; store it now\\): (cairn_[A-Za-z0-9_-]+)");
-    std::smatch match;
-    const std::string log = daemon_->Stderr();
-    return std::regex_search(log, match, shown) ? match[1].str() : "";
-  }
-
-  Result<HttpTestResponse> Get(const std::string& target, const std::string& token) {
-    CAIRN_ASSIGN_OR_RETURN(HttpTestClient client, HttpTestClient::Connect("127.0.0.1", port_));
-    return client.Request("GET", target, {{"Authorization", "Bearer " + token}});
-  }
-
-  // Repeats a GET until it answers `status` (a token change reaches a
-  // running cairnd within about a second); returns the last status.
-  int WaitForStatus(const std::string& target, const std::string& token, int status) {
-    int last = 0;
-    for (int attempt = 0; attempt < 200; ++attempt) {
-      Result<HttpTestResponse> response = Get(target, token);
-      last = response.ok() ? response->status : -1;
-      if (last == status) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return last;
-  }
-
-  ScopedTempDir dir_{"cairnd-http"};
-  std::unique_ptr<CairndProcess> daemon_;
-  uint16_t port_ = 0;
-  int starts_ = 0;
-};
+constexpr int kTimeoutMs = kCairndTimeoutMs;
 
 TEST_F(CairndHttpTest, FirstStartShowsOneAdminTokenAndTokenCommandsWorkWhileRunning) {
   StartDaemon({"--http-plain"});
@@ -228,7 +134,9 @@ class CairndHttpsTest : public CairndHttpTest {
 };
 
 TEST_F(CairndHttpsTest, ServesTheApiOverTlsAndCurlChecksTheCertificate) {
-  StartDaemon({"--tls-cert", pki_.server_certificate_path, "--tls-key", pki_.server_key_path});
+  // A short drain: the client below keeps its connection open to the end.
+  StartDaemon({"--tls-cert", pki_.server_certificate_path, "--tls-key", pki_.server_key_path,
+               "--http-drain-ms", "300"});
   EXPECT_NE(daemon_->Stderr().find("listening on https://"), std::string::npos);
   const std::string admin = FirstAdminToken();
   ASSERT_FALSE(admin.empty());
@@ -284,6 +192,101 @@ TEST_F(CairndHttpsTest, MutualTlsRequiresAClientCertificate) {
                       " --key " + pki_.client_key_path));
   EXPECT_EQ(client_status, 0) << client_output;
   EXPECT_EQ(client_output, "200");
+  StopDaemon();
+}
+
+// Mutual TLS as identity: the client certificate's common name (or a SAN)
+// names a token whose scopes the request gets, without any Authorization.
+class CairndClientCertificateTest : public CairndHttpsTest {
+ protected:
+  // A TLS connection to cairnd presenting the test PKI's client certificate.
+  Result<HttpTestClient> CertificateClient() {
+    TlsClientOptions options;
+    options.ca_path = pki_.ca_certificate_path;
+    options.server_name = "127.0.0.1";
+    options.certificate_path = pki_.client_certificate_path;
+    options.private_key_path = pki_.client_key_path;
+    CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<TlsClientContext> tls,
+                           TlsClientContext::Create(Env::Default(), options));
+    CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<TcpConnection> raw,
+                           Env::Default()->ConnectTcp("127.0.0.1", port_, 10000));
+    CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<TcpConnection> secure, tls->Connect(std::move(raw)));
+    return HttpTestClient(std::move(secure));
+  }
+
+  int Status(const std::string& method, const std::string& target, const std::string& body = "",
+             std::string* response_body = nullptr) {
+    Result<HttpTestClient> client = CertificateClient();
+    EXPECT_TRUE(client.ok()) << client.status().ToString();
+    if (!client.ok()) return -1;
+    Result<HttpTestResponse> response = client->Request(method, target, {}, body);
+    if (!response.ok()) return -1;
+    if (response_body != nullptr) *response_body = response->body;
+    return response->status;
+  }
+
+  void StartWithIdentity(const std::string& identity) {
+    StartDaemon({"--tls-cert", pki_.server_certificate_path, "--tls-key", pki_.server_key_path,
+                 "--tls-client-ca", pki_.ca_certificate_path, "--tls-client-identity", identity,
+                 "--http-drain-ms", "300"});
+  }
+};
+
+TEST_F(CairndClientCertificateTest, TheCommonNameNamesTheTokenWhoseScopesApply) {
+  StartWithIdentity("cn");
+  std::string body;
+  EXPECT_EQ(Status("GET", "/v1/tables/sensors/devices", "", &body), 401) << "no token is named yet";
+  EXPECT_NE(body.find("common name ('cairn-test-client') name no token"), std::string::npos) << body;
+  CreateToken("cairn-test-client", "read:sensors");
+  int status = 0;
+  for (int attempt = 0; attempt < 100 && status != 200; ++attempt) {
+    status = Status("GET", "/v1/tables/sensors/devices");
+    if (status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(Status("POST", "/write?db=sensors", "env,device=d t=1"), 403) << "read:sensors only";
+  EXPECT_NE(daemon_->Stderr().find("refused a client certificate from 127.0.0.1"), std::string::npos);
+  // A token in the request still wins over the certificate.
+  Result<HttpTestClient> client = CertificateClient();
+  ASSERT_TRUE(client.ok());
+  Result<HttpTestResponse> explicit_token = client->Request(
+      "POST", "/write?db=sensors", {{"Authorization", "Bearer " + FirstAdminToken()}}, "env,device=d t=1");
+  ASSERT_TRUE(explicit_token.ok());
+  EXPECT_EQ(explicit_token->status, 204) << explicit_token->body;
+  StopDaemon();
+}
+
+TEST_F(CairndClientCertificateTest, AnAlternativeNameCanNameTheTokenInstead) {
+  StartWithIdentity("san");
+  CreateToken("cairn-test-client", "admin");  // the CN: not looked at in this mode
+  CreateToken("gateway-7.example", "write:sensors");
+  int status = 0;
+  for (int attempt = 0; attempt < 100 && status != 204; ++attempt) {
+    status = Status("POST", "/write?db=sensors", "env,device=gw7 t=1");
+    if (status != 204) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(status, 204);
+  EXPECT_EQ(Status("GET", "/v1/tables/sensors/devices"), 403) << "the SAN's token, not the CN's";
+  StopDaemon();
+}
+
+TEST_F(CairndClientCertificateTest, WithoutAnIdentityModeTheCertificateGrantsNothing) {
+  StartDaemon({"--tls-cert", pki_.server_certificate_path, "--tls-key", pki_.server_key_path,
+               "--tls-client-ca", pki_.ca_certificate_path});
+  const std::string named = CreateToken("cairn-test-client", "admin");
+  // Once the token is known to cairnd (it works when presented) ...
+  bool known = false;
+  for (int attempt = 0; attempt < 100 && !known; ++attempt) {
+    Result<HttpTestClient> client = CertificateClient();
+    ASSERT_TRUE(client.ok());
+    Result<HttpTestResponse> response =
+        client->Request("GET", "/v1/tables", {{"Authorization", "Bearer " + named}});
+    known = response.ok() && response->status == 200;
+    if (!known) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(known);
+  // ... the certificate naming it still grants nothing by itself.
+  EXPECT_EQ(Status("GET", "/v1/tables"), 401);
   StopDaemon();
 }
 

@@ -43,10 +43,11 @@ class CairndSerialTest : public ::testing::Test {
     data_dir_ = temp_.PathOf("data");
   }
 
-  std::unique_ptr<CairndProcess> StartDaemon(const std::string& serial_path, const std::string& log_name) {
-    return std::make_unique<CairndProcess>(
-        std::vector<std::string>{"--data-dir", data_dir_, "--serial", serial_path, "--baud", "115200"},
-        temp_.PathOf(log_name));
+  std::unique_ptr<CairndProcess> StartDaemon(const std::string& serial_path, const std::string& log_name,
+                                             const std::vector<std::string>& more_flags = {}) {
+    std::vector<std::string> flags = {"--data-dir", data_dir_, "--serial", serial_path, "--baud", "115200"};
+    flags.insert(flags.end(), more_flags.begin(), more_flags.end());
+    return std::make_unique<CairndProcess>(flags, temp_.PathOf(log_name));
   }
 
   // Reads the terminal until the next prompt, giving up early if the daemon
@@ -280,6 +281,16 @@ INSTANTIATE_TEST_SUITE_P(
             "HTTP"},
         BadCommandLine{{"--http-plain", "--http-max-connections", "0"},
                        "flag --http-max-connections: 0 is not a positive number"},
+        BadCommandLine{
+            {"--http-plain", "--http-max-connections", "8", "--http-max-connections-per-address", "9"},
+            "--http-max-connections-per-address must not exceed --http-max-connections"},
+        BadCommandLine{
+            {"--tls-cert", "c.pem", "--tls-key", "k.pem", "--tls-client-identity", "cn"},
+            "--tls-client-identity needs --tls-client-ca (only verified certificates name tokens)"},
+        BadCommandLine{{"--tls-cert", "c.pem", "--tls-key", "k.pem", "--tls-client-ca", "ca.pem",
+                        "--tls-client-identity", "email"},
+                       "flag --tls-client-identity: 'email' is not off, cn or san"},
+        BadCommandLine{{"--http-plain", "--max-series", "none"}, "flag --max-series: 'none' is not a number"},
         BadCommandLine{{"--serial", "a", "--serial", "b"}, "flag --serial is given more than once"},
         BadCommandLine{{"--serial", "/dev/null", "extra"},
                        "unexpected argument 'extra' (cairnd takes flags only)"}));
@@ -296,6 +307,50 @@ TEST(CairndVersionTest, PrintsVersionAndExitsZero) {
   std::getline(out, line);
   const BuildInfo build = GetBuildInfo();
   EXPECT_EQ(line, "cairnd " + build.version + " (" + build.target_arch + ", " + build.compiler + ")");
+}
+
+// A terminal that stops reading (a console server that hung, a cable pulled
+// with flow control on) once wedged the console for good, and with it the
+// stop: cairnd drops the output the line does not take, goes on, and
+// answers the next command once the line drains.
+TEST_F(CairndSerialTest, ALineThatStopsDrainingWedgesNeitherTheConsoleNorTheStop) {
+  auto daemon = StartDaemon(pty_->slave_path(), "wedge.log", {"--serial-output-timeout-ms", "300"});
+  ASSERT_TRUE(daemon->started()) << "posix_spawn: " << daemon->spawn_error();
+  AwaitPrompt(daemon.get());
+  const auto stalls = [&] {
+    const std::string log = daemon->Stderr();
+    size_t count = 0;
+    for (size_t at = log.find("made no progress for 300 ms"); at != std::string::npos;
+         at = log.find("made no progress for 300 ms", at + 1)) {
+      ++count;
+    }
+    return count;
+  };
+  // The terminal stops reading while answers keep coming.
+  for (int i = 0; i < 60; ++i) ASSERT_TRUE(pty_->Write("help\r").ok());
+  for (int i = 0; i < kTimeoutMs / 20 && stalls() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_GE(stalls(), 1u) << daemon->Stderr();
+
+  // It reads again: the console answers a new command.
+  while (!pty_->ReadAvailable(500).empty()) {
+  }
+  const BuildInfo build = GetBuildInfo();
+  const std::string version = Type("version");
+  EXPECT_TRUE(Contains(version, "version      " + build.version + "\r\n")) << version;
+
+  // Wedged again, a SIGTERM still stops cairnd cleanly.
+  const size_t before = stalls();
+  for (int i = 0; i < 60; ++i) ASSERT_TRUE(pty_->Write("help\r").ok());
+  for (int i = 0; i < kTimeoutMs / 20 && stalls() == before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_GT(stalls(), before) << daemon->Stderr();
+  ASSERT_TRUE(daemon->Signal(SIGTERM));
+  const std::optional<int> status = daemon->WaitForExit(kTimeoutMs);
+  EXPECT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
+      << DescribeWaitStatus(status) << "\nlog:\n"
+      << daemon->Stderr();
 }
 
 }  // namespace

@@ -272,7 +272,7 @@ Result<TestPki> GenerateTestPki(const std::string& dir) {
                          .is_ca = false,
                          .key_usage = MBEDTLS_X509_KU_DIGITAL_SIGNATURE,
                          .extended_key_usage = ExtendedKeyUsage(client_purpose),
-                         .alternative_names = {}};
+                         .alternative_names = AlternativeNames("gateway-7.example", {})};
   const std::string other_ca_name = "CN=cairn unrelated test CA,O=cairn";
   CertificateSpec other_ca{.subject = other_ca_name,
                            .subject_key = &other_ca_key,

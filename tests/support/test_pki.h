@@ -18,7 +18,8 @@ struct TestPki {
   // and IP ::1; extendedKeyUsage serverAuth.
   std::string server_certificate_path;
   std::string server_key_path;
-  // CN "cairn-test-client"; extendedKeyUsage clientAuth.
+  // CN "cairn-test-client"; subject alternative name DNS
+  // "gateway-7.example"; extendedKeyUsage clientAuth.
   std::string client_certificate_path;
   std::string client_key_path;
   // Another self-signed CA, unrelated to everything above: a client that
