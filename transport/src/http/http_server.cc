@@ -95,11 +95,11 @@ void Linger(TcpConnection* stream, Env* env) {
 
 struct HttpServer::Connection {
   std::thread thread;
-  std::unique_ptr<TcpConnection> accepted;  // handed to the thread
   std::string address;
   std::mutex mutex;  // guards the fields below; taken after HttpServer::mutex_ when both are
-  // The TCP stream under any wrapper, for Stop() and displacement to shut
-  // down; released when the connection ends.
+  // The TCP stream under any wrapper, shared by the connection's thread and
+  // Stop() and displacement, which shut it down; released when the
+  // connection ends.
   std::shared_ptr<TcpConnection> transport;
   Phase phase = Phase::kHandshake;
   int64_t waiting_since_nanos = 0;
@@ -307,7 +307,8 @@ void HttpServer::Admit(std::unique_ptr<TcpConnection> stream) {
       ++live_connections_;
       connection->address = address;
       connection->waiting_since_nanos = env_->MonotonicNanos();
-      connection->accepted = std::move(stream);
+      // Set before the thread starts, so that it can be displaced at once.
+      connection->transport = std::shared_ptr<TcpConnection>(std::move(stream));
       connections_.push_back(std::move(connection));
       stats_.open_connections = connections_.size();
     }
@@ -343,15 +344,19 @@ void HttpServer::Refuse(std::unique_ptr<TcpConnection> stream, const std::string
 void HttpServer::SetPhase(Connection* connection, Phase phase) {
   std::lock_guard<std::mutex> guard(connection->mutex);
   if (connection->phase == phase) return;
+  // A new connection has waited since it was accepted (a TLS one through
+  // its handshake); one between requests since its last response.
+  if (phase == Phase::kWaiting && connection->phase != Phase::kHandshake) {
+    connection->waiting_since_nanos = env_->MonotonicNanos();
+  }
   connection->phase = phase;
-  if (phase == Phase::kWaiting) connection->waiting_since_nanos = env_->MonotonicNanos();
 }
 
 void HttpServer::Serve(Connection* connection) {
-  std::shared_ptr<TcpConnection> transport(std::move(connection->accepted));
+  std::shared_ptr<TcpConnection> transport;
   {
     std::lock_guard<std::mutex> guard(connection->mutex);
-    connection->transport = transport;
+    transport = connection->transport;
   }
   std::unique_ptr<TcpConnection> stream = std::make_unique<SharedStream>(transport);
   const std::string& peer = connection->address;
