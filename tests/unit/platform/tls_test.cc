@@ -327,6 +327,19 @@ TEST_F(TlsTest, MutualTlsAcceptsAClientCertificateFromTheConfiguredAuthority) {
   ASSERT_TRUE(outcome.client.ok()) << outcome.client.status().ToString();
   ExpectEcho(**outcome.client, **outcome.server, "authenticated");
   ExpectEcho(**outcome.server, **outcome.client, "welcome");
+  // The server side knows who the client is; the client side has no peer
+  // certificate to report (it verified the server's against its CA).
+  const PeerCertificate* names = (*outcome.server)->peer_certificate();
+  ASSERT_NE(names, nullptr);
+  EXPECT_EQ(names->common_name, "cairn-test-client");
+  EXPECT_EQ(names->alternative_names, std::vector<std::string>{"gateway-7.example"});
+  EXPECT_EQ((*outcome.client)->peer_certificate(), nullptr);
+}
+
+TEST_F(TlsTest, WithoutClientCertificatesThereAreNoPeerNames) {
+  Pair pair = Connected();
+  ASSERT_TRUE(pair.server != nullptr);
+  EXPECT_EQ(pair.server->peer_certificate(), nullptr);
 }
 
 TEST_F(TlsTest, MutualTlsRejectsAClientCertificateFromAnotherAuthority) {
