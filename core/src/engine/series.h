@@ -84,6 +84,7 @@ inline size_t SeriesBytes(const Series& series) {
   constexpr size_t kNodeBytes = 48;  // a std::map / unordered_map node's own overhead
   size_t bytes =
       sizeof(Series) + kNodeBytes + 2 * (series.device_id.capacity() + series.measure_name.capacity());
+  bytes += series.field_index.bucket_count() * sizeof(void*);
   for (const ChunkField& field : series.fields)
     bytes += sizeof(ChunkField) + kNodeBytes + 2 * field.name.capacity();
   for (const auto& [name, value] : series.dimensions)

@@ -514,7 +514,12 @@ HttpResponse HttpApi::Write(Call* call, std::string_view table_parameter) {
     if (!created.ok() && created.code() != StatusCode::kAlreadyExists) return ErrorFor(created);
   }
 
+  // Only the first kMaxReportedLineErrors of each source can be among the
+  // first reported; the rest are counted (a body of bad lines must not make
+  // a copy of every reason).
+  size_t rejected_lines = batch.errors.size();
   std::vector<LineProtocolError> errors = std::move(batch.errors);
+  if (errors.size() > kMaxReportedLineErrors) errors.resize(kMaxReportedLineErrors);
   WriteResult written;
   if (!batch.records.empty()) {
     std::vector<Record> records;
@@ -527,15 +532,18 @@ HttpResponse HttpApi::Write(Call* call, std::string_view table_parameter) {
       return ErrorFor(result.status());
     }
     written = std::move(*result);
+    size_t kept = 0;
     for (size_t i = 0; i < written.records.size(); ++i) {
-      const RecordResult& outcome = written.records[i];
-      if (outcome.outcome == WriteOutcome::kInvalid || outcome.outcome == WriteOutcome::kRejectedVersion) {
-        errors.push_back({batch.records[i].line_number, outcome.reason});
-      }
+      RecordResult& outcome = written.records[i];
+      if (outcome.outcome != WriteOutcome::kInvalid && outcome.outcome != WriteOutcome::kRejectedVersion)
+        continue;
+      ++rejected_lines;
+      if (kept++ < kMaxReportedLineErrors)
+        errors.push_back({batch.records[i].line_number, std::move(outcome.reason)});
     }
   }
-  metrics_->RecordWrite(written, errors.size());
-  if (errors.empty()) {
+  metrics_->RecordWrite(written, rejected_lines);
+  if (rejected_lines == 0) {
     HttpResponse response;
     response.status = 204;
     return response;
@@ -543,8 +551,8 @@ HttpResponse HttpApi::Write(Call* call, std::string_view table_parameter) {
   std::sort(errors.begin(), errors.end(), [](const LineProtocolError& a, const LineProtocolError& b) {
     return a.line_number < b.line_number;
   });
-  log_.Log("write", "http: rejected " + std::to_string(errors.size()) + " line" +
-                        (errors.size() == 1 ? "" : "s") + " of a write to table '" + *table + "' from " +
+  log_.Log("write", "http: rejected " + std::to_string(rejected_lines) + " line" +
+                        (rejected_lines == 1 ? "" : "s") + " of a write to table '" + *table + "' from " +
                         request.peer_address + "; first: line " + std::to_string(errors[0].line_number) +
                         ": " + errors[0].reason);
   JsonWriter json;
@@ -554,7 +562,7 @@ HttpResponse HttpApi::Write(Call* call, std::string_view table_parameter) {
   json.Key("code");
   json.String("InvalidArgument");
   json.Key("message");
-  json.String(std::to_string(errors.size()) + " line" + (errors.size() == 1 ? "" : "s") +
+  json.String(std::to_string(rejected_lines) + " line" + (rejected_lines == 1 ? "" : "s") +
               " rejected, first: line " + std::to_string(errors[0].line_number) + ": " + errors[0].reason +
               (written.stored + written.duplicates > 0 ? "; the other lines were stored" : ""));
   json.EndObject();
@@ -573,9 +581,9 @@ HttpResponse HttpApi::Write(Call* call, std::string_view table_parameter) {
     json.EndObject();
   }
   json.EndArray();
-  if (errors.size() > kMaxReportedLineErrors) {
+  if (rejected_lines > kMaxReportedLineErrors) {
     json.Key("lines_not_shown");
-    json.Uint(errors.size() - kMaxReportedLineErrors);
+    json.Uint(rejected_lines - kMaxReportedLineErrors);
   }
   json.EndObject();
   return HttpResponse::Json(400, json.text());
