@@ -386,6 +386,11 @@ TEST_F(HttpApiTest, HealthzSaysOnlyTheLevelAndV1HealthNeedsAReadScope) {
   EXPECT_NE(full.body.find("free_bytes"), std::string::npos);
   EXPECT_NE(full.body.find(dir_.PathOf("data")), std::string::npos);
   EXPECT_EQ(Call("GET", "/v1/health", writer_).status, 403);
+  // /healthz with a reading token has the details too; without one, or
+  // with a token that only writes, the level alone.
+  EXPECT_NE(Call("GET", "/healthz", reader_).body.find("free_bytes"), std::string::npos);
+  EXPECT_EQ(Call("GET", "/healthz", writer_).body, "{\"status\":\"ok\"}\n");
+  EXPECT_EQ(Call("GET", "/healthz", "cairn_0000000000000000_guess").body, "{\"status\":\"ok\"}\n");
   EXPECT_EQ(Call("GET", "/v1/health", "").status, 401);
   EXPECT_EQ(Call("GET", "/v1/health", admin_).status, 200);
 }

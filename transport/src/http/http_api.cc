@@ -6,120 +6,24 @@
 #include <set>
 #include <span>
 
-#include <zlib.h>
-
 #include "cairn/transport/engine_commands.h"
 #include "cairn/transport/json_value.h"
 #include "cairn/transport/json_writer.h"
-#include "cairn/transport/line_protocol.h"
 #include "cairn/transport/result_renderer.h"
 
+#include "api_call.h"
 #include "request_auth.h"
 
 namespace cairn {
 namespace {
 
-constexpr size_t kMaxReportedLineErrors = 100;
+using http_api_internal::ErrorFor;
+
 // The options a table can be created (PUT) or altered (PATCH) with.
 constexpr std::string_view kCreateOptions[] = {"period", "retention", "ttl", "max_series"};
 constexpr std::string_view kAlterOptions[] = {"retention", "ttl", "max_series"};
 
-// Query parameters that carry credentials (InfluxDB 1.x) rather than a
-// query; every endpoint accepts and ignores them.
-bool IsCredentialParameter(std::string_view name) { return name == "u" || name == "p"; }
-
-// Inflates a gzip body, refusing to grow past `limit` bytes.
-Result<std::string> Gunzip(std::string_view compressed, size_t limit) {
-  z_stream stream = {};
-  if (inflateInit2(&stream, 16 + MAX_WBITS) != Z_OK) return Status::Internal("zlib inflateInit2 failed");
-  std::string out;
-  char buffer[64 * 1024];
-  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
-  stream.avail_in = static_cast<uInt>(compressed.size());
-  int result = Z_OK;
-  while (result != Z_STREAM_END) {
-    stream.next_out = reinterpret_cast<Bytef*>(buffer);
-    stream.avail_out = sizeof(buffer);
-    result = inflate(&stream, Z_NO_FLUSH);
-    if (result != Z_OK && result != Z_STREAM_END) {
-      inflateEnd(&stream);
-      return Status::InvalidArgument(std::string("the gzip body is damaged: ") +
-                                     (stream.msg != nullptr ? stream.msg : "truncated"));
-    }
-    out.append(buffer, sizeof(buffer) - stream.avail_out);
-    if (out.size() > limit) {
-      inflateEnd(&stream);
-      return Status::ResourceExhausted("the gzip body inflates to more than " + std::to_string(limit) +
-                                       " bytes");
-    }
-    if (result == Z_OK && stream.avail_in == 0 && stream.avail_out != 0) {
-      inflateEnd(&stream);
-      return Status::InvalidArgument("the gzip body is truncated");
-    }
-  }
-  inflateEnd(&stream);
-  return out;
-}
-
-HttpResponse ErrorFor(const Status& status) {
-  return HttpResponse::Error(HttpStatusFor(status), status.message(), StatusCodeName(status.code()));
-}
-
 }  // namespace
-
-// What a request carries once routed: its decoded pieces and its token.
-class HttpApi::Call {
- public:
-  explicit Call(const HttpRequest& request) : request_(request) {}
-
-  const HttpRequest& request() const { return request_; }
-  std::vector<std::string>& segments() { return segments_; }
-  std::vector<std::pair<std::string, std::string>>& parameters() { return parameters_; }
-  std::optional<TokenInfo>& token() { return token_; }
-
-  // The value of query parameter `name`, or nullopt.
-  std::optional<std::string> Parameter(std::string_view name) const {
-    for (const auto& [key, value] : parameters_) {
-      if (key == name) return value;
-    }
-    return std::nullopt;
-  }
-
-  // 400 naming the first parameter outside `allowed`, so that a typo
-  // (?form= for ?from=) is not silently a different query.
-  std::optional<HttpResponse> CheckParameters(std::initializer_list<std::string_view> allowed) const {
-    std::set<std::string_view> seen;
-    for (const auto& [key, value] : parameters_) {
-      if (IsCredentialParameter(key)) continue;
-      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-        std::string list;
-        for (std::string_view name : allowed) list += (list.empty() ? "" : ", ") + std::string(name);
-        return HttpResponse::Error(400,
-                                   "unknown query parameter '" + key + "'" +
-                                       (list.empty() ? "; this endpoint takes none" : "; accepted: " + list));
-      }
-      if (!seen.insert(key).second) {
-        return HttpResponse::Error(400, "query parameter '" + key + "' is given more than once");
-      }
-    }
-    return std::nullopt;
-  }
-
-  // 403 unless the token grants `access` to `table`.
-  std::optional<HttpResponse> Require(Access access, std::string_view table) const {
-    if (token_ && token_->Allows(access, table)) return std::nullopt;
-    const std::string what = access == Access::kAdmin  ? "the admin scope"
-                             : access == Access::kRead ? "scope read:" + std::string(table)
-                                                       : "scope write:" + std::string(table);
-    return HttpResponse::Error(403, "token '" + (token_ ? token_->name : std::string()) + "' lacks " + what);
-  }
-
- private:
-  const HttpRequest& request_;
-  std::vector<std::string> segments_;
-  std::vector<std::pair<std::string, std::string>> parameters_;
-  std::optional<TokenInfo> token_;
-};
 
 HttpApi::HttpApi(Engine* engine, Env* env, const CommandRegistry* commands, TokenStore* tokens,
                  AuthThrottle* throttle, ApiMetrics* metrics, HttpApiOptions options,
@@ -138,6 +42,12 @@ HttpApi::HttpApi(Engine* engine, Env* env, const CommandRegistry* commands, Toke
 HttpApi::~HttpApi() = default;
 
 namespace {
+
+// Whether `token` may read something: the health details are for readers.
+bool HasReadScope(const TokenInfo& token) {
+  return std::any_of(token.scopes.begin(), token.scopes.end(),
+                     [](const TokenScope& scope) { return scope.access != Access::kWrite; });
+}
 
 // The routes that answer without a token (see http_api.h).
 bool IsPublicPath(const std::vector<std::string>& path) {
@@ -199,6 +109,12 @@ HttpResponse HttpApi::Dispatch(Call* call, std::string* route) {
   if (path.size() == 1 && path[0] == "healthz") {
     *route = "/healthz";
     if (!get) return method_not_allowed("GET");
+    // A monitor without a token learns the level only; a token with a read
+    // scope also gets the problems and figures, as from /v1/health.
+    if (request.Header("authorization") != nullptr) {
+      RequestAuthenticator::Outcome outcome = authenticator_->Authenticate(request);
+      if (outcome.token && HasReadScope(*outcome.token)) return HealthDetails(call);
+    }
     return Healthz();
   }
   if (path.size() == 1 && path[0] == "ping") {
@@ -245,13 +161,11 @@ HttpResponse HttpApi::Dispatch(Call* call, std::string* route) {
   if (path.size() == 2 && path[1] == "health") {
     *route = "/v1/health";
     if (!get) return method_not_allowed("GET");
-    const std::vector<TokenScope>& scopes = call->token()->scopes;
-    if (std::none_of(scopes.begin(), scopes.end(),
-                     [](const TokenScope& scope) { return scope.access != Access::kWrite; })) {
+    if (!HasReadScope(*call->token())) {
       return HttpResponse::Error(403, "token '" + call->token()->name + "' lacks a read scope (any table)");
     }
     if (auto bad = call->CheckParameters({})) return *bad;
-    return RunCommand(call, "health", {}, {}, "");
+    return HealthDetails(call);
   }
   if (path.size() == 2 && path[1] == "sync") {
     *route = "/v1/sync";
@@ -359,7 +273,7 @@ HttpResponse HttpApi::CreateTable(Call* call, const std::string& table, bool alt
     accepted_list += (accepted_list.empty() ? "" : ", ") + std::string(name);
   std::vector<std::pair<std::string, std::string>> options;
   for (const auto& [key, value] : call->parameters()) {
-    if (key == "u" || key == "p") continue;
+    if (http_api_internal::IsCredentialParameter(key)) continue;
     if (std::find(accepted.begin(), accepted.end(), key) == accepted.end()) {
       return HttpResponse::Error(400, "unknown query parameter '" + key + "'; accepted: " + accepted_list);
     }
@@ -462,133 +376,6 @@ HttpResponse HttpApi::Aggregate(Call* call, const std::string& table, const std:
   return RunCommand(call, "agg", {table, device, *measure, *field}, options, "buckets");
 }
 
-HttpResponse HttpApi::Write(Call* call, std::string_view table_parameter) {
-  if (auto bad = call->CheckParameters({table_parameter, "precision", "rp", "org", "consistency"}))
-    return *bad;
-  std::optional<std::string> table = call->Parameter(table_parameter);
-  if (!table || table->empty()) {
-    return HttpResponse::Error(400, "missing ?" + std::string(table_parameter) + "=TABLE");
-  }
-  if (auto denied = call->Require(Access::kWrite, *table)) return *denied;
-  LineProtocolOptions parse_options;
-  if (std::optional<std::string> precision = call->Parameter("precision")) {
-    Result<TimestampPrecision> parsed = ParseTimestampPrecision(*precision);
-    if (!parsed.ok()) return HttpResponse::Error(400, parsed.status().message());
-    parse_options.precision = *parsed;
-  }
-  parse_options.default_timestamp = env_->NowUnixNanos();
-  parse_options.device_tag = options_.device_tag;
-  parse_options.max_line_bytes = options_.max_line_bytes;
-
-  const HttpRequest& request = call->request();
-  std::string inflated;
-  std::string_view body = request.body;
-  if (const std::string* encoding = request.Header("content-encoding")) {
-    if (*encoding == "gzip") {
-      Result<std::string> decoded = Gunzip(request.body, options_.max_decompressed_body_bytes);
-      if (!decoded.ok()) {
-        return HttpResponse::Error(decoded.status().code() == StatusCode::kResourceExhausted ? 413 : 400,
-                                   decoded.status().message());
-      }
-      inflated = std::move(*decoded);
-      body = inflated;
-    } else if (*encoding != "identity") {
-      return HttpResponse::Error(415,
-                                 "Content-Encoding '" + *encoding + "' is not supported; use gzip or none");
-    }
-  }
-
-  LineProtocolBatch batch = ParseLineProtocol(body, parse_options);
-  Result<TableInfo> existing = engine_->GetTable(*table);
-  if (!existing.ok()) {
-    if (existing.status().code() != StatusCode::kNotFound) return ErrorFor(existing.status());
-    if (!options_.auto_create_tables) {
-      log_.Log("write", "http: refused a write to table '" + *table + "' from " + request.peer_address +
-                            ": no such table");
-      return HttpResponse::Error(404,
-                                 "table '" + *table + "' does not exist; create it with PUT /v1/tables/" +
-                                     *table + " or the shell's create-table",
-                                 "NotFound");
-    }
-    Status created = engine_->CreateTable(*table, TableOptions());
-    if (!created.ok() && created.code() != StatusCode::kAlreadyExists) return ErrorFor(created);
-  }
-
-  // Only the first kMaxReportedLineErrors of each source can be among the
-  // first reported; the rest are counted (a body of bad lines must not make
-  // a copy of every reason).
-  size_t rejected_lines = batch.errors.size();
-  std::vector<LineProtocolError> errors = std::move(batch.errors);
-  if (errors.size() > kMaxReportedLineErrors) errors.resize(kMaxReportedLineErrors);
-  WriteResult written;
-  if (!batch.records.empty()) {
-    std::vector<Record> records;
-    records.reserve(batch.records.size());
-    for (LineProtocolRecord& line : batch.records) records.push_back(std::move(line.record));
-    Result<WriteResult> result = engine_->Write(*table, records);
-    if (!result.ok()) {
-      log_.Log("write", "http: refused a write of " + std::to_string(records.size()) + " records to table '" +
-                            *table + "' from " + request.peer_address + ": " + result.status().message());
-      return ErrorFor(result.status());
-    }
-    written = std::move(*result);
-    size_t kept = 0;
-    for (size_t i = 0; i < written.records.size(); ++i) {
-      RecordResult& outcome = written.records[i];
-      if (outcome.outcome != WriteOutcome::kInvalid && outcome.outcome != WriteOutcome::kRejectedVersion)
-        continue;
-      ++rejected_lines;
-      if (kept++ < kMaxReportedLineErrors)
-        errors.push_back({batch.records[i].line_number, std::move(outcome.reason)});
-    }
-  }
-  metrics_->RecordWrite(written, rejected_lines);
-  if (rejected_lines == 0) {
-    HttpResponse response;
-    response.status = 204;
-    return response;
-  }
-  std::sort(errors.begin(), errors.end(), [](const LineProtocolError& a, const LineProtocolError& b) {
-    return a.line_number < b.line_number;
-  });
-  log_.Log("write", "http: rejected " + std::to_string(rejected_lines) + " line" +
-                        (rejected_lines == 1 ? "" : "s") + " of a write to table '" + *table + "' from " +
-                        request.peer_address + "; first: line " + std::to_string(errors[0].line_number) +
-                        ": " + errors[0].reason);
-  JsonWriter json;
-  json.BeginObject();
-  json.Key("error");
-  json.BeginObject();
-  json.Key("code");
-  json.String("InvalidArgument");
-  json.Key("message");
-  json.String(std::to_string(rejected_lines) + " line" + (rejected_lines == 1 ? "" : "s") +
-              " rejected, first: line " + std::to_string(errors[0].line_number) + ": " + errors[0].reason +
-              (written.stored + written.duplicates > 0 ? "; the other lines were stored" : ""));
-  json.EndObject();
-  json.Key("stored");
-  json.Uint(written.stored);
-  json.Key("duplicates");
-  json.Uint(written.duplicates);
-  json.Key("lines");
-  json.BeginArray();
-  for (size_t i = 0; i < errors.size() && i < kMaxReportedLineErrors; ++i) {
-    json.BeginObject();
-    json.Key("line");
-    json.Uint(errors[i].line_number);
-    json.Key("reason");
-    json.String(errors[i].reason);
-    json.EndObject();
-  }
-  json.EndArray();
-  if (rejected_lines > kMaxReportedLineErrors) {
-    json.Key("lines_not_shown");
-    json.Uint(rejected_lines - kMaxReportedLineErrors);
-  }
-  json.EndObject();
-  return HttpResponse::Json(400, json.text());
-}
-
 HttpResponse HttpApi::Healthz() {
   HealthLevel level = engine_->Health().level;
   // A damaged tokens file leaves the store serving no token: the API is
@@ -601,6 +388,12 @@ HttpResponse HttpApi::Healthz() {
   json.String(HealthLevelName(level));
   json.EndObject();
   return HttpResponse::Json(level == HealthLevel::kFailing ? 503 : 200, json.text());
+}
+
+HttpResponse HttpApi::HealthDetails(Call* call) {
+  HttpResponse response = RunCommand(call, "health", {}, {}, "");
+  if (response.status == 200 && engine_->Health().level == HealthLevel::kFailing) response.status = 503;
+  return response;
 }
 
 HttpResponse HttpApi::Metrics() {

@@ -7,7 +7,9 @@
 //   GET  /                    the web page (its data comes from /v1 with a token)
 //   GET  /healthz             {"status":"ok"} or {"status":"degraded"} (200), {"status":"failing"}
 //                             (503): the engine's health level, and degraded while the tokens file
-//                             is damaged. Nothing else: no path, no figures (GET /v1/health has them)
+//                             is damaged. Nothing else without a token: no path, no figures. With
+//                             a token that has a read scope, the details of GET /v1/health, with
+//                             the same status codes
 //   GET  /ping                204 (InfluxDB clients probe it)
 // InfluxDB-compatible writes (scope write:<table>):
 //   POST /write?db=T&precision=ns|us|ms|s          InfluxDB 1.x
@@ -123,7 +125,9 @@ class HttpApi {
                           std::string_view rows_member);
   HttpResponse Write(Call* call, std::string_view table_parameter);
   HttpResponse CreateTable(Call* call, const std::string& table, bool alter);
+  // /healthz's level-only answer, and the `health` details (/v1/health).
   HttpResponse Healthz();
+  HttpResponse HealthDetails(Call* call);
   HttpResponse LatestBatch(Call* call, const std::string& table);
   HttpResponse Readings(Call* call, const std::string& table, const std::string& device);
   HttpResponse Aggregate(Call* call, const std::string& table, const std::string& device);
