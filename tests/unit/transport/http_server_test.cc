@@ -274,6 +274,8 @@ TEST_F(HttpServerTest, ConnectionsOverTheCapGet503WhenEveryOneIsBusy) {
   ASSERT_TRUE(first.ReadResponse().ok());
   ASSERT_TRUE(second.ReadResponse().ok());
   { HttpTestClient closing = std::move(second); }
+  // The place is free once the server has seen the close.
+  ASSERT_TRUE(Eventually([this] { return server_->stats().open_connections == 1; }, 10000));
   HttpTestClient fourth = Client();
   Result<HttpTestResponse> served = fourth.Request("GET", "/4");
   ASSERT_TRUE(served.ok()) << served.status().ToString();
@@ -384,8 +386,13 @@ TEST_F(HttpServerTest, StopAnswersRequestsInProgressAndRefusesLaterOnes) {
   HttpTestClient idle = Client();
   ASSERT_TRUE(idle.Request("GET", "/x").ok());
   HttpTestClient writing = Client();
-  ASSERT_TRUE(writing.Send("POST /w HTTP/1.1\r\nHost: x\r\nContent-Length: 8\r\n\r\nhalf").ok());
-  ASSERT_TRUE(Eventually([this] { return server_->stats().open_connections == 2; }, 10000));
+  // The 100 Continue proves the server has read the head before the stop
+  // begins (an accepted connection's thread may not have run yet).
+  ASSERT_TRUE(writing.Send("POST /w HTTP/1.1\r\nHost: x\r\nContent-Length: 8\r\nExpect: 100-continue\r\n\r\n").ok());
+  Result<HttpTestResponse> interim = writing.ReadResponse();
+  ASSERT_TRUE(interim.ok()) << interim.status().ToString();
+  ASSERT_EQ(interim->status, 100);
+  ASSERT_TRUE(writing.Send("half").ok());
   std::thread stopper([this] { server_->Stop(); });
   ASSERT_TRUE(Eventually([this] { return server_->stopping(); }, 10000));
   // The request in progress is finished and answered.

@@ -181,8 +181,10 @@ void HttpServer::Stop() {
   const auto wait_until = [&](int64_t deadline) {
     while (!all_finished() && env_->MonotonicNanos() < deadline) env_->SleepForMicros(10'000);
   };
-  // A handshake has no request to finish.
-  shut_down_where([](Phase phase) { return phase == Phase::kHandshake; });
+  // A TLS handshake has no request to finish. A plain connection whose
+  // thread has not run yet is also in kHandshake, but its request may already
+  // be waiting in the socket: it is answered like any other.
+  if (wrapper_) shut_down_where([](Phase phase) { return phase == Phase::kHandshake; });
   const int64_t drain_end = stop_started_nanos_.load() + int64_t{options_.drain_timeout_ms} * 1'000'000;
   wait_until(drain_end);
   drain_over_.store(true);
@@ -461,7 +463,16 @@ void HttpServer::ServeRequests(Connection* connection, TcpConnection* stream) {
       }
       SetPhase(connection, waiting_for == Wait::kRequest ? Phase::kWaiting : Phase::kReading);
       if (drain_over_.load(std::memory_order_acquire)) {
-        if (waiting_for == Wait::kRequest) return;
+        if (waiting_for == Wait::kRequest) {
+          // Bytes already waiting in the socket are a request that arrived
+          // (a busy gateway may not have run this thread yet): it is
+          // answered 503 like any other, not closed on.
+          Result<size_t> pending = stream->Read(chunk, sizeof(chunk), 0);
+          if (!pending.ok() || *pending == 0) return;
+          if (!reader.started() && buffer.empty()) begun_before_stop = false;
+          buffer.append(chunk, *pending);
+          continue;
+        }
         Count(&HttpServerStats::requests_refused_stopping);
         answer_and_end(StoppingResponse(), false);
         return;
