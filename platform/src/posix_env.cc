@@ -14,6 +14,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/timex.h>
 #include <sys/types.h>
 #include <termios.h>
 #include <unistd.h>
@@ -309,6 +310,27 @@ class PosixEnv final : public Env {
  public:
   int64_t NowUnixNanos() override { return ClockNanos(CLOCK_REALTIME); }
   int64_t MonotonicNanos() override { return ClockNanos(CLOCK_MONOTONIC); }
+
+  bool WallClockSynchronized() override {
+    // modes 0 only reads the kernel's clock discipline state. The return
+    // value is the clock state: TIME_ERROR when unsynchronised; STA_UNSYNC
+    // is the flag NTP clients clear once they have set the clock.
+    struct timex state = {};
+    const int clock_state = ::adjtimex(&state);
+    if (clock_state < 0 || clock_state == TIME_ERROR) return false;
+    return (state.status & STA_UNSYNC) == 0;
+  }
+
+  std::string BootId() override {
+    // The kernel makes a random UUID at each boot; reading it needs no
+    // privilege. A missing file (another kernel, a container without /proc)
+    // leaves the boot unknown.
+    auto id = ReadFileToString("/proc/sys/kernel/random/boot_id");
+    if (!id.ok()) return "";
+    std::string out = std::move(id).value();
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+    return out;
+  }
 
   void SleepForMicros(int64_t micros) override {
     if (micros <= 0) return;

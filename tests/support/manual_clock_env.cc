@@ -30,4 +30,20 @@ void ManualClockEnv::AdvanceNanos(int64_t nanos) {
 
 void ManualClockEnv::SetUnixNanos(int64_t unix_nanos) { unix_nanos_.store(unix_nanos); }
 
+bool ManualClockEnv::WallClockSynchronized() { return synchronized_.load(); }
+
+void ManualClockEnv::SetWallClockSynchronized(bool synchronized) { synchronized_.store(synchronized); }
+
+std::string ManualClockEnv::BootId() {
+  std::lock_guard lock(boot_id_mutex_);
+  return boot_id_;
+}
+
+void ManualClockEnv::SetBootId(std::string boot_id) {
+  std::lock_guard lock(boot_id_mutex_);
+  boot_id_ = std::move(boot_id);
+}
+
+void ManualClockEnv::SetMonotonicNanos(int64_t monotonic_nanos) { monotonic_nanos_.store(monotonic_nanos); }
+
 }  // namespace cairn

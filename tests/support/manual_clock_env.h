@@ -3,6 +3,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
+#include <string>
 
 #include "cairn/platform/env.h"
 
@@ -41,6 +43,22 @@ class ManualClockEnv : public EnvWrapper {
   // setting the date would; the monotonic clock does not move.
   void SetUnixNanos(int64_t unix_nanos);
 
+  // The kernel's synchronisation state as the test sets it; true at
+  // construction (the test decides what the true time is), false for a
+  // gateway that booted without a time source.
+  bool WallClockSynchronized() override;
+  void SetWallClockSynchronized(bool synchronized);
+
+  // The boot id as the test sets it ("manual-boot-1" at construction).
+  // Changing it is a reboot as far as monotonic offsets are concerned:
+  // tests pair it with SetMonotonicNanos.
+  std::string BootId() override;
+  void SetBootId(std::string boot_id);
+
+  // Sets the monotonic clock, as a reboot does (it restarts near 0); the
+  // wall clock does not move.
+  void SetMonotonicNanos(int64_t monotonic_nanos);
+
   // Total microseconds requested through SleepForMicros so far.
   int64_t SleptMicros() const { return slept_micros_.load(); }
 
@@ -48,6 +66,9 @@ class ManualClockEnv : public EnvWrapper {
   std::atomic<int64_t> unix_nanos_;
   std::atomic<int64_t> monotonic_nanos_;
   std::atomic<int64_t> slept_micros_{0};
+  std::atomic<bool> synchronized_{true};
+  mutable std::mutex boot_id_mutex_;
+  std::string boot_id_ = "manual-boot-1";
 };
 
 }  // namespace cairn

@@ -176,6 +176,20 @@ class Env {
   // Blocks the calling thread for at least `micros` microseconds.
   virtual void SleepForMicros(int64_t micros) = 0;
 
+  // Whether the kernel holds the wall clock synchronised to a time source
+  // (Linux: adjtimex answers neither TIME_ERROR nor STA_UNSYNC, which is
+  // what NTP daemons and systemd-timesyncd set once they have disciplined
+  // the clock). False when the kernel cannot tell, and on a gateway without
+  // RTC or network that booted at 1970 or at a saved time. Cheap (one
+  // system call); the answer can change at any moment.
+  virtual bool WallClockSynchronized() = 0;
+
+  // An identifier of the running boot of the machine, the same for every
+  // process until the next boot (Linux: /proc/sys/kernel/random/boot_id).
+  // MonotonicNanos values compare only within one boot id. Empty when the
+  // system does not say.
+  virtual std::string BootId() = 0;
+
   // ---- files ---------------------------------------------------------------
 
   // Opens a regular file (see OpenMode). NotFound when the file (kReadOnly)
@@ -277,6 +291,8 @@ class EnvWrapper : public Env {
   int64_t NowUnixNanos() override { return target_->NowUnixNanos(); }
   int64_t MonotonicNanos() override { return target_->MonotonicNanos(); }
   void SleepForMicros(int64_t micros) override { target_->SleepForMicros(micros); }
+  bool WallClockSynchronized() override { return target_->WallClockSynchronized(); }
+  std::string BootId() override { return target_->BootId(); }
   Result<std::unique_ptr<File>> OpenFile(const std::string& path, OpenMode mode) override {
     return target_->OpenFile(path, mode);
   }
