@@ -69,6 +69,7 @@ class ForwardingEngine : public Engine {
   EngineStats Stats() override { return target_->Stats(); }
   SyncQuotaStatus QuotaStatus() override { return target_->QuotaStatus(); }
   EngineHealth Health() override { return target_->Health(); }
+  ClockStatus Clock() override { return target_->Clock(); }
   Status Close() override { return target_->Close(); }
 
  private:

@@ -68,7 +68,7 @@ RecordRow RowOf(const SeriesIdentity& series, const Candidate& candidate) {
 Result<ChangeBatch> EngineImpl::ReadChanges(const std::string& table_name, uint64_t after_lsn,
                                             uint64_t through_lsn, size_t max_records) {
   if (max_records == 0) return Status::InvalidArgument("ReadChanges needs max_records > 0");
-  const int64_t now = env_->NowUnixNanos();
+  const int64_t now = clock_->ExpiryNow();  // ttl and retention by the deletion clock
   std::unordered_map<int64_t, SeriesIdentity> series_by_id;
   std::vector<Candidate> candidates;
   Period period = Period::kDay;
@@ -222,7 +222,7 @@ Result<ChangeBatch> EngineImpl::ReadChanges(const std::string& table_name, uint6
 
 Result<UnsyncedSummary> EngineImpl::SummarizeUnsynced(const std::string& table_name,
                                                       const LsnRangeSet& confirmed) {
-  const int64_t now = env_->NowUnixNanos();
+  const int64_t now = clock_->ExpiryNow();  // ttl and retention by the deletion clock
   UnsyncedSummary summary;
   Period period = Period::kDay;
   std::set<int64_t> period_starts;
@@ -257,7 +257,7 @@ Result<UnsyncedSummary> EngineImpl::SummarizeUnsynced(const std::string& table_n
       if (handle.status().Is(StatusCode::kNotFound)) continue;
       return handle.status();
     }
-    const bool past_retention = NextPeriodStart(period, start) <= now - retention_ns;
+    const bool past_retention = now != 0 && NextPeriodStart(period, start) <= now - retention_ns;
     std::lock_guard file_lock((*handle)->mutex);
     CAIRN_RETURN_IF_ERROR(ForEachUnconfirmedChunk(*(*handle)->file, confirmed, through, [&](ChunkRow& row) {
       uint64_t unsynced = 0;

@@ -1,6 +1,7 @@
 // EngineImpl: the Engine behind cairn/core/engine.h.
 //
 // Locks, in the order they may be taken:
+//   held_mutex_      the clock hold (engine_clock.cc); its holder may write
 //   writers_mutex_   the group-commit queue (never held during I/O)
 //   commit_mutex_    held by the leader through one group commit
 //   seal_mutex_      one seal / maintenance round at a time
@@ -26,6 +27,8 @@
 #include "cairn/core/engine.h"
 
 #include "engine/catalog.h"
+#include "engine/clock_trust.h"
+#include "engine/held_readings.h"
 #include "engine/health_board.h"
 #include "engine/series.h"
 #include "log/log_writer.h"
@@ -114,6 +117,7 @@ class EngineImpl final : public Engine {
   EngineStats Stats() override;
   SyncQuotaStatus QuotaStatus() override;
   EngineHealth Health() override;
+  ClockStatus Clock() override;
   Status Close() override;
 
  private:
@@ -144,6 +148,22 @@ class EngineImpl final : public Engine {
   void CountOutcomes(const std::vector<PendingWrite*>& group);
   void ApplyToHead(Series& series, ChunkRecord record, uint64_t lsn);
   Status ReplayRecord(const std::string& table, Record& record, uint64_t lsn);
+
+  // ---- clock trust (engine_clock.cc) ----
+  // Opens the clock and the hold, and stamps what the hold can stamp now.
+  Status OpenClock();
+  // Stamps the records the receiver stamped (Record::receiver_time) with
+  // the trusted clock, or holds them while it is untrusted; the rest go to
+  // WriteAdmitted as they are.
+  Result<WriteResult> WriteThroughClock(const std::string& table, const std::vector<Record>& records);
+  // Holds `records` (receiver-stamped, untrusted clock) filling `out`.
+  void HoldRecords(const std::string& table, const std::vector<Record>& records,
+                   const std::vector<size_t>& indexes, WriteResult* out);
+  // Writes held readings whose boot has (or now gets) an offset into their
+  // tables and keeps the rest held.
+  Status ResolveHeld();
+  // Raises or clears the clock's health problem.
+  void UpdateClockHealth();
 
   // ---- reads (engine_query.cc) ----
   struct SeriesSnapshot;
@@ -201,6 +221,15 @@ class EngineImpl final : public Engine {
   HealthBoard health_;
   std::unique_ptr<Catalog> catalog_;
   std::unique_ptr<LogWriter> log_;
+  std::unique_ptr<ClockTrust> clock_;
+
+  // The clock hold and what it did; the counters are read without the mutex.
+  std::mutex held_mutex_;
+  std::unique_ptr<HeldReadings> held_;
+  std::string boot_id_;
+  std::atomic<uint64_t> held_now_{0}, readings_held_{0}, readings_restamped_{0}, readings_estimated_{0},
+      restamps_refused_{0};
+  std::string hold_error_;  // under held_mutex_
 
   // Group commit queue.
   std::mutex writers_mutex_;

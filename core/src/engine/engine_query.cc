@@ -235,7 +235,7 @@ Result<RangeResult> EngineImpl::Range(const RangeQuery& query) {
       }
     }
   }
-  const int64_t now = env_->NowUnixNanos();
+  const int64_t now = clock_->ExpiryNow();  // ttl by the deletion clock (clock_trust.h)
   // One more than the limit per series, plus the row the token names.
   const size_t per_series_limit = query.limit == 0 ? 0 : query.limit + 2;
   struct Candidate {
@@ -313,7 +313,7 @@ Result<std::vector<RecordRow>> EngineImpl::LatestLocked(const std::string& table
                                                         const std::string& measure_name) {
   for (const std::string& d : devices)
     CAIRN_RETURN_IF_ERROR(ValidateIdentifier("device_id", d, kMaxDeviceIdBytes));
-  const int64_t now = env_->NowUnixNanos();
+  const int64_t now = clock_->ExpiryNow();  // ttl by the deletion clock (clock_trust.h)
   std::vector<RecordRow> rows;
   std::vector<SeriesSnapshot> to_compute;
   {
@@ -405,7 +405,7 @@ Result<AggregateResult> EngineImpl::Aggregate(const AggregateQuery& query) {
     return Status::InvalidArgument("field '" + query.field + "' is " + std::string(FieldTypeName(type)) +
                                    "; aggregates need a double or int64 field");
   }
-  const int64_t now = env_->NowUnixNanos();
+  const int64_t now = clock_->ExpiryNow();  // ttl by the deletion clock (clock_trust.h)
   const auto as_double = [](const Value& v) {
     return std::holds_alternative<double>(v) ? std::get<double>(v)
                                              : static_cast<double>(std::get<int64_t>(v));

@@ -250,7 +250,9 @@ Status EngineImpl::SealWhere(const std::function<bool(const Series&)>& due) {
   }
   if (jobs.empty()) return AdvanceCheckpoint();
 
-  const int64_t now = env_->NowUnixNanos();
+  // Head records of periods past retention are dropped only by a clock that
+  // may delete (clock_trust.h): never on an untrusted or stepped clock.
+  const std::optional<int64_t> deletion_now = clock_->DeletionNow();
   // What each period file receives, and which head entries that covers.
   struct PeriodBatch {
     TableState* table;
@@ -263,7 +265,8 @@ Status EngineImpl::SealWhere(const std::function<bool(const Series&)>& due) {
   std::vector<std::pair<Job*, std::pair<size_t, size_t>>> past_retention;
   for (Job& job : jobs) {
     const Period period = job.table->info.options.period;
-    const int64_t oldest_kept = now - job.table->info.options.retention_seconds * kNanosPerSecond;
+    const int64_t oldest_kept =
+        deletion_now ? *deletion_now - job.table->info.options.retention_seconds * kNanosPerSecond : INT64_MIN;
     for (size_t begin = 0; begin < job.entries.size();) {
       const int64_t start = PeriodStart(period, job.entries[begin].record.timestamp);
       const int64_t next = NextPeriodStart(period, start);
@@ -393,7 +396,8 @@ Status EngineImpl::AdvanceCheckpoint() {
 
 Status EngineImpl::CompactPeriod(const std::string& table, Period period, int64_t start) {
   CAIRN_ASSIGN_OR_RETURN(auto handle, GetPeriodFile(table, period, start, PeriodAccess::kWrite));
-  const int64_t now = env_->NowUnixNanos();
+  // Compaction drops expired records for good: by the deletion clock only.
+  const int64_t now = clock_->ExpiryNow();
   std::lock_guard file_lock(handle->mutex);
   CAIRN_ASSIGN_OR_RETURN(bool compacted, handle->file->IsCompacted());
   if (compacted) return Status::Ok();
@@ -422,7 +426,16 @@ Status EngineImpl::CompactPeriod(const std::string& table, Period period, int64_
 }
 
 Status EngineImpl::Maintain() {
-  const int64_t now = env_->NowUnixNanos();
+  // The clock first: trust arriving stamps the hold before anything else.
+  if (clock_->Poll()) (void)ResolveHeld();
+  (void)clock_->SaveIfDue(/*force=*/false);
+  UpdateClockHealth();
+  // Period files are created, compacted and dropped by the deletion clock
+  // (clock_trust.h), never by a raw wall clock that may read 1970 or have
+  // jumped a year: while it is unknown, nothing is created ahead (seals
+  // create the files their data needs, keyed by the data's timestamps),
+  // compacted or dropped.
+  const std::optional<int64_t> deletion_now = clock_->DeletionNow();
   const int64_t now_monotonic = env_->MonotonicNanos();
   // 1. Seal what is due: full heads, old heads, heads holding a closed
   //    period, and the largest heads while over the memory budget.
@@ -487,6 +500,8 @@ Status EngineImpl::Maintain() {
     return !unsynced.ok() || *unsynced;
   };
   for (TablePeriods& t : tables) {
+    if (!deletion_now) break;
+    const int64_t now = *deletion_now;
     const int64_t current = PeriodStart(t.period, now);
     for (int64_t start : {current, NextPeriodStart(t.period, current)}) {
       if (t.starts.count(start)) continue;
@@ -614,6 +629,9 @@ Status EngineImpl::Close() {
   std::lock_guard commit(commit_mutex_);
   std::lock_guard seal(seal_mutex_);
   Status status;
+  // The last trusted time is a lower bound the next start checks the clock
+  // against; a failure to save it loses nothing acknowledged.
+  if (clock_) (void)clock_->SaveIfDue(/*force=*/true);
   if (log_) status = log_->Close();
   {
     std::lock_guard lock(period_cache_mutex_);

@@ -15,11 +15,6 @@ namespace {
 
 constexpr int64_t kNanosPerSecond = 1'000'000'000;
 
-// How far ahead of the gateway's clock a timestamp may be. A gateway without
-// an RTC may boot with a wrong clock; a sensor with a clock far in the future
-// would otherwise create period files that retention never reaches.
-constexpr int64_t kMaxFutureSkewNanos = 86400 * kNanosPerSecond;
-
 }  // namespace
 
 std::string VfsNameFor(Env* env) {
@@ -70,6 +65,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(Env* env, const std::string& data_d
   }
   if (quota.check_interval_ms < 0)
     return Status::InvalidArgument("the sync quota's check interval is negative");
+  CAIRN_RETURN_IF_ERROR(ValidateClockOptions(options.clock));
   auto engine = std::make_unique<EngineImpl>(env, data_dir, options);
   CAIRN_RETURN_IF_ERROR(engine->OpenAndRecover(report));
   return std::unique_ptr<Engine>(std::move(engine));
@@ -93,7 +89,10 @@ struct EngineImpl::AcceptedRecord {
 };
 
 EngineImpl::EngineImpl(Env* env, std::string data_dir, const EngineOptions& options)
-    : env_(env), data_dir_(std::move(data_dir)), options_(options) {
+    : env_(env),
+      data_dir_(std::move(data_dir)),
+      options_(options),
+      clock_(std::make_unique<ClockTrust>(env, data_dir_, options.clock)) {
   quota_.enabled = options.sync_quota.max_unsynced_bytes != 0 || options.sync_quota.min_free_bytes != 0;
   quota_.policy = options.sync_quota.policy;
   quota_.max_unsynced_bytes = options.sync_quota.max_unsynced_bytes;
@@ -213,6 +212,7 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
   if (Status failure = log_->Failure(); !failure.ok()) {
     (void)ReportWriteFailure(env_, data_dir_, "the write-ahead log", failure, health_);
   }
+  CAIRN_RETURN_IF_ERROR(OpenClock());
 
   if (options_.maintenance_interval_ms > 0) {
     maintenance_thread_ = env_->StartThread([this] { MaintenanceLoop(); });
@@ -342,12 +342,12 @@ Result<TableInfo> EngineImpl::GetTable(const std::string& name) {
 Result<WriteResult> EngineImpl::Write(const std::string& table, const std::vector<Record>& records) {
   // Refused before the log: nothing of a refused batch is stored.
   CAIRN_RETURN_IF_ERROR(AdmitUnderQuota(table, /*received=*/false));
-  return WriteAdmitted(table, records);
+  return WriteThroughClock(table, records);
 }
 
 Result<WriteResult> EngineImpl::WriteReceived(const std::string& table, const std::vector<Record>& records) {
   CAIRN_RETURN_IF_ERROR(AdmitUnderQuota(table, /*received=*/true));
-  return WriteAdmitted(table, records);
+  return WriteThroughClock(table, records);
 }
 
 Result<WriteResult> EngineImpl::WriteAdmitted(const std::string& table, const std::vector<Record>& records) {
@@ -518,6 +518,10 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
     std::unique_lock state(state_mutex_);
     if (closed_) return Status::FailedPrecondition("engine is closed");
     const int64_t now = env_->NowUnixNanos();
+    // Retention refuses old readings only by a clock that may delete: on an
+    // untrusted clock (1970, or stepped a year ahead) it would refuse the
+    // very readings it cannot judge.
+    const std::optional<int64_t> deletion_now = clock_->DeletionNow();
     std::unordered_map<const Series*, std::map<int64_t, uint64_t>> pending;
     // Series created or whose schema or dimensions changed, with their table.
     std::map<Series*, const std::string*> changed_series;
@@ -536,7 +540,8 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
         continue;
       }
       TableState& table = *table_it->second;
-      const int64_t oldest_allowed = now - table.info.options.retention_seconds * kNanosPerSecond;
+      const int64_t oldest_allowed =
+          deletion_now ? *deletion_now - table.info.options.retention_seconds * kNanosPerSecond : INT64_MIN;
       for (size_t i = 0; i < records.size(); ++i) {
         const Record& r = records[i];
         RecordResult& out = w->result.records[i];
@@ -553,10 +558,13 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
                   std::to_string(table.info.options.retention_seconds) + " s");
           continue;
         }
-        if (r.timestamp > now && r.timestamp - now > kMaxFutureSkewNanos) {
-          invalid("timestamp " + std::to_string(r.timestamp) +
-                  " is more than a day ahead of the gateway clock");
-          continue;
+        // The receiver's own stamps come from the trusted clock (or from
+        // the hold, stamped by it): only a client's timestamp is judged.
+        if (!r.receiver_time) {
+          if (std::string why = clock_->CheckClientTimestamp(r.timestamp, now); !why.empty()) {
+            invalid(std::move(why));
+            continue;
+          }
         }
         // Types must agree with the series before anything changes.
         auto series_it = table.series.find(std::make_pair(r.device_id, r.measure_name));

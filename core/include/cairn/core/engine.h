@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cairn/core/clock.h"
 #include "cairn/core/health.h"
 #include "cairn/core/record.h"
 #include "cairn/core/sync_ledger.h"
@@ -117,6 +118,10 @@ struct EngineOptions {
   // The series limit of tables whose max_series is 0 (TableOptions). A
   // series costs a few hundred bytes for as long as its table exists.
   uint64_t default_max_series = 100'000;
+
+  // When the wall clock is trusted, and the bounds on client timestamps
+  // (cairn/core/clock.h).
+  ClockOptions clock;
 };
 
 // What happened to one record of a write batch.
@@ -439,6 +444,10 @@ class Engine {
   // files, writes refused for lack of space, and the like. Cheap; never
   // touches the disk.
   virtual EngineHealth Health() = 0;
+
+  // Whether the wall clock is trusted, the readings waiting for it and what
+  // clock trust did since Open (cairn/core/clock.h). Cheap.
+  virtual ClockStatus Clock() = 0;
 
   // Seals nothing, syncs the log, releases the lock. Idempotent.
   virtual Status Close() = 0;

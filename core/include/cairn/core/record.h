@@ -62,6 +62,10 @@ struct Record {
   // Series metadata (site, rack, firmware ...): stored once per series in the
   // catalog, latest write wins. Empty leaves the stored dimensions unchanged.
   std::map<std::string, std::string> dimensions;
+  // True when the client gave no timestamp and `timestamp` is the receiver's
+  // clock at arrival: the engine then stamps the record itself with its
+  // trusted clock, or holds it until the clock is trusted (cairn/core/clock.h).
+  bool receiver_time = false;
 };
 
 // Limits of the data model (DESIGN §3).
