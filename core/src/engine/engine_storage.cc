@@ -427,7 +427,10 @@ Status EngineImpl::CompactPeriod(const std::string& table, Period period, int64_
 
 Status EngineImpl::Maintain() {
   // The clock first: trust arriving stamps the hold before anything else.
-  if (clock_->Poll()) (void)ResolveHeld();
+  // Later rounds retry what could not be written (a full disk) and what a
+  // writer held while trust was arriving.
+  const bool trust_arrived = clock_->Poll();
+  if (trust_arrived || (held_now_ > 0 && clock_->Trusted())) (void)ResolveHeld();
   (void)clock_->SaveIfDue(/*force=*/false);
   UpdateClockHealth();
   // Period files are created, compacted and dropped by the deletion clock
