@@ -202,6 +202,32 @@ TEST_F(EngineCommandsTest, PutWithoutTimestampUsesTheClockAndHonoursPrecision) {
             "error: --precision: unknown timestamp precision 'd' (ns, us, ms, s, m or h)\n");
 }
 
+// A gateway that booted at 1970 without a time source.
+class EngineCommandsUntrustedClockTest : public EngineCommandsTest {
+ protected:
+  EngineCommandsUntrustedClockTest() {
+    clock_.SetUnixNanos(9 * kSecond);
+    clock_.SetWallClockSynchronized(false);
+  }
+};
+
+TEST_F(EngineCommandsUntrustedClockTest, PutWithoutTimestampIsHeldUntilTheClockIsTrusted) {
+  const std::string out = Run("put sensors env,device=d1 v=1");
+  EXPECT_TRUE(Contains(out, "outcome  held\n")) << out;
+  EXPECT_TRUE(Contains(out, "stamped when the clock is trusted")) << out;
+  EXPECT_TRUE(Contains(Run("stats --json"), "\"clock_held_readings\":1,")) << Run("stats --json");
+  EXPECT_TRUE(Contains(Run("health"), "problem.clock.untrusted")) << Run("health");
+
+  clock_.SetUnixNanos(kNow);
+  clock_.SetWallClockSynchronized(true);
+  ASSERT_TRUE(engine_->Maintain().ok());
+  const std::string stats = Run("stats --json");
+  EXPECT_TRUE(Contains(stats, "\"clock_held_readings\":0,")) << stats;
+  EXPECT_TRUE(Contains(stats, "\"clock_readings_restamped\":1,")) << stats;
+  EXPECT_FALSE(Contains(Run("health"), "problem.clock.untrusted"));
+  EXPECT_TRUE(Contains(Run("latest sensors d1"), "2023-11-14T22:13:20Z")) << Run("latest sensors d1");
+}
+
 TEST_F(EngineCommandsTest, PutTakesTheLineVerbatim) {
   // Quotes, backslashes and runs of spaces reach the line-protocol parser as typed.
   Put(R"(note,device=d1,room=living\ room text="say \"hi\", twice",n=1i  1699999990000000000)");
@@ -231,7 +257,8 @@ TEST_F(EngineCommandsTest, PutReportsDuplicatesAndRejections) {
             "2592000 s\n");
   EXPECT_EQ(
       Run("put sensors env,device=d1 v=1 1800000000000000000"),
-      "error: put: invalid: timestamp 1800000000000000000 is more than a day ahead of the gateway clock\n");
+      "error: put: invalid: timestamp 1800000000000000000 is more than 86400 s ahead of the gateway's trusted "
+      "clock (1700000000000000000)\n");
 }
 
 TEST_F(EngineCommandsTest, PutRefusesBadLinesWithTheReason) {

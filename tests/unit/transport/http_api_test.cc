@@ -14,6 +14,7 @@
 #include "cairn/transport/engine_commands.h"
 #include "cairn/transport/json_value.h"
 
+#include "manual_clock_env.h"
 #include "test_dirs.h"
 
 namespace cairn {
@@ -474,6 +475,48 @@ TEST_F(HttpApiTest, MetricsCountRequestsWritesAndFailures) {
   EXPECT_NE(text.find("cairn_http_request_duration_seconds_count{route=\"/write\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("# TYPE cairn_engine_log_bytes gauge\n"), std::string::npos);
   EXPECT_NE(text.find("cairn_disk_free_bytes "), std::string::npos);
+  EXPECT_NE(text.find("# TYPE cairn_clock_held_readings gauge\n"), std::string::npos);
+}
+
+// A gateway that booted at 1970 without a time source: a line without a
+// timestamp is acknowledged, waits for the clock, and is stamped exactly
+// when the clock is set; /metrics and /healthz say so meanwhile.
+// The clock is a base so that it outlives the engine the fixture holds.
+struct ManualClockHolder {
+  ManualClockEnv manual_{Env::Default()};
+};
+
+class HttpApiUntrustedClockTest : protected ManualClockHolder, public HttpApiTest {
+ protected:
+  HttpApiUntrustedClockTest() {
+    manual_.SetUnixNanos(9 * kSecond);
+    manual_.SetWallClockSynchronized(false);
+    env_ = &manual_;
+  }
+};
+
+TEST_F(HttpApiUntrustedClockTest, ALineWithoutATimestampWaitsForTheClockAndIsStampedExactly) {
+  ASSERT_EQ(Call("POST", "/write?db=sensors", writer_, "env,device=d1 temperature=20.5\n").status, 204);
+  std::string metrics = Call("GET", "/metrics", reader_).body;
+  EXPECT_NE(metrics.find("cairn_clock_trusted 0\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("cairn_clock_held_readings 1\n"), std::string::npos);
+  EXPECT_EQ(engine_->Latest("sensors", "d1")->size(), 0u);
+  EXPECT_NE(Call("GET", "/healthz", reader_).body.find("clock.untrusted"), std::string::npos);
+
+  const int64_t true_time = int64_t{1'799'913'600} * kSecond;
+  manual_.AdvanceSeconds(5);
+  manual_.SetUnixNanos(true_time);
+  manual_.SetWallClockSynchronized(true);
+  ASSERT_TRUE(engine_->Maintain().ok());
+  Result<std::vector<RecordRow>> latest = engine_->Latest("sensors", "d1");
+  ASSERT_TRUE(latest.ok());
+  ASSERT_EQ(latest->size(), 1u);
+  // It arrived 5 s (monotonic) before the clock was set.
+  EXPECT_EQ((*latest)[0].timestamp, true_time - 5 * kSecond);
+  metrics = Call("GET", "/metrics", reader_).body;
+  EXPECT_NE(metrics.find("cairn_clock_readings_total{outcome=\"restamped\"} 1\n"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("cairn_clock_held_readings 0\n"), std::string::npos);
 }
 
 }  // namespace

@@ -254,6 +254,9 @@ TEST(LineProtocolTest, PrecisionScalesTimestamps) {
 
 TEST(LineProtocolTest, AMissingTimestampIsTheDefaultTruncatedToThePrecision) {
   EXPECT_EQ(Parse("m,device=d v=1").timestamp, kNow);
+  // Marked, so that the engine stamps it only with a trusted clock.
+  EXPECT_TRUE(Parse("m,device=d v=1").receiver_time);
+  EXPECT_FALSE(Parse("m,device=d v=1 1700000000000000000").receiver_time);
   EXPECT_EQ(Parse("m,device=d v=1", Options(TimestampPrecision::kMicroseconds)).timestamp,
             int64_t{1'700'000'000'123'456'000});
   EXPECT_EQ(Parse("m,device=d v=1", Options(TimestampPrecision::kMilliseconds)).timestamp,

@@ -6,6 +6,7 @@
 #include <set>
 #include <span>
 
+#include "cairn/transport/clock_metrics.h"
 #include "cairn/transport/engine_commands.h"
 #include "cairn/transport/json_value.h"
 #include "cairn/transport/json_writer.h"
@@ -402,6 +403,7 @@ HttpResponse HttpApi::Metrics() {
   response.content_type = "text/plain; version=0.0.4; charset=utf-8";
   response.body = metrics_->RenderPrometheus(
       engine_->Stats(), server_stats_ ? server_stats_() : HttpServerStats(), free.ok() ? *free : 0);
+  response.body += RenderClockMetrics(engine_->Clock());
   if (options_.extra_metrics) response.body += options_.extra_metrics();
   return response;
 }

@@ -156,6 +156,7 @@ Result<Record> ReadingToRecord(const JsonValue& reading, const LineProtocolOptio
   if (!has_time) {
     // As line protocol: the receiver's clock, truncated to the precision.
     record.timestamp = options.default_timestamp - options.default_timestamp % unit;
+    record.receiver_time = true;  // the engine stamps or holds it by its trusted clock
   }
   CAIRN_RETURN_IF_ERROR(ValidateRecord(record));
   return record;

@@ -146,6 +146,7 @@ class LineParser {
       if (pos_ < line_.size()) return SyntaxError("unexpected text after the timestamp");
     } else {
       record.timestamp = TruncateToUnit(options_.default_timestamp, NanosPerUnit(options_.precision));
+      record.receiver_time = true;  // the engine stamps or holds it by its trusted clock
     }
 
     auto device = tags.find(options_.device_tag);

@@ -614,19 +614,27 @@ class EngineCommands {
         break;
     }
     const bool stored = outcome.outcome == WriteOutcome::kStored;
+    // A point without a time that met an untrusted clock is stored in the
+    // clock hold, without an LSN or a time yet (cairn/core/clock.h).
+    const bool held = stored && written->first_lsn == 0;
     std::vector<CommandResult::Entry> entries = {
-        {"outcome", std::string(stored ? "stored" : "duplicate")},
+        {"outcome", std::string(held ? "held" : stored ? "stored" : "duplicate")},
         {"table", table},
         {"device", point.device_id},
         {"measure", point.measure_name},
-        {"time", TimeValue(point.timestamp)},
     };
-    if (stored) entries.emplace_back("lsn", Count(written->first_lsn));
+    if (held) {
+      entries.emplace_back("time", std::string("stamped when the clock is trusted"));
+    } else {
+      entries.emplace_back("time", TimeValue(point.timestamp));
+    }
+    if (stored && !held) entries.emplace_back("lsn", Count(written->first_lsn));
     return CommandResult::KeyValues(std::move(entries));
   }
 
   CommandResult Stats(const CommandInvocation&) {
     const EngineStats stats = engine_->Stats();
+    const ClockStatus clock = engine_->Clock();
     return CommandResult::KeyValues({
         {"records_written", Count(stats.records_written)},
         {"records_duplicate", Count(stats.records_duplicate)},
@@ -642,6 +650,14 @@ class EngineCommands {
         {"chunks_sealed", Count(stats.chunks_sealed)},
         {"log_bytes", Count(stats.log_bytes)},
         {"period_file_bytes", Count(stats.period_file_bytes)},
+        // Clock trust (cairn/core/clock.h): readings without a timestamp
+        // waiting for a trusted clock, and what became of those that waited.
+        {"clock_trusted", clock.trusted ? "yes" : "no"},
+        {"clock_held_readings", Count(clock.held_readings)},
+        {"clock_readings_restamped", Count(clock.readings_restamped)},
+        {"clock_readings_estimated", Count(clock.readings_estimated)},
+        {"clock_restamps_refused", Count(clock.restamps_refused)},
+        {"clock_timestamps_refused", Count(clock.timestamps_refused)},
     });
   }
 

@@ -20,7 +20,9 @@
 // t/T/true/True/TRUE and f/F/false/False/FALSE. NaN, infinities and numbers
 // that overflow their type are refused. The timestamp is an integer in the
 // chosen precision; a line without one gets the caller's default, truncated
-// to that precision (InfluxDB's behaviour).
+// to that precision (InfluxDB's behaviour), and is marked
+// Record::receiver_time so that the engine stamps it only with a trusted
+// clock (cairn/core/clock.h).
 //
 // Mapping to cairn (DESIGN §3): the tag named by `device_tag` is the
 // record's device_id, the measurement is its measure_name, the other tags are
