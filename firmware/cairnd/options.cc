@@ -6,6 +6,8 @@
 #include <set>
 #include <string_view>
 
+#include "cairnd/clock_option.h"
+
 namespace cairn::cairnd {
 
 namespace {
@@ -57,6 +59,7 @@ constexpr FlagSpec kFlags[] = {
     {"--sync-downsample-step", "SECONDS"},
     {"--mqtt-input-broker", "URI"},
     {"--mqtt-input", "ROUTES"},
+    {"--clock", "SPEC"},
     {"--repair-log", ""},
     {"--help", ""},
     {"--version", ""},
@@ -234,6 +237,13 @@ std::string UsageText() {
          "  --max-series N      series (device x measure) a table may hold unless it sets its\n"
          "                      own max_series; records that would start more are refused\n"
          "                      (default 100000)\n"
+         "  --clock SPEC        clock trust, comma-separated: trust=auto (default: the kernel's\n"
+         "                      NTP state, or a clock past 2024 and not behind the last trusted\n"
+         "                      time), trust=ntp (the kernel's NTP state only) or trust=always;\n"
+         "                      future_tolerance=S (client timestamps more than S s ahead of a\n"
+         "                      trusted clock are refused; default 86400), horizon=UNIX_SECONDS\n"
+         "                      (earlier ones are refused), max_held=N (readings without a\n"
+         "                      timestamp that wait for a trusted clock; default 100000)\n"
          "\n"
          "Sync to the cloud over MQTT (every acknowledged reading, nothing lost, nothing\n"
          "sent twice into the cloud store; see `sync` in the shell and GET /v1/sync):\n"
@@ -427,6 +437,8 @@ Result<ParsedCommandLine> ParseCommandLine(std::span<const char* const> words) {
                                        " s does not divide an hour (e.g. 10, 60, 300, 900)");
       }
       parsed.options.engine.sync_quota.downsample_step_seconds = seconds;
+    } else if (flag->name == "--clock") {
+      CAIRN_RETURN_IF_ERROR(ParseClockOption(*value, &parsed.options.engine.clock));
     } else if (flag->name == "--mqtt-input-broker") {
       parsed.options.mqtt_input_broker = std::string(*value);
     } else if (flag->name == "--mqtt-input") {
