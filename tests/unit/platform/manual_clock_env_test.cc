@@ -43,6 +43,19 @@ TEST(ManualClockEnvTest, SetUnixNanosJumpsTheWallClockOnly) {
   EXPECT_EQ(env.MonotonicNanos(), mono);
 }
 
+TEST(ManualClockEnvTest, SynchronisationAndBootAreTheTestsToSet) {
+  ManualClockEnv env(Env::Default());
+  EXPECT_TRUE(env.WallClockSynchronized());
+  EXPECT_EQ(env.BootId(), "manual-boot-1");
+  env.SetWallClockSynchronized(false);
+  env.SetBootId("boot-2");
+  env.SetMonotonicNanos(3'000'000'000);
+  EXPECT_FALSE(env.WallClockSynchronized());
+  EXPECT_EQ(env.BootId(), "boot-2");
+  EXPECT_EQ(env.MonotonicNanos(), 3'000'000'000);
+  EXPECT_EQ(env.NowUnixNanos(), ManualClockEnv::kDefaultStartUnixNanos);  // the wall clock did not move
+}
+
 TEST(ManualClockEnvTest, SleepAdvancesInsteadOfWaiting) {
   ManualClockEnv env(Env::Default());
   const int64_t wall = env.NowUnixNanos();

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/timex.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -66,6 +67,24 @@ TEST_F(PosixEnvTest, MonotonicClockNeverGoesBack) {
     ASSERT_GE(now, previous);
     previous = now;
   }
+}
+
+TEST_F(PosixEnvTest, TheBootIdIsTheKernelsAndStable) {
+  const std::string id = env_->BootId();
+  Result<std::string> kernel = env_->ReadFileToString("/proc/sys/kernel/random/boot_id");
+  if (!kernel.ok()) GTEST_SKIP() << "this system does not name its boots";
+  EXPECT_EQ(id + "\n", *kernel);
+  EXPECT_EQ(id.size(), 36u);  // a UUID
+  EXPECT_EQ(env_->BootId(), id);
+}
+
+TEST_F(PosixEnvTest, WallClockSynchronisationAgreesWithTheKernel) {
+  // The answer depends on the machine; it must be what the kernel's clock
+  // discipline state says, read here directly.
+  struct timex state = {};
+  const int clock_state = ::adjtimex(&state);
+  const bool expected = clock_state >= 0 && clock_state != TIME_ERROR && (state.status & STA_UNSYNC) == 0;
+  EXPECT_EQ(env_->WallClockSynchronized(), expected);
 }
 
 TEST_F(PosixEnvTest, SleepLastsAtLeastTheRequestedTime) {
