@@ -26,6 +26,48 @@ std::string ProcessBootId(Env* env) {
   return id;
 }
 
+// Records the offset of every boot whose held readings can be stamped now:
+// this boot's once the clock is trusted (exact), an earlier boot's as an
+// estimate. A boot already resolved keeps its offset.
+Status DecideBootOffsets(HeldReadings& held, ClockTrust& clock, const std::string& this_boot) {
+  const bool trusted = clock.Trusted();
+  // Wall time at monotonic 0 of this boot: every earlier boot ended before it.
+  const int64_t this_boot_start = clock.TrustedOffsetNanos();
+  struct BootSpan {
+    int64_t max_monotonic = INT64_MIN;
+    int64_t last_trusted = 0;
+  };
+  std::map<std::string, BootSpan> boots;
+  for (const HeldReading& r : held.readings()) {
+    BootSpan& span = boots[r.boot_id];
+    span.max_monotonic = std::max(span.max_monotonic, r.monotonic_ns);
+    span.last_trusted = std::max(span.last_trusted, r.last_trusted_ns);
+  }
+  for (const auto& [boot, span] : boots) {
+    if (held.resolutions().count(boot)) continue;
+    BootResolution resolution;
+    if (boot == this_boot) {
+      if (!trusted) continue;  // exact stamps come with trust in this boot
+      resolution.offset_ns = clock.TrustedOffsetNanos();
+    } else {
+      // The boot never saw trust. It started after its last trusted time
+      // (the best lower bound) and ended before this boot started (an upper
+      // bound once this boot's clock is trusted).
+      resolution.estimated = true;
+      if (span.last_trusted > 0) {
+        resolution.offset_ns = span.last_trusted;
+        if (trusted) resolution.offset_ns = std::min(resolution.offset_ns, this_boot_start - span.max_monotonic);
+      } else if (trusted) {
+        resolution.offset_ns = this_boot_start - span.max_monotonic;
+      } else {
+        continue;  // nothing to estimate from yet
+      }
+    }
+    CAIRN_RETURN_IF_ERROR(held.Resolve(boot, resolution));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status EngineImpl::OpenClock() {
@@ -169,43 +211,9 @@ void EngineImpl::HoldRecords(const std::string& table, const std::vector<Record>
 Status EngineImpl::ResolveHeld() {
   std::lock_guard lock(held_mutex_);
   if (held_->readings().empty()) return Status::Ok();
-  const bool trusted = clock_->Trusted();
-  // Wall time at monotonic 0 of this boot: every earlier boot ended before it.
-  const int64_t this_boot_start = clock_->TrustedOffsetNanos();
-  struct BootSpan {
-    int64_t max_monotonic = INT64_MIN;
-    int64_t last_trusted = 0;
-  };
-  std::map<std::string, BootSpan> boots;
-  for (const HeldReading& r : held_->readings()) {
-    BootSpan& span = boots[r.boot_id];
-    span.max_monotonic = std::max(span.max_monotonic, r.monotonic_ns);
-    span.last_trusted = std::max(span.last_trusted, r.last_trusted_ns);
-  }
-  for (const auto& [boot, span] : boots) {
-    if (held_->resolutions().count(boot)) continue;
-    BootResolution resolution;
-    if (boot == boot_id_) {
-      if (!trusted) continue;  // exact stamps come with trust in this boot
-      resolution.offset_ns = clock_->TrustedOffsetNanos();
-    } else {
-      // The boot never saw trust. It started after its last trusted time
-      // (the best lower bound) and ended before this boot started (an upper
-      // bound once this boot's clock is trusted).
-      resolution.estimated = true;
-      if (span.last_trusted > 0) {
-        resolution.offset_ns = span.last_trusted;
-        if (trusted) resolution.offset_ns = std::min(resolution.offset_ns, this_boot_start - span.max_monotonic);
-      } else if (trusted) {
-        resolution.offset_ns = this_boot_start - span.max_monotonic;
-      } else {
-        continue;  // nothing to estimate from yet
-      }
-    }
-    if (Status resolved = held_->Resolve(boot, resolution); !resolved.ok()) {
-      hold_error_ = resolved.message();
-      return resolved;
-    }
+  if (Status decided = DecideBootOffsets(*held_, *clock_, boot_id_); !decided.ok()) {
+    hold_error_ = decided.message();
+    return decided;
   }
   // Stamp what has a resolution, one table at a time in arrival order.
   std::map<std::string, std::vector<Record>> by_table;
