@@ -23,6 +23,7 @@
 
 #include "posix_error.h"
 #include "posix_net.h"
+#include "posix_write_counters.h"
 
 namespace cairn {
 namespace {
@@ -479,6 +480,11 @@ class PosixEnv final : public Env {
     struct statvfs info = {};
     if (::statvfs(path.c_str(), &info) != 0) return PosixError("statvfs", path, errno);
     return static_cast<uint64_t>(info.f_bavail) * static_cast<uint64_t>(info.f_frsize);
+  }
+
+  Result<uint64_t> ProcessBytesWritten() override { return platform_internal::ReadProcessBytesWritten(); }
+  Result<BlockDeviceWrites> BlockDeviceWritesOf(const std::string& path) override {
+    return platform_internal::ReadBlockDeviceWrites(path);
   }
 
   Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) override {

@@ -70,6 +70,7 @@ class ForwardingEngine : public Engine {
   SyncQuotaStatus QuotaStatus() override { return target_->QuotaStatus(); }
   EngineHealth Health() override { return target_->Health(); }
   ClockStatus Clock() override { return target_->Clock(); }
+  FlashWearStatus FlashWear() override { return target_->FlashWear(); }
   Status Close() override { return target_->Close(); }
 
  private:

@@ -29,6 +29,7 @@
 #include "engine/catalog.h"
 #include "engine/clock_trust.h"
 #include "engine/held_readings.h"
+#include "engine/flash_wear_monitor.h"
 #include "engine/health_board.h"
 #include "engine/series.h"
 #include "log/log_writer.h"
@@ -118,6 +119,7 @@ class EngineImpl final : public Engine {
   SyncQuotaStatus QuotaStatus() override;
   EngineHealth Health() override;
   ClockStatus Clock() override;
+  FlashWearStatus FlashWear() override;
   Status Close() override;
 
  private:
@@ -219,6 +221,9 @@ class EngineImpl final : public Engine {
   std::unique_ptr<FileLock> lock_;
   // Open problems, raised and cleared by the components that find them.
   HealthBoard health_;
+  // Samples the write counters (Open, Maintain, Close); created once the
+  // data directory is locked.
+  std::unique_ptr<FlashWearMonitor> flash_wear_;
   std::unique_ptr<Catalog> catalog_;
   std::unique_ptr<LogWriter> log_;
   std::unique_ptr<ClockTrust> clock_;

@@ -552,6 +552,9 @@ Status EngineImpl::Maintain() {
   }
   // 3. The sync quota, after retention freed what it could.
   if (Status quota = CheckSyncQuota(); !quota.ok() && status.ok()) status = quota;
+  // 4. Flash wear, when a sample is due. A failed save of its totals is
+  //    tried again at the next save and is no reason to fail the round.
+  (void)flash_wear_->Sample();
   return status;
 }
 
@@ -614,6 +617,8 @@ EngineStats EngineImpl::Stats() {
 
 EngineHealth EngineImpl::Health() { return health_.Snapshot(); }
 
+FlashWearStatus EngineImpl::FlashWear() { return flash_wear_->Report(); }
+
 Status EngineImpl::Close() {
   {
     std::unique_lock state(state_mutex_);
@@ -649,6 +654,9 @@ Status EngineImpl::Close() {
     Status closed = catalog_->Close();
     if (status.ok()) status = closed;
   }
+  // The last sample counts the closing writes and saves the totals, so a
+  // clean stop loses no counting. Failing to save it loses telemetry only.
+  if (flash_wear_) (void)flash_wear_->Sample(/*force=*/true);
   lock_.reset();
   return status;
 }

@@ -111,6 +111,7 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
     return lock.status();
   }
   lock_ = std::move(lock).value();
+  flash_wear_ = std::make_unique<FlashWearMonitor>(env_, data_dir_, options_.flash_wear, &health_);
 
   vfs_name_ = VfsNameFor(env_);
   CAIRN_RETURN_IF_ERROR(RegisterEnvVfs(env_, vfs_name_));
@@ -213,6 +214,10 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
     (void)ReportWriteFailure(env_, data_dir_, "the write-ahead log", failure, health_);
   }
   CAIRN_RETURN_IF_ERROR(OpenClock());
+
+  // The first sample sets this run's baselines; its save failing (a full
+  // disk) leaves only the telemetry behind, so it does not stop the start.
+  (void)flash_wear_->Sample(/*force=*/true);
 
   if (options_.maintenance_interval_ms > 0) {
     maintenance_thread_ = env_->StartThread([this] { MaintenanceLoop(); });
@@ -676,9 +681,11 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
   }
   ClearWriteFailures(health_);
   bool seal_due = head_bytes_ > options_.head_memory_budget_bytes;
+  uint64_t reading_bytes = 0;
   for (size_t k = 0; k < accepted.size(); ++k) {
     AcceptedRecord& a = accepted[k];
     const Record& r = (*a.writer->records)[a.index];
+    reading_bytes += ReadingBytes(r);
     a.record.values.resize(a.series->fields.size());
     for (const Field& f : r.fields) a.record.values[a.series->field_index[f.name]] = f.value;
     ApplyToHead(*a.series, std::move(a.record), first_lsn + k);
@@ -687,6 +694,7 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
     if (result.first_lsn == 0) result.first_lsn = first_lsn + k;
   }
   state.unlock();
+  flash_wear_->CountReadingBytes(reading_bytes);
   if (seal_due && options_.maintenance_interval_ms > 0) {
     {
       std::lock_guard lock(background_mutex_);

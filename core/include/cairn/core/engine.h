@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "cairn/core/clock.h"
+#include "cairn/core/flash_wear.h"
 #include "cairn/core/health.h"
 #include "cairn/core/record.h"
 #include "cairn/core/sync_ledger.h"
@@ -122,6 +123,10 @@ struct EngineOptions {
   // When the wall clock is trusted, and the bounds on client timestamps
   // (cairn/core/clock.h).
   ClockOptions clock;
+
+  // Flash-wear telemetry: the card's endurance, the warning thresholds and
+  // how often the write counters are sampled (flash_wear.h).
+  FlashWearOptions flash_wear;
 };
 
 // What happened to one record of a write batch.
@@ -448,6 +453,13 @@ class Engine {
   // Whether the wall clock is trusted, the readings waiting for it and what
   // clock trust did since Open (cairn/core/clock.h). Cheap.
   virtual ClockStatus Clock() = 0;
+
+  // Bytes written per day, write amplification and the card's projected
+  // life, as of the last sample of the write counters (Maintain takes one
+  // every FlashWearOptions::sample_interval_ms; Open and Close take one
+  // too). Cheap; never touches the disk. Its warnings are in Health under
+  // the keys "flash.life" and "flash.amplification".
+  virtual FlashWearStatus FlashWear() = 0;
 
   // Seals nothing, syncs the log, releases the lock. Idempotent.
   virtual Status Close() = 0;

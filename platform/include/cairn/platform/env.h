@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "cairn/platform/status.h"
+#include "cairn/platform/write_counters.h"
 
 namespace cairn {
 
@@ -232,6 +233,20 @@ class Env {
   // parent's locks.
   virtual Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) = 0;
 
+  // ---- write counters (write_counters.h) -----------------------------------
+
+  // Bytes this process (all its threads) has caused to be written to
+  // storage since it started. Writes to a filesystem without a backing
+  // device (tmpfs) are not counted by the kernel. Unavailable, saying why,
+  // when the kernel keeps no such count.
+  virtual Result<uint64_t> ProcessBytesWritten() = 0;
+
+  // The block device holding `path` and the bytes written to it since boot.
+  // Unavailable, saying why, when the path's filesystem has no block device
+  // of its own (tmpfs, overlay, a network filesystem, btrfs's anonymous
+  // devices): the count is then unknown, not 0. NotFound for a missing path.
+  virtual Result<BlockDeviceWrites> BlockDeviceWritesOf(const std::string& path) = 0;
+
   // ---- serial --------------------------------------------------------------
 
   // Opens a tty at `baud` (one of the standard rates 1200..4000000) in raw
@@ -313,6 +328,10 @@ class EnvWrapper : public Env {
   Result<uint64_t> FreeSpace(const std::string& path) override { return target_->FreeSpace(path); }
   Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) override {
     return target_->LockFile(path);
+  }
+  Result<uint64_t> ProcessBytesWritten() override { return target_->ProcessBytesWritten(); }
+  Result<BlockDeviceWrites> BlockDeviceWritesOf(const std::string& path) override {
+    return target_->BlockDeviceWritesOf(path);
   }
   Result<std::unique_ptr<SerialPort>> OpenSerialPort(const std::string& path, int baud) override {
     return target_->OpenSerialPort(path, baud);
