@@ -1,4 +1,5 @@
 #include "cairnd/options.h"
+#include "cairnd/wear_options.h"
 
 #include <algorithm>
 #include <charconv>
@@ -65,11 +66,15 @@ constexpr FlagSpec kFlags[] = {
     {"--version", ""},
 };
 
-const FlagSpec* FindFlag(std::string_view name) {
+std::optional<FlagSpec> FindFlag(std::string_view name) {
   for (const FlagSpec& flag : kFlags) {
-    if (flag.name == name) return &flag;
+    if (flag.name == name) return flag;
   }
-  return nullptr;
+  // The flash-wear flags live in wear_options.cc.
+  if (const std::string_view value_name = FlashWearFlagValueName(name); !value_name.empty()) {
+    return FlagSpec{name, value_name};
+  }
+  return std::nullopt;
 }
 
 Result<int> ParsePositiveInt(std::string_view flag, std::string_view text) {
@@ -183,7 +188,7 @@ Status ParseListen(std::string_view text, DaemonOptions* options) {
 }  // namespace
 
 std::string UsageText() {
-  return "usage: cairnd [--data-dir DIR] [--serial PATH [--baud N] [--serial-output-timeout-ms MS]]\n"
+  return std::string("usage: cairnd [--data-dir DIR] [--serial PATH [--baud N] [--serial-output-timeout-ms MS]]\n"
          "              [--http-listen ADDR:PORT|off] [--tls-cert FILE --tls-key FILE\n"
          "              [--tls-client-ca FILE [--tls-client-identity off|cn|san]] | --http-plain]\n"
          "              [--http-max-connections N] [--http-max-connections-per-address N]\n"
@@ -192,6 +197,8 @@ std::string UsageText() {
          "              [--durability full|interval=MS|off] [--seal-records N] [--max-series N]\n"
          "              [--sync-broker URI --gateway-id ID --sync-key-file FILE [sync flags]]\n"
          "              [--mqtt-input-broker URI --mqtt-input FILTER=TABLE[,...]]\n"
+         "              [--card-endurance-tbw TB | --card-pe-cycles N [--card-size SIZE]]\n"
+         "              [--wear-warn-days N] [--wear-warn-amplification X]\n"
          "       cairnd --repair-log [--data-dir DIR]\n"
          "       cairnd token create|list|revoke ...   (cairnd token --help)\n"
          "       cairnd --help | --version\n"
@@ -271,7 +278,8 @@ std::string UsageText() {
          "  --sync-downsample-step S  width of a downsampling step in seconds (default 60)\n"
          "Local sensor input over MQTT (line protocol or JSON payloads):\n"
          "  --mqtt-input-broker URI  the gateway's own broker, e.g. tcp://127.0.0.1:1883\n"
-         "  --mqtt-input ROUTES  FILTER=TABLE[,FILTER=TABLE...], e.g. sensors/+/data=sensors\n"
+         "  --mqtt-input ROUTES  FILTER=TABLE[,FILTER=TABLE...], e.g. sensors/+/data=sensors\n") +
+         std::string(FlashWearUsage()) +
          "\n"
          "  --repair-log        mend a damaged write-ahead log so that cairnd can start again:\n"
          "                      cut out the damaged records, keep every intact one, print the\n"
@@ -302,8 +310,8 @@ Result<ParsedCommandLine> ParseCommandLine(std::span<const char* const> words) {
       name = word.substr(0, equals);
       value = word.substr(equals + 1);
     }
-    const FlagSpec* flag = FindFlag(name);
-    if (flag == nullptr) return Status::InvalidArgument("unknown flag '" + std::string(name) + "'");
+    const std::optional<FlagSpec> flag = FindFlag(name);
+    if (!flag) return Status::InvalidArgument("unknown flag '" + std::string(name) + "'");
     if (!seen.insert(flag->name).second) {
       return Status::InvalidArgument("flag " + std::string(flag->name) + " is given more than once");
     }
@@ -443,8 +451,11 @@ Result<ParsedCommandLine> ParseCommandLine(std::span<const char* const> words) {
       parsed.options.mqtt_input_broker = std::string(*value);
     } else if (flag->name == "--mqtt-input") {
       parsed.options.mqtt_input_routes = std::string(*value);
+    } else if (!FlashWearFlagValueName(flag->name).empty()) {
+      CAIRN_RETURN_IF_ERROR(ApplyFlashWearFlag(flag->name, *value, &parsed.options.engine.flash_wear));
     }
   }
+  CAIRN_RETURN_IF_ERROR(CheckFlashWearFlags(seen));
   const DaemonOptions& options = parsed.options;
   if (options.tls_certificate_path.empty() != options.tls_private_key_path.empty()) {
     return Status::InvalidArgument("--tls-cert and --tls-key go together");

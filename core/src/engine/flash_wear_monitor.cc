@@ -37,6 +37,13 @@ std::string Fixed(double value, int decimals) {
   return text;
 }
 
+// A configured threshold as the operator typed it: 20, 7.5, 0.01.
+std::string Shortest(double value) {
+  char text[48];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
+}
+
 template <typename T>
 bool ParseNumber(std::string_view text, T* out) {
   const char* end = text.data() + text.size();
@@ -360,7 +367,7 @@ void FlashWearMonitor::UpdateHealthLocked(const FlashWearStatus& report, const W
                                  .message = "cairn wrote " + Fixed(*report.amplification_window, 1) +
                                             " bytes per byte of readings over the last " +
                                             Fixed(static_cast<double>(report.window_seconds) / 3600, 1) +
-                                            " h, above the threshold of " + Fixed(options_.warn_amplification, 1),
+                                            " h, above the threshold of " + Shortest(options_.warn_amplification),
                                  .remedy = "batch readings into fewer, larger writes; --durability interval; "
                                            "a longer seal age (fewer, fuller chunks)"},
                    now);

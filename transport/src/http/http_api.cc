@@ -13,6 +13,7 @@
 #include "cairn/transport/result_renderer.h"
 
 #include "api_call.h"
+#include "flash_wear_metrics.h"
 #include "request_auth.h"
 
 namespace cairn {
@@ -404,6 +405,7 @@ HttpResponse HttpApi::Metrics() {
   response.body = metrics_->RenderPrometheus(
       engine_->Stats(), server_stats_ ? server_stats_() : HttpServerStats(), free.ok() ? *free : 0);
   response.body += RenderClockMetrics(engine_->Clock());
+  response.body += RenderFlashWearMetrics(engine_->FlashWear());
   if (options_.extra_metrics) response.body += options_.extra_metrics();
   return response;
 }

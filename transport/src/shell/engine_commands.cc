@@ -13,6 +13,8 @@
 
 #include "cairn/transport/line_protocol.h"
 
+#include "flash_wear_entries.h"
+
 namespace cairn {
 
 namespace {
@@ -635,7 +637,7 @@ class EngineCommands {
   CommandResult Stats(const CommandInvocation&) {
     const EngineStats stats = engine_->Stats();
     const ClockStatus clock = engine_->Clock();
-    return CommandResult::KeyValues({
+    std::vector<CommandResult::Entry> entries = {
         {"records_written", Count(stats.records_written)},
         {"records_duplicate", Count(stats.records_duplicate)},
         {"records_rejected", Count(stats.records_rejected)},
@@ -658,7 +660,9 @@ class EngineCommands {
         {"clock_readings_estimated", Count(clock.readings_estimated)},
         {"clock_restamps_refused", Count(clock.restamps_refused)},
         {"clock_timestamps_refused", Count(clock.timestamps_refused)},
-    });
+    };
+    AppendFlashWearEntries(engine_->FlashWear(), /*full=*/true, &entries);
+    return CommandResult::KeyValues(std::move(entries));
   }
 
   CommandResult Health(const CommandInvocation&) {
@@ -678,6 +682,7 @@ class EngineCommands {
         {"tables", Count(tables->size())},
         {"problems", Count(health.problems.size())},
     };
+    AppendFlashWearEntries(engine_->FlashWear(), /*full=*/false, &entries);
     // One entry per open problem, named by its key, so that a script can
     // test for a condition and a person reads what to do.
     for (const HealthProblem& problem : health.problems) {
