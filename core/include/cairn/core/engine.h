@@ -4,6 +4,7 @@
 //   <data_dir>/catalog.db           tables, series dictionary, checkpoint
 //   <data_dir>/log/<lsn>.log        write-ahead log segments (log_format.md)
 //   <data_dir>/<table>/<period>.db  sealed chunks of one period (period_format.md)
+//   <data_dir>/flash_wear.state     write totals behind FlashWear() (flash_wear_state_format.md)
 //
 // Writes are validated, version-checked, appended to the log, applied to the
 // in-memory head and only then acknowledged. Concurrent writers share one log
