@@ -14,9 +14,8 @@ struct WearFlag {
 };
 
 constexpr WearFlag kWearFlags[] = {
-    {"--card-endurance-tbw", "TB"},       {"--card-pe-cycles", "N"},
-    {"--card-size", "SIZE"},              {"--wear-warn-days", "N"},
-    {"--wear-warn-amplification", "X"},   {"--wear-sample-interval-ms", "MS"},
+    {"--card-endurance-tbw", "TB"}, {"--card-pe-cycles", "N"},          {"--card-size", "SIZE"},
+    {"--wear-warn-days", "N"},      {"--wear-warn-amplification", "X"}, {"--wear-sample-interval-ms", "MS"},
 };
 
 Status Bad(std::string_view flag, std::string_view value, std::string_view what) {
@@ -49,11 +48,24 @@ Result<uint64_t> CardSize(std::string_view flag, std::string_view text) {
   uint64_t multiplier = 1;
   if (!text.empty()) {
     switch (text.back()) {
-      case 'K': case 'k': multiplier = 1'000; break;
-      case 'M': case 'm': multiplier = 1'000'000; break;
-      case 'G': case 'g': multiplier = 1'000'000'000; break;
-      case 'T': case 't': multiplier = 1'000'000'000'000; break;
-      default: break;
+      case 'K':
+      case 'k':
+        multiplier = 1'000;
+        break;
+      case 'M':
+      case 'm':
+        multiplier = 1'000'000;
+        break;
+      case 'G':
+      case 'g':
+        multiplier = 1'000'000'000;
+        break;
+      case 'T':
+      case 't':
+        multiplier = 1'000'000'000'000;
+        break;
+      default:
+        break;
     }
     if (multiplier != 1) text.remove_suffix(1);
   }

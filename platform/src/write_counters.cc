@@ -43,7 +43,8 @@ Result<uint64_t> ParseProcessIoBytesWritten(std::string_view proc_io_text) {
   const std::optional<uint64_t> written = ProcIoValue(proc_io_text, "write_bytes");
   const std::optional<uint64_t> cancelled = ProcIoValue(proc_io_text, "cancelled_write_bytes");
   if (!written || !cancelled) {
-    return Status::Corruption("process I/O counters: no readable write_bytes and cancelled_write_bytes lines");
+    return Status::Corruption(
+        "process I/O counters: no readable write_bytes and cancelled_write_bytes lines");
   }
   // Cancelled bytes can exceed written ones for a moment: a truncate that
   // drops pages another process dirtied is charged to the truncating one.

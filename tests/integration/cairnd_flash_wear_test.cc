@@ -47,13 +47,13 @@ class CairndFlashWearTest : public CairndHttpTest {
         // as reading bytes.
         body += "environment,device=greenhouse-sensor-" + std::to_string(i % 20) +
                 " temperature=" + std::to_string(20 + n % 7) + ".25,humidity=" + std::to_string(40 + n % 11) +
-                ".5,pressure=1013." + std::to_string(n % 10) + " " + std::to_string(now_seconds - 40'000 + n / 20) +
-                "\n";
+                ".5,pressure=1013." + std::to_string(n % 10) + " " +
+                std::to_string(now_seconds - 40'000 + n / 20) + "\n";
       }
       Result<HttpTestClient> client = HttpTestClient::Connect("127.0.0.1", port_);
       ASSERT_TRUE(client.ok());
-      Result<HttpTestResponse> response =
-          client->Request("POST", "/write?db=sensors&precision=s", {{"Authorization", "Token " + token}}, body);
+      Result<HttpTestResponse> response = client->Request("POST", "/write?db=sensors&precision=s",
+                                                          {{"Authorization", "Token " + token}}, body);
       ASSERT_TRUE(response.ok());
       ASSERT_EQ(response->status, 204) << response->body;
     }
@@ -93,7 +93,8 @@ TEST_F(CairndFlashWearTest, MetricsStatsAndHealthReportBytesWrittenAndAmplificat
   const std::string metrics = MetricsOnceCounted(admin, kReadingBytes);
   // Exactly what the test handed over: duplicates none, names not counted.
   EXPECT_EQ(MetricValue(metrics, "cairn_flash_reading_bytes_total"), static_cast<double>(kReadingBytes));
-  const std::optional<double> process = MetricValue(metrics, "cairn_flash_bytes_written_total{source=\"process\"}");
+  const std::optional<double> process =
+      MetricValue(metrics, "cairn_flash_bytes_written_total{source=\"process\"}");
   ASSERT_TRUE(process) << metrics;
   if (*process == 0) {
     // The kernel counts no writes for a filesystem without a device.
@@ -115,11 +116,12 @@ TEST_F(CairndFlashWearTest, MetricsStatsAndHealthReportBytesWrittenAndAmplificat
   EXPECT_GT(log_bytes, 0);
   EXPECT_GE(*process, log_bytes) << metrics;
   EXPECT_LT(*process, 200.0 * kReadingBytes) << metrics;
-  std::printf("cairnd wrote %.0f bytes for %llu reading bytes (log %.0f bytes): amplification %.2f\n", *process,
-              static_cast<unsigned long long>(kReadingBytes), log_bytes, *process / kReadingBytes);
+  std::printf("cairnd wrote %.0f bytes for %llu reading bytes (log %.0f bytes): amplification %.2f\n",
+              *process, static_cast<unsigned long long>(kReadingBytes), log_bytes, *process / kReadingBytes);
 
   // /metrics' ratio is its two counters divided.
-  const std::optional<double> ratio = MetricValue(metrics, "cairn_flash_write_amplification_ratio{over=\"install\"}");
+  const std::optional<double> ratio =
+      MetricValue(metrics, "cairn_flash_write_amplification_ratio{over=\"install\"}");
   ASSERT_TRUE(ratio) << metrics;
   EXPECT_NEAR(*ratio, *process / static_cast<double>(kReadingBytes), 1e-9 * *ratio);
   EXPECT_EQ(MetricValue(metrics, "cairn_flash_endurance_bytes"), 0.5e12);
@@ -142,8 +144,8 @@ TEST_F(CairndFlashWearTest, MetricsStatsAndHealthReportBytesWrittenAndAmplificat
   Result<BlockDeviceWrites> real_device = Env::Default()->BlockDeviceWritesOf(dir_.path());
   if (real_device.ok()) {
     EXPECT_EQ(device->text(), real_device->name) << health_response->body;
-    EXPECT_TRUE(MetricValue(metrics, "cairn_flash_bytes_written_total{source=\"device\",device=\"" +
-                                         real_device->name + "\"}"))
+    EXPECT_TRUE(MetricValue(
+        metrics, "cairn_flash_bytes_written_total{source=\"device\",device=\"" + real_device->name + "\"}"))
         << metrics;
   } else {
     EXPECT_EQ(device->text().rfind("unknown: ", 0), 0u) << health_response->body;
@@ -184,7 +186,8 @@ TEST_F(CairndFlashWearTest, FlagsAreCheckedAndDocumented) {
                            "--wear-warn-amplification"}) {
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
   }
-  auto [both_status, both] = RunCommand(CairndCommandLine() + " --http-plain --card-endurance-tbw 40 --card-pe-cycles 3000");
+  auto [both_status, both] =
+      RunCommand(CairndCommandLine() + " --http-plain --card-endurance-tbw 40 --card-pe-cycles 3000");
   EXPECT_EQ(both_status, 2) << both;
   EXPECT_NE(both.find("give one"), std::string::npos) << both;
   auto [size_status, size] = RunCommand(CairndCommandLine() + " --http-plain --card-size 32G");

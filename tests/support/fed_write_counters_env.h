@@ -31,7 +31,8 @@ class FedWriteCountersEnv : public EnvWrapper {
 
   // The device answer from now on, whatever the path; nullopt makes it
   // unknown (as for tmpfs) with `reason` as the message.
-  void FeedBlockDevice(std::optional<BlockDeviceWrites> device, std::string reason = "no block device (fed)") {
+  void FeedBlockDevice(std::optional<BlockDeviceWrites> device,
+                       std::string reason = "no block device (fed)") {
     std::lock_guard lock(mutex_);
     device_ = std::move(device);
     device_reason_ = std::move(reason);

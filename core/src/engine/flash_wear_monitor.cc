@@ -109,7 +109,8 @@ Result<FlashWearState> DecodeFlashWearState(std::string_view text) {
     pos = end + 1;
     ++line_number;
     const auto bad = [&](std::string_view why) {
-      return Status::Corruption("flash wear state line " + std::to_string(line_number) + ": " + std::string(why));
+      return Status::Corruption("flash wear state line " + std::to_string(line_number) + ": " +
+                                std::string(why));
     };
     if (!seen_magic) {
       if (line != kStateMagic) return bad("not a version-1 flash wear state file");
@@ -128,8 +129,9 @@ Result<FlashWearState> DecodeFlashWearState(std::string_view text) {
       (key == "observed_nanos" ? state.observed_nanos : state.installed_unix_nanos) = signed_number;
     } else if (key == "process_bytes" || key == "device_bytes" || key == "device_since_boot") {
       if (!is_number) return bad("not a count");
-      (key == "process_bytes" ? state.process_bytes
-                              : key == "device_bytes" ? state.device_bytes : state.device_since_boot) = number;
+      (key == "process_bytes"  ? state.process_bytes
+       : key == "device_bytes" ? state.device_bytes
+                               : state.device_since_boot) = number;
     } else if (key == "reading_bytes") {
       if (!is_number) return bad("not a count");
       state.reading_bytes = number;
@@ -156,7 +158,8 @@ FlashWearMonitor::FlashWearMonitor(Env* env, std::string data_dir, const FlashWe
       health_(health) {
   Result<std::string> text = env_->ReadFileToString(state_path_);
   if (text.status().code() == StatusCode::kNotFound) return;
-  Result<FlashWearState> state = text.ok() ? DecodeFlashWearState(*text) : Result<FlashWearState>(text.status());
+  Result<FlashWearState> state =
+      text.ok() ? DecodeFlashWearState(*text) : Result<FlashWearState>(text.status());
   if (state.ok()) {
     state_ = std::move(*state);
     return;
@@ -164,14 +167,14 @@ FlashWearMonitor::FlashWearMonitor(Env* env, std::string data_dir, const FlashWe
   // Telemetry never keeps the engine from opening: count afresh, and say
   // that the totals since install restarted.
   if (health_ != nullptr) {
-    health_->Raise(HealthProblem{.key = "flash.state",
-                                 .level = HealthLevel::kDegraded,
-                                 .component = "flash",
-                                 .message = "the flash wear totals in " + state_path_ +
-                                            " could not be read (" + state.status().message() +
-                                            "); counting starts again from now",
-                                 .remedy = "nothing: the next save replaces the file"},
-                   env_->NowUnixNanos());
+    health_->Raise(
+        HealthProblem{.key = "flash.state",
+                      .level = HealthLevel::kDegraded,
+                      .component = "flash",
+                      .message = "the flash wear totals in " + state_path_ + " could not be read (" +
+                                 state.status().message() + "); counting starts again from now",
+                      .remedy = "nothing: the next save replaces the file"},
+        env_->NowUnixNanos());
   }
 }
 
@@ -223,14 +226,16 @@ void FlashWearMonitor::AddWindowPointLocked(int64_t now_monotonic) {
   const int64_t window_nanos = options_.window_seconds * kNanosPerSecond;
   // Points closer together than window/kWindowPoints merge into the newest,
   // so the window's memory does not grow with a short sample interval.
-  if (window_.size() >= 2 && now_monotonic - window_[window_.size() - 2].monotonic_nanos < window_nanos / kWindowPoints) {
+  if (window_.size() >= 2 &&
+      now_monotonic - window_[window_.size() - 2].monotonic_nanos < window_nanos / kWindowPoints) {
     window_.back() = point;
   } else {
     window_.push_back(point);
   }
   // Keep one point at or before the window's start, so the window is
   // covered whole once this run has lasted that long.
-  while (window_.size() >= 2 && window_[1].monotonic_nanos <= now_monotonic - window_nanos) window_.pop_front();
+  while (window_.size() >= 2 && window_[1].monotonic_nanos <= now_monotonic - window_nanos)
+    window_.pop_front();
 }
 
 Status FlashWearMonitor::Sample(bool force) {
@@ -276,8 +281,10 @@ FlashWearStatus FlashWearMonitor::ReportLocked() const {
 
   const double observed = static_cast<double>(state_.observed_nanos) / kNanosPerSecond;
   std::optional<uint64_t> zero = 0;
-  if (process_known_now_) report.process_bytes_per_day_since_install = PerDay(zero, state_.process_bytes, observed);
-  if (device_known_now_) report.device_bytes_per_day_since_install = PerDay(zero, state_.device_bytes, observed);
+  if (process_known_now_)
+    report.process_bytes_per_day_since_install = PerDay(zero, state_.process_bytes, observed);
+  if (device_known_now_)
+    report.device_bytes_per_day_since_install = PerDay(zero, state_.device_bytes, observed);
   if (state_.process_bytes && state_.reading_bytes > 0) {
     report.amplification_since_install =
         static_cast<double>(*state_.process_bytes) / static_cast<double>(state_.reading_bytes);
@@ -309,14 +316,15 @@ FlashWearStatus FlashWearMonitor::ReportLocked() const {
   if (report.endurance_bytes > 0 && used) {
     const double endurance = static_cast<double>(report.endurance_bytes);
     report.endurance_used_fraction = static_cast<double>(*used) / endurance;
-    std::optional<double> rate = device_basis ? report.device_bytes_per_day_since_install
-                                              : report.process_bytes_per_day_since_install;
+    std::optional<double> rate =
+        device_basis ? report.device_bytes_per_day_since_install : report.process_bytes_per_day_since_install;
     const std::optional<double> window_rate =
         device_basis ? report.device_bytes_per_day_window : report.process_bytes_per_day_window;
     // A window shorter than the minimum is a burst (a seal, a compaction),
     // not a pace; past it the higher rate wins, so a pace that rose lately
     // is not hidden by a quiet past.
-    if (window_rate && rate && report.window_seconds >= std::min(options_.min_observed_seconds, options_.window_seconds)) {
+    if (window_rate && rate &&
+        report.window_seconds >= std::min(options_.min_observed_seconds, options_.window_seconds)) {
       rate = std::max(*rate, *window_rate);
     }
     if (report.observed_seconds >= options_.min_observed_seconds && rate) {
@@ -345,11 +353,12 @@ void FlashWearMonitor::UpdateHealthLocked(const FlashWearStatus& report, const W
             .key = "flash.life",
             .level = HealthLevel::kDegraded,
             .component = "flash",
-            .message = "the card's projected remaining life is " + Fixed(*report.projected_remaining_days, 0) +
-                       " days, below the " + std::to_string(options_.warn_remaining_days) + "-day threshold: " +
-                       DecimalBytes(used) + " of its " + DecimalBytes(static_cast<double>(report.endurance_bytes)) +
-                       " rated endurance written (" + Fixed(report.endurance_used_fraction.value_or(0) * 100, 1) +
-                       "%, counted by the " + report.projection_basis + ")",
+            .message =
+                "the card's projected remaining life is " + Fixed(*report.projected_remaining_days, 0) +
+                " days, below the " + std::to_string(options_.warn_remaining_days) + "-day threshold: " +
+                DecimalBytes(used) + " of its " + DecimalBytes(static_cast<double>(report.endurance_bytes)) +
+                " rated endurance written (" + Fixed(report.endurance_used_fraction.value_or(0) * 100, 1) +
+                "%, counted by the " + report.projection_basis + ")",
             .remedy = "plan to replace the card; fewer, larger write batches or --durability interval "
                       "write less; check --card-endurance-tbw / --card-pe-cycles against the card's rating"},
         now);
@@ -361,16 +370,17 @@ void FlashWearMonitor::UpdateHealthLocked(const FlashWearStatus& report, const W
   if (options_.warn_amplification > 0 && report.amplification_window &&
       window_readings >= options_.min_window_reading_bytes &&
       *report.amplification_window > options_.warn_amplification) {
-    health_->Raise(HealthProblem{.key = "flash.amplification",
-                                 .level = HealthLevel::kDegraded,
-                                 .component = "flash",
-                                 .message = "cairn wrote " + Fixed(*report.amplification_window, 1) +
-                                            " bytes per byte of readings over the last " +
-                                            Fixed(static_cast<double>(report.window_seconds) / 3600, 1) +
-                                            " h, above the threshold of " + Shortest(options_.warn_amplification),
-                                 .remedy = "batch readings into fewer, larger writes; --durability interval; "
-                                           "a longer seal age (fewer, fuller chunks)"},
-                   now);
+    health_->Raise(
+        HealthProblem{.key = "flash.amplification",
+                      .level = HealthLevel::kDegraded,
+                      .component = "flash",
+                      .message = "cairn wrote " + Fixed(*report.amplification_window, 1) +
+                                 " bytes per byte of readings over the last " +
+                                 Fixed(static_cast<double>(report.window_seconds) / 3600, 1) +
+                                 " h, above the threshold of " + Shortest(options_.warn_amplification),
+                      .remedy = "batch readings into fewer, larger writes; --durability interval; "
+                                "a longer seal age (fewer, fuller chunks)"},
+        now);
   } else {
     health_->Clear("flash.amplification");
   }

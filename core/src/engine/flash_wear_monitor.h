@@ -68,7 +68,9 @@ class FlashWearMonitor {
 
   // Adds the bytes of readings just stored (flash_wear.h defines them).
   // Lock-free: the write path calls it after every group commit.
-  void CountReadingBytes(uint64_t bytes) { pending_reading_bytes_.fetch_add(bytes, std::memory_order_relaxed); }
+  void CountReadingBytes(uint64_t bytes) {
+    pending_reading_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  }
 
   // Reads the counters when sample_interval_ms has passed since the last
   // sample (always, the first time and when `force`), folds them into the

@@ -41,7 +41,8 @@ class FlashWearMonitorTest : public ::testing::Test {
   }
 
   // One hour of steady load, sampled every minute.
-  void RunHour(FlashWearMonitor& monitor, uint64_t process_bytes, uint64_t device_bytes, uint64_t reading_bytes) {
+  void RunHour(FlashWearMonitor& monitor, uint64_t process_bytes, uint64_t device_bytes,
+               uint64_t reading_bytes) {
     // The last minute takes the remainder, so the hour's totals are exact.
     for (int minute = 0; minute < 60; ++minute) {
       const auto share = [&](uint64_t total) { return minute < 59 ? total / 60 : total - 59 * (total / 60); };
@@ -205,7 +206,8 @@ TEST_F(FlashWearMonitorTest, ProjectionFromTbwRaisesAndClearsFlashLife) {
   ASSERT_TRUE(health_.Has("flash.life"));
   const EngineHealth health = health_.Snapshot();
   EXPECT_EQ(health.level, HealthLevel::kDegraded);
-  EXPECT_NE(health.problems[0].message.find("365-day threshold"), std::string::npos) << health.problems[0].message;
+  EXPECT_NE(health.problems[0].message.find("365-day threshold"), std::string::npos)
+      << health.problems[0].message;
 
   // The same pace on a card rated 100 TB lasts a century: the problem goes.
   options_.endurance_tbw = 100;
@@ -314,9 +316,9 @@ TEST(FlashWearStateTest, RoundTripsAndRefusesWhatItDidNotWrite) {
 // ---- the engine -------------------------------------------------------------
 
 TEST(FlashWearReadingBytesTest, CountsTimestampAndFieldPayloadNotNames) {
-  Record r = testing::MakeRecord("a-long-device-name", "env#temperature", 1,
-                                 {{"t", 21.5}, {"n", int64_t{3}}, {"ok", true}, {"note", std::string("abcde")},
-                                  {"at", Timestamp{7}}});
+  Record r = testing::MakeRecord(
+      "a-long-device-name", "env#temperature", 1,
+      {{"t", 21.5}, {"n", int64_t{3}}, {"ok", true}, {"note", std::string("abcde")}, {"at", Timestamp{7}}});
   EXPECT_EQ(ReadingBytes(r), 8u + 8 + 8 + 1 + 5 + 8);
 }
 

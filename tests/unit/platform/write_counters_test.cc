@@ -1,9 +1,8 @@
 // The kernel's write counters: parsing their text, and reading them for real.
 #include "cairn/platform/write_counters.h"
 
-#include <unistd.h>
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "cairn/platform/env.h"
 

@@ -59,10 +59,12 @@ std::string LabelValue(std::string_view text) {
 
 std::string RenderFlashWearMetrics(const FlashWearStatus& wear) {
   std::string out;
-  const std::string device =
-      wear.device.empty() ? "source=\"device\"" : "source=\"device\",device=\"" + LabelValue(wear.device) + "\"";
-  Header(&out, "cairn_flash_bytes_written_total", "counter",
-         "Bytes written since install: by cairnd (process) and to the data directory's block device (device).");
+  const std::string device = wear.device.empty()
+                                 ? "source=\"device\""
+                                 : "source=\"device\",device=\"" + LabelValue(wear.device) + "\"";
+  Header(
+      &out, "cairn_flash_bytes_written_total", "counter",
+      "Bytes written since install: by cairnd (process) and to the data directory's block device (device).");
   Sample(&out, "cairn_flash_bytes_written_total", "source=\"process\"", AsDouble(wear.process_bytes_written));
   Sample(&out, "cairn_flash_bytes_written_total", device, AsDouble(wear.device_bytes_written));
   Header(&out, "cairn_flash_reading_bytes_total", "counter",
@@ -77,7 +79,8 @@ std::string RenderFlashWearMetrics(const FlashWearStatus& wear) {
          wear.process_bytes_per_day_window);
   Sample(&out, "cairn_flash_bytes_written_per_day", "source=\"process\",over=\"install\"",
          wear.process_bytes_per_day_since_install);
-  Sample(&out, "cairn_flash_bytes_written_per_day", device + ",over=\"window\"", wear.device_bytes_per_day_window);
+  Sample(&out, "cairn_flash_bytes_written_per_day", device + ",over=\"window\"",
+         wear.device_bytes_per_day_window);
   Sample(&out, "cairn_flash_bytes_written_per_day", device + ",over=\"install\"",
          wear.device_bytes_per_day_since_install);
   Header(&out, "cairn_flash_write_amplification_ratio", "gauge",

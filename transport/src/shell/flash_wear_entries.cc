@@ -22,13 +22,16 @@ Value Rounded(const std::optional<double>& value, double scale = 1) {
 
 }  // namespace
 
-void AppendFlashWearEntries(const FlashWearStatus& wear, bool full, std::vector<CommandResult::Entry>* entries) {
+void AppendFlashWearEntries(const FlashWearStatus& wear, bool full,
+                            std::vector<CommandResult::Entry>* entries) {
   const auto add = [&](const char* key, Value value) { entries->emplace_back(key, std::move(value)); };
-  add("flash_device", wear.device.empty() ? Value(std::string("unknown: ") + wear.device_note) : Value(wear.device));
+  add("flash_device",
+      wear.device.empty() ? Value(std::string("unknown: ") + wear.device_note) : Value(wear.device));
   // The card's own count when there is one, else cairn's.
   const bool device = wear.device_bytes_per_day_window.has_value();
   if (!full) {
-    add("flash_bytes_per_day", Rounded(device ? wear.device_bytes_per_day_window : wear.process_bytes_per_day_window));
+    add("flash_bytes_per_day",
+        Rounded(device ? wear.device_bytes_per_day_window : wear.process_bytes_per_day_window));
     add("flash_write_amplification", Rounded(wear.amplification_window));
     add("flash_endurance_used_percent", Rounded(wear.endurance_used_fraction, 100));
     add("flash_projected_days", Rounded(wear.projected_remaining_days));
@@ -45,7 +48,8 @@ void AppendFlashWearEntries(const FlashWearStatus& wear, bool full, std::vector<
   add("flash_device_bytes_per_day_since_install", Rounded(wear.device_bytes_per_day_since_install));
   add("flash_write_amplification", Rounded(wear.amplification_window));
   add("flash_write_amplification_since_install", Rounded(wear.amplification_since_install));
-  add("flash_endurance_bytes", wear.endurance_bytes > 0 ? Known(wear.endurance_bytes) : Value(std::monostate()));
+  add("flash_endurance_bytes",
+      wear.endurance_bytes > 0 ? Known(wear.endurance_bytes) : Value(std::monostate()));
   add("flash_endurance_used_percent", Rounded(wear.endurance_used_fraction, 100));
   add("flash_projected_days", Rounded(wear.projected_remaining_days));
   add("flash_projection_basis",

@@ -16,6 +16,7 @@ namespace cairn {
 // used and projected days. Rates are bytes per day over the rolling window,
 // amplifications are plain ratios, fractions are percentages, all rounded
 // to two decimals.
-void AppendFlashWearEntries(const FlashWearStatus& wear, bool full, std::vector<CommandResult::Entry>* entries);
+void AppendFlashWearEntries(const FlashWearStatus& wear, bool full,
+                            std::vector<CommandResult::Entry>* entries);
 
 }  // namespace cairn
