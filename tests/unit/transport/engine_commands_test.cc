@@ -32,6 +32,19 @@ bool Contains(const std::string& text, std::string_view needle) {
   return text.find(needle) != std::string::npos;
 }
 
+// True when a key/value answer in text shows `key` with `value` on one line,
+// whatever width the longest key gives the column.
+bool HasEntry(const std::string& text, const std::string& key, const std::string& value) {
+  for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + 1)) {
+    if (at != 0 && text[at - 1] != '\n') continue;
+    size_t pos = at + key.size();
+    if (pos >= text.size() || text[pos] != ' ') continue;
+    while (pos < text.size() && text[pos] == ' ') ++pos;
+    if (text.compare(pos, value.size() + 1, value + "\n") == 0) return true;
+  }
+  return false;
+}
+
 // The shell's command layer with the engine commands over a real engine in a
 // temporary directory, with a manual clock and no background thread.
 class EngineCommandsTest : public ::testing::Test {
@@ -450,16 +463,26 @@ TEST_F(EngineCommandsTest, StatsAndHealth) {
   PutReadings();
   Run("put sensors env,device=d1 temperature=20,humidity=40i " + std::to_string(kNow - kHour));
   const std::string stats = Run("stats");
-  EXPECT_TRUE(Contains(stats, "records_written            13\n")) << stats;
-  EXPECT_TRUE(Contains(stats, "records_duplicate          1\n")) << stats;
-  EXPECT_TRUE(Contains(stats, "series                     2\n")) << stats;
-  EXPECT_TRUE(Contains(stats, "records_over_series_limit  0\n")) << stats;
+  EXPECT_TRUE(HasEntry(stats, "records_written", "13")) << stats;
+  EXPECT_TRUE(HasEntry(stats, "records_duplicate", "1")) << stats;
+  EXPECT_TRUE(HasEntry(stats, "series", "2")) << stats;
+  EXPECT_TRUE(HasEntry(stats, "records_over_series_limit", "0")) << stats;
+  // Flash wear: the 13 readings stored (the put above was a duplicate),
+  // 8 bytes of time and 8 per number field, counted by the next sample.
+  EXPECT_TRUE(HasEntry(stats, "flash_reading_bytes", "0")) << stats;
+  clock_.AdvanceSeconds(61);
+  ASSERT_TRUE(engine_->Maintain().ok());
+  const std::string sampled = Run("stats");
+  EXPECT_TRUE(HasEntry(sampled, "flash_reading_bytes", std::to_string(12 * 24 + 16))) << sampled;
+  EXPECT_TRUE(HasEntry(sampled, "flash_observed_seconds", "61")) << sampled;
   EXPECT_TRUE(Contains(Run("stats --json"), "\"records_written\":13,")) << Run("stats --json");
 
   const std::string health = Run("health");
-  EXPECT_TRUE(Contains(health, "status      ok\n")) << health;
-  EXPECT_TRUE(Contains(health, "data_dir    " + dir_.path() + "\n")) << health;
-  EXPECT_TRUE(Contains(health, "tables      1\n")) << health;
+  EXPECT_TRUE(HasEntry(health, "status", "ok")) << health;
+  EXPECT_TRUE(HasEntry(health, "data_dir", dir_.path())) << health;
+  EXPECT_TRUE(HasEntry(health, "tables", "1")) << health;
+  EXPECT_TRUE(Contains(health, "\nflash_device ")) << health;
+  EXPECT_TRUE(HasEntry(health, "flash_projected_days", "-")) << health;
   const std::string json = Run("health --json");
   EXPECT_TRUE(Contains(json, "{\"status\":\"ok\",\"data_dir\":")) << json;
   EXPECT_TRUE(Contains(json, "\"free_bytes\":")) << json;
