@@ -221,8 +221,8 @@ class EngineImpl final : public Engine {
   std::unique_ptr<FileLock> lock_;
   // Open problems, raised and cleared by the components that find them.
   HealthBoard health_;
-  // Samples the write counters (Open, Maintain, Close); created at the end
-  // of a successful OpenAndRecover, null before.
+  // Samples the write counters (end of Open, Maintain, Close); created as
+  // soon as the data directory is locked.
   std::unique_ptr<FlashWearMonitor> flash_wear_;
   std::unique_ptr<Catalog> catalog_;
   std::unique_ptr<LogWriter> log_;

@@ -655,8 +655,9 @@ Status EngineImpl::Close() {
     if (status.ok()) status = closed;
   }
   // The last sample counts the closing writes and saves the totals, so a
-  // clean stop loses no counting. Failing to save it loses telemetry only.
-  if (flash_wear_) (void)flash_wear_->Sample(/*force=*/true);
+  // clean stop loses no counting; a start that failed (no first sample)
+  // leaves no state file. Failing to save loses telemetry only.
+  if (flash_wear_ && flash_wear_->HasSampled()) (void)flash_wear_->Sample(/*force=*/true);
   lock_.reset();
   return status;
 }

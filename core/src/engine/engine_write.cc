@@ -111,6 +111,10 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
     return lock.status();
   }
   lock_ = std::move(lock).value();
+  // Before anything is written: readings Open itself stores (the clock hold
+  // stamping what waited) count too. It writes nothing before its first
+  // sample, at the end of a start that succeeded.
+  flash_wear_ = std::make_unique<FlashWearMonitor>(env_, data_dir_, options_.flash_wear, &health_);
 
   vfs_name_ = VfsNameFor(env_);
   CAIRN_RETURN_IF_ERROR(RegisterEnvVfs(env_, vfs_name_));
@@ -214,10 +218,8 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
   }
   CAIRN_RETURN_IF_ERROR(OpenClock());
 
-  // Created only once the directory opened, so that a refused start leaves
-  // no state file behind. The first sample sets this run's baselines; its
-  // save failing (a full disk) costs telemetry only, so the start goes on.
-  flash_wear_ = std::make_unique<FlashWearMonitor>(env_, data_dir_, options_.flash_wear, &health_);
+  // The first sample sets this run's baselines; its save failing (a full
+  // disk) costs telemetry only, so the start goes on.
   (void)flash_wear_->Sample(/*force=*/true);
 
   if (options_.maintenance_interval_ms > 0) {

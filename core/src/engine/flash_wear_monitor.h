@@ -80,6 +80,12 @@ class FlashWearMonitor {
   // fail (unknown counters are reported as unknown).
   Status Sample(bool force = false);
 
+  // True once Sample has run in this process.
+  bool HasSampled() const {
+    std::lock_guard lock(mutex_);
+    return sampled_;
+  }
+
   // The figures as of the last sample.
   FlashWearStatus Report() const;
 
