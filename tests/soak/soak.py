@@ -412,7 +412,7 @@ class Soak:
         outage = (elapsed - args.outage_offset) % args.outage_every < args.outage_minutes \
             and elapsed >= args.outage_offset
         if outage and self.mosquitto.running():
-            self.events("broker outage: stopping mosquitto for %d minutes" % args.outage_minutes)
+            self.events("broker outage: stopping mosquitto for %g minutes" % args.outage_minutes)
             self.mosquitto.stop()
         elif not outage and not self.mosquitto.running():
             self.events("broker back")
