@@ -353,18 +353,22 @@ class Soak:
         return row
 
     def synced(self):
+        """Rows in the cloud database; a read-only reader of a WAL database
+        that cairn-ingest is checkpointing can get SQLITE_IOERR: retried."""
         if not os.path.exists(self.cloud_db):
             return 0
-        try:
-            connection = sqlite3.connect("file:%s?mode=ro" % self.cloud_db, uri=True, timeout=30)
+        for attempt in range(3):
             try:
-                return connection.execute("SELECT COUNT(*) FROM cairn_readings WHERE table_name = ?",
-                                          (TABLE,)).fetchone()[0]
-            finally:
-                connection.close()
-        except sqlite3.Error as error:
-            self.events("sample: reading cloud.db failed: %s" % error)
-            return ""
+                connection = sqlite3.connect("file:%s?mode=ro" % self.cloud_db, uri=True, timeout=30)
+                try:
+                    return connection.execute("SELECT COUNT(*) FROM cairn_readings WHERE table_name = ?",
+                                              (TABLE,)).fetchone()[0]
+                finally:
+                    connection.close()
+            except sqlite3.Error as error:
+                self.events("sample: reading cloud.db failed (attempt %d): %s" % (attempt + 1, error))
+                time.sleep(1)
+        return ""
 
     def run(self):
         """The schedule, minute by minute: kill -9 at minute kill_offset +
