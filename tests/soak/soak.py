@@ -36,7 +36,8 @@ MEASURE = "soak"
 STEP_NS = 10_000_000  # 10 ms between a device's readings
 COLUMNS = ["minute", "utc", "pid", "rss_kb", "fds", "threads", "acked", "stored", "attempted", "synced",
            "unsynced", "data_bytes", "log_dir_bytes", "cairnd_log_bytes", "restarts", "broker", "cairnd_up",
-           "queries_ok", "queries_wrong", "queries_failed", "write_retries", "lost", "duplicated"]
+           "queries_ok", "queries_wrong", "queries_failed", "write_retries", "lost", "duplicated", "hwm_kb",
+           "latest_ms", "range_ms", "aggregate_ms"]
 
 
 def free_port():
@@ -201,6 +202,7 @@ def querier(api, ledger, t0, stop, counts, events):
         if acked < 200:
             continue
         kind = rng.choice(("range", "latest", "aggregate"))
+        started = time.monotonic()
         try:
             wrong = None
             if kind == "range":
@@ -222,6 +224,8 @@ def querier(api, ledger, t0, stop, counts, events):
                 if (count, low, high, total) != want:
                     wrong = "aggregate %s from %d: %s, want %s" % (device, first, (count, low, high, total), want)
             counts["wrong" if wrong else "ok"] += 1
+            slowest = kind + "_ms"  # the slowest answer of each kind since the last sample
+            counts[slowest] = max(counts.get(slowest, 0), int((time.monotonic() - started) * 1000))
             if wrong:
                 events("WRONG ANSWER " + wrong)
         except (OSError, http.client.HTTPException, RuntimeError, ValueError, KeyError) as error:
@@ -326,6 +330,7 @@ class Soak:
             try:
                 status = dict(line.split(":", 1) for line in open("/proc/%d/status" % pid) if ":" in line)
                 row["rss_kb"] = int(status["VmRSS"].split()[0])
+                row["hwm_kb"] = int(status["VmHWM"].split()[0])  # peak RSS of this cairnd process
                 row["threads"] = int(status["Threads"])
                 row["fds"] = len(os.listdir("/proc/%d/fd" % pid))
             except (OSError, KeyError, ValueError):
@@ -347,6 +352,8 @@ class Soak:
         row["cairnd_log_bytes"] = os.path.getsize(self.cairnd.log_path)
         row.update(queries_ok=self.query_counts["ok"], queries_wrong=self.query_counts["wrong"],
                    queries_failed=self.query_counts["failed"], write_retries=self.ledger.retries)
+        for kind in ("latest", "range", "aggregate"):
+            row[kind + "_ms"] = self.query_counts.pop(kind + "_ms", "")
         with open(os.path.join(self.out, "soak.csv"), "a", newline="") as f:
             csv.DictWriter(f, COLUMNS).writerow(row)
         print("minute %s: %s" % (minute, json.dumps(row)), flush=True)

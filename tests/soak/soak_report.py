@@ -13,7 +13,7 @@ import sys
 
 NUMERIC = ["rss_kb", "fds", "threads", "acked", "stored", "attempted", "synced", "unsynced", "data_bytes",
            "log_dir_bytes", "cairnd_log_bytes", "restarts", "queries_ok", "queries_wrong", "queries_failed",
-           "write_retries", "lost", "duplicated"]
+           "write_retries", "lost", "duplicated", "hwm_kb", "latest_ms", "range_ms", "aggregate_ms"]
 HEIGHT = 12
 MARKS = "*o+"
 
@@ -27,7 +27,7 @@ def number(text):
 
 def chart(title, rows, columns, scale=1.0, unit=""):
     """A text chart, one column per sample; each series its own mark."""
-    series = [[None if number(r[c]) is None else number(r[c]) / scale for r in rows] for c in columns]
+    series = [[None if number(r.get(c)) is None else number(r.get(c)) / scale for r in rows] for c in columns]
     values = [v for s in series for v in s if v is not None]
     if not values:
         return "%s: no data\n" % title
@@ -62,7 +62,7 @@ def main():
     text = ["cairn soak run: %d samples, %s to %s UTC" % (len(rows), rows[0]["utc"], rows[-1]["utc"]), ""]
     text.append("%-18s %14s %14s %14s" % ("column", "min", "max", "last"))
     for column in NUMERIC:
-        values = [number(r[column]) for r in rows if number(r[column]) is not None]
+        values = [number(r.get(column)) for r in rows if number(r.get(column)) is not None]
         if values:
             text.append("%-18s %14d %14d %14d" % (column, min(values), max(values), values[-1]))
     lost = [r["minute"] for r in rows if (number(r["lost"]) or 0) > 0]
@@ -92,10 +92,11 @@ def main():
                 r["minute"], "%.1f" % (rss / 1024) if rss else "-", r["fds"] or "-", r["threads"] or "-",
                 r["acked"], r["stored"] or "-", r["synced"], r["restarts"], r["broker"]))
     text.append("")
-    text.append(chart("RSS", rows, ["rss_kb"], 1024, "MB"))
+    text.append(chart("RSS", rows, ["rss_kb", "hwm_kb"], 1024, "MB"))
     text.append(chart("open files", rows, ["fds"]))
     text.append(chart("threads", rows, ["threads"]))
     text.append(chart("readings", rows, ["acked", "stored", "synced"], 1e6, "millions"))
+    text.append(chart("slowest query of the minute", rows, ["latest_ms", "range_ms", "aggregate_ms"], 1, "ms"))
     text.append(chart("data directory", rows, ["data_bytes", "log_dir_bytes"], 1 << 20, "MB"))
     with open(os.path.join(out, "summary.txt"), "w") as f:
         f.write("\n".join(text))
