@@ -35,7 +35,8 @@ def chart(title, rows, columns, scale=1.0, unit=""):
     if high == low:
         high = low + 1
     grid = [[" "] * len(rows) for _ in range(HEIGHT)]
-    for mark, points in zip(MARKS, series):
+    # The first series is drawn last, on top of the others where they meet.
+    for mark, points in reversed(list(zip(MARKS, series))):
         for x, value in enumerate(points):
             if value is not None:
                 y = int(round((value - low) / (high - low) * (HEIGHT - 1)))
