@@ -275,6 +275,7 @@ Status Daemon::OpenEngine() {
                " damaged bytes among records already sealed into period files; they were skipped (nothing "
                "lost) and leave with the next checkpoint");
   }
+  for (const std::string& notice : recovery.notices) log_->Warn(notice);
   if (recovery.records_replayed > 0) {
     log_->Info("recovered " + std::to_string(recovery.records_replayed) +
                " records from the write-ahead log into memory");

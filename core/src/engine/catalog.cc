@@ -56,6 +56,11 @@ CREATE TABLE IF NOT EXISTS sync_sequences(
   lane INTEGER NOT NULL,
   next_sequence INTEGER NOT NULL,
   PRIMARY KEY(table_name, lane));
+CREATE TABLE IF NOT EXISTS period_sealed(
+  table_name TEXT NOT NULL,
+  period_start INTEGER NOT NULL,
+  max_lsn INTEGER NOT NULL,
+  PRIMARY KEY(table_name, period_start));
 INSERT OR IGNORE INTO meta(key, value) VALUES('format_version', 1);
 INSERT OR IGNORE INTO meta(key, value) VALUES('checkpoint_lsn', 1);
 )sql";
@@ -100,7 +105,9 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& vfs_name, cons
   StatementResetter reset(version);
   CAIRN_ASSIGN_OR_RETURN(bool row, version->Step());
   if (!row || version->ColumnInt64(0) != kCatalogFormatVersion) {
-    return Status::Corruption(path + ": unsupported catalog format version");
+    // Not damage: a newer cairn's catalog must not be taken for unreadable
+    // (the engine rebuilds an unreadable one).
+    return Status::FailedPrecondition(path + ": unsupported catalog format version");
   }
   return std::unique_ptr<Catalog>(new Catalog(std::move(db)));
 }
@@ -128,6 +135,50 @@ Status Catalog::SetCheckpointLsn(uint64_t lsn) {
   std::lock_guard lock(mutex_);
   CAIRN_ASSIGN_OR_RETURN(Statement * s, db_->Prepare("UPDATE meta SET value=? WHERE key='checkpoint_lsn'"));
   CAIRN_RETURN_IF_ERROR(s->BindInt64(1, static_cast<int64_t>(lsn)));
+  return s->Run();
+}
+
+Status Catalog::SetCheckpoint(uint64_t lsn, const std::vector<PeriodSealMark>& marks) {
+  std::lock_guard lock(mutex_);
+  return InTransaction([&]() -> Status {
+    CAIRN_ASSIGN_OR_RETURN(Statement * mark,
+                           db_->Prepare("INSERT INTO period_sealed(table_name, period_start, max_lsn) "
+                                        "VALUES(?1, ?2, ?3) ON CONFLICT(table_name, period_start) "
+                                        "DO UPDATE SET max_lsn=max(max_lsn, excluded.max_lsn)"));
+    for (const PeriodSealMark& m : marks) {
+      CAIRN_RETURN_IF_ERROR(mark->BindText(1, m.table));
+      CAIRN_RETURN_IF_ERROR(mark->BindInt64(2, m.period_start));
+      CAIRN_RETURN_IF_ERROR(mark->BindInt64(3, static_cast<int64_t>(m.max_lsn)));
+      CAIRN_RETURN_IF_ERROR(mark->Run());
+    }
+    CAIRN_ASSIGN_OR_RETURN(Statement * s,
+                           db_->Prepare("UPDATE meta SET value=max(value, ?) WHERE key='checkpoint_lsn'"));
+    CAIRN_RETURN_IF_ERROR(s->BindInt64(1, static_cast<int64_t>(lsn)));
+    return s->Run();
+  });
+}
+
+Result<std::vector<PeriodSealMark>> Catalog::LoadSealMarks() {
+  std::lock_guard lock(mutex_);
+  CAIRN_ASSIGN_OR_RETURN(Statement * s,
+                         db_->Prepare("SELECT table_name, period_start, max_lsn FROM period_sealed "
+                                      "ORDER BY table_name, period_start"));
+  StatementResetter reset(s);
+  std::vector<PeriodSealMark> marks;
+  for (;;) {
+    CAIRN_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    marks.push_back({s->ColumnText(0), s->ColumnInt64(1), static_cast<uint64_t>(s->ColumnInt64(2))});
+  }
+  return marks;
+}
+
+Status Catalog::ForgetSealMark(const std::string& table, int64_t period_start) {
+  std::lock_guard lock(mutex_);
+  CAIRN_ASSIGN_OR_RETURN(Statement * s,
+                         db_->Prepare("DELETE FROM period_sealed WHERE table_name=?1 AND period_start=?2"));
+  CAIRN_RETURN_IF_ERROR(s->BindText(1, table));
+  CAIRN_RETURN_IF_ERROR(s->BindInt64(2, period_start));
   return s->Run();
 }
 
@@ -184,6 +235,9 @@ Status Catalog::DeleteTable(const std::string& name) {
     CAIRN_RETURN_IF_ERROR(series->BindText(1, name));
     CAIRN_RETURN_IF_ERROR(series->Run());
     CAIRN_RETURN_IF_ERROR(DeleteSyncLedgerLocked(name));
+    CAIRN_ASSIGN_OR_RETURN(Statement * marks, db_->Prepare("DELETE FROM period_sealed WHERE table_name=?"));
+    CAIRN_RETURN_IF_ERROR(marks->BindText(1, name));
+    CAIRN_RETURN_IF_ERROR(marks->Run());
     CAIRN_ASSIGN_OR_RETURN(Statement * table, db_->Prepare("DELETE FROM tables WHERE name=?"));
     CAIRN_RETURN_IF_ERROR(table->BindText(1, name));
     return table->Run();

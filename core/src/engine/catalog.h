@@ -34,6 +34,15 @@ struct CatalogSeries {
   std::map<std::string, std::string> dimensions;
 };
 
+// The highest LSN sealed into a period file and checkpointed into its main
+// database file (not only its -wal): on open, a file whose chunks end below
+// its mark has lost sealed readings (the coverage check).
+struct PeriodSealMark {
+  std::string table;
+  int64_t period_start = 0;
+  uint64_t max_lsn = 0;
+};
+
 class Catalog {
  public:
   // Opens or creates the catalog at `path` through the registered Env VFS.
@@ -41,6 +50,12 @@ class Catalog {
 
   Result<uint64_t> CheckpointLsn();
   Status SetCheckpointLsn(uint64_t lsn);
+  // In one transaction: raises each file's seal mark to at least its
+  // max_lsn, and the checkpoint LSN to at least `lsn`.
+  Status SetCheckpoint(uint64_t lsn, const std::vector<PeriodSealMark>& marks);
+  Result<std::vector<PeriodSealMark>> LoadSealMarks();
+  // Forgets a period file's mark (retention dropped the file).
+  Status ForgetSealMark(const std::string& table, int64_t period_start);
 
   Result<std::vector<TableInfo>> LoadTables();
   // Inserts or replaces a table's row.

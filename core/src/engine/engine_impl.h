@@ -43,6 +43,8 @@ namespace cairn {
 struct PeriodHandle {
   std::mutex mutex;
   std::unique_ptr<PeriodFile> file;
+  // The table options this handle last stored in the file's meta.
+  std::string table_options_stored;
 };
 
 // Encodes `records` (ascending, unique timestamps) of one series, with
@@ -167,6 +169,22 @@ class EngineImpl final : public Engine {
   // Raises or clears the clock's health problem.
   void UpdateClockHealth();
 
+  // ---- open-time checks (engine_open_checks.cc) ----
+  // Opens catalog.db; when it is missing while period files or log
+  // segments exist, or unreadable (moved to catalog.db.damaged), rebuilds
+  // it from the period files first (RebuildCatalog). FailedPrecondition
+  // naming the file when a rebuild cannot be trusted.
+  Result<std::unique_ptr<Catalog>> OpenOrRebuildCatalog(RecoveryReport* report);
+  Status RebuildCatalog(const std::string& path, const std::string& reason, RecoveryReport* report);
+  // After replay: the rebuild's log line and health problem.
+  void ReportCatalogRebuild(RecoveryReport* report);
+  // Raises a health problem for each period file whose -wal lost commits.
+  Status CheckPeriodWals(const TableState& table, RecoveryReport* report);
+  // Compares each period file's chunks with its seal mark; returns the LSN
+  // replay must start from so that what a file lost comes back from the
+  // log. FailedPrecondition naming the file when the log no longer holds it.
+  Result<uint64_t> CheckPeriodCoverage(uint64_t checkpoint, RecoveryReport* report);
+
   // ---- reads (engine_query.cc) ----
   struct SeriesSnapshot;
   Result<std::vector<ChunkRecord>> CollectSeries(const std::string& table, const SeriesSnapshot& series,
@@ -207,9 +225,15 @@ class EngineImpl final : public Engine {
   void ForgetPeriodFiles(const std::string& table, int64_t start_or_all);
   Status SealWhere(const std::function<bool(const Series&)>& due);
   Status AdvanceCheckpoint();
+  // Checkpoints the WAL of every file in wal_pending_ into its main file;
+  // those that succeed leave it for marks_pending_. Under seal_mutex_.
+  Status CheckpointSealedWals();
   Status LoadPeriodFiles(TableState& table);
   Status RecomputeSealedMaxima(TableState& table);
   Status CompactPeriod(const std::string& table, Period period, int64_t start);
+  // Removes a period file past retention: the .db, a checked directory sync,
+  // then its -wal (and -journal). On error the caller retries later.
+  Status DropPeriodFile(const std::string& table, Period period, int64_t start);
   void MaintenanceLoop();
   void SyncLoop();
 
@@ -253,6 +277,23 @@ class EngineImpl final : public Engine {
   size_t head_bytes_ = 0;
   size_t head_records_ = 0;
   uint64_t checkpoint_lsn_ = 1;
+
+  // Seals committed to a period file's WAL but not yet checkpointed into its
+  // main file, by path: the log keeps everything from min_lsn on. Then the
+  // seal marks to record with the next checkpoint. Both under seal_mutex_.
+  struct WalSeal {
+    std::string table;
+    Period period = Period::kDay;
+    int64_t start = 0;
+    uint64_t min_lsn = UINT64_MAX, max_lsn = 0;
+  };
+  std::map<std::string, WalSeal> wal_pending_;
+  // Set while opening when the catalog was rebuilt: replay then creates,
+  // with default options, the tables only the log names.
+  bool catalog_rebuilt_ = false;
+  std::string catalog_rebuild_message_;
+  std::vector<std::string> tables_with_default_options_;
+  std::vector<PeriodSealMark> marks_pending_;
 
   std::mutex period_cache_mutex_;
   // LRU of open period files, most recent first.

@@ -590,6 +590,9 @@ Result<uint64_t> EngineImpl::ReclaimInPeriod(const std::string& table, Period pe
       touched.insert(raw_id);
     }
     if (removed.empty()) return uint64_t{0};
+    // Dropped readings may take the file's highest LSN with them: its seal
+    // mark (the coverage check on open) no longer applies.
+    CAIRN_RETURN_IF_ERROR(catalog_->ForgetSealMark(table, start));
     CAIRN_RETURN_IF_ERROR(file.ReplaceChunks(removed, upserted, added));
   }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "engine/catalog_rebuild.h"
 #include "engine/engine_impl.h"
 
 namespace cairn {
@@ -185,7 +186,16 @@ Status EngineImpl::LoadPeriodFiles(TableState& table) {
   const std::string dir = TableDir(table.info.name);
   CAIRN_RETURN_IF_ERROR(env_->CreateDirs(dir));
   CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> names, env_->ListDir(dir));
+  std::set<std::string> present(names.begin(), names.end());
   for (const std::string& name : names) {
+    // A WAL whose .db retention removed (DropPeriodFile) would be read as
+    // the WAL of a new file created under the same name.
+    if (name.size() > 7 && name.compare(name.size() - 7, 7, ".db-wal") == 0 &&
+        !present.count(name.substr(0, name.size() - 4))) {
+      CAIRN_RETURN_IF_ERROR(env_->RemoveFile(JoinPath(dir, name)));
+      CAIRN_RETURN_IF_ERROR(env_->SyncDir(dir));
+      continue;
+    }
     if (name.size() < 4 || name.compare(name.size() - 3, 3, ".db") != 0) continue;
     auto start =
         ParsePeriodFileStem(table.info.options.period, std::string_view(name).substr(0, name.size() - 3));
@@ -248,7 +258,12 @@ Status EngineImpl::SealWhere(const std::function<bool(const Series&)>& due) {
       }
     }
   }
-  if (jobs.empty()) return AdvanceCheckpoint();
+  if (jobs.empty()) {
+    // A WAL an earlier round could not checkpoint is tried again.
+    Status checkpointed = CheckpointSealedWals();
+    CAIRN_RETURN_IF_ERROR(AdvanceCheckpoint());
+    return checkpointed;
+  }
 
   // Head records of periods past retention are dropped only by a clock that
   // may delete (clock_trust.h): never on an untrusted or stepped clock.
@@ -311,7 +326,14 @@ Status EngineImpl::SealWhere(const std::function<bool(const Series&)>& due) {
     Status status = handle.status();
     if (status.ok()) {
       std::lock_guard file_lock((*handle)->mutex);
-      status = (*handle)->file->WriteChunks(batch.series, batch.chunks);
+      // The table's options travel with its files, so that a catalog
+      // rebuilt from them (catalog_rebuild.cc) restores them.
+      const std::string options_text = EncodeTableOptions(batch.table->info);
+      if ((*handle)->table_options_stored != options_text) {
+        status = (*handle)->file->StoreTableOptions(options_text);
+        if (status.ok()) (*handle)->table_options_stored = options_text;
+      }
+      if (status.ok()) status = (*handle)->file->WriteChunks(batch.series, batch.chunks);
     }
     if (!status.ok()) {
       if (first_error.ok()) first_error = status.WithContext("seal");
@@ -320,6 +342,17 @@ Status EngineImpl::SealWhere(const std::function<bool(const Series&)>& due) {
     chunks_written += batch.chunks.size();
     new_periods.push_back({batch.table, batch.start});
     committed.insert(committed.end(), batch.covered.begin(), batch.covered.end());
+    WalSeal& pending = wal_pending_[PeriodPath(key.first, batch.table->info.options.period, batch.start)];
+    pending.table = key.first;
+    pending.period = batch.table->info.options.period;
+    pending.start = batch.start;
+    for (const ChunkRow& chunk : batch.chunks) {
+      pending.min_lsn = std::min(pending.min_lsn, chunk.min_lsn);
+      pending.max_lsn = std::max(pending.max_lsn, chunk.max_lsn);
+    }
+  }
+  if (Status checkpointed = CheckpointSealedWals(); !checkpointed.ok() && first_error.ok()) {
+    first_error = checkpointed;
   }
 
   {
@@ -369,22 +402,57 @@ Status EngineImpl::SealWhere(const std::function<bool(const Series&)>& due) {
   return AdvanceCheckpoint();
 }
 
+Status EngineImpl::CheckpointSealedWals() {
+  Status first_error;
+  for (auto it = wal_pending_.begin(); it != wal_pending_.end();) {
+    const WalSeal& seal = it->second;
+    auto handle = GetPeriodFile(seal.table, seal.period, seal.start, PeriodAccess::kWrite);
+    Status status = handle.status();
+    if (status.ok()) {
+      std::lock_guard file_lock((*handle)->mutex);
+      status = (*handle)->file->CheckpointWal();
+    }
+    if (status.Is(StatusCode::kNotFound)) {
+      // Retention dropped the file meanwhile: nothing is left to protect.
+      it = wal_pending_.erase(it);
+      continue;
+    }
+    if (!status.ok()) {
+      // The log keeps the seal's records (AdvanceCheckpoint stops below
+      // them) until a later round checkpoints the file.
+      if (first_error.ok()) first_error = status.WithContext("checkpointing " + it->first);
+      ++it;
+      continue;
+    }
+    marks_pending_.push_back(PeriodSealMark{seal.table, seal.start, seal.max_lsn});
+    it = wal_pending_.erase(it);
+  }
+  return first_error;
+}
+
 Status EngineImpl::AdvanceCheckpoint() {
   uint64_t checkpoint;
   {
     std::shared_lock state(state_mutex_);
     checkpoint = next_lsn_;
+    // A seal still only in a period file's WAL is not safe yet: a damaged
+    // -wal loses it silently (SQLite reads a WAL up to its first bad frame).
+    for (const auto& [path, seal] : wal_pending_) checkpoint = std::min(checkpoint, seal.min_lsn);
     if (inflight_first_lsn_ != 0) checkpoint = std::min(checkpoint, inflight_first_lsn_);
     for (const auto& [name, table] : tables_) {
       for (const auto& [key, series] : table->series) {
         for (const HeadEntry& e : series->head) checkpoint = std::min(checkpoint, e.lsn);
       }
     }
-    if (checkpoint <= checkpoint_lsn_) return Status::Ok();
+    if (checkpoint <= checkpoint_lsn_ && marks_pending_.empty()) return Status::Ok();
+    checkpoint = std::max(checkpoint, checkpoint_lsn_);
   }
-  // Sealed chunks are committed (synchronous=FULL) before this point, so the
-  // log below the checkpoint is no longer needed to recover them.
-  CAIRN_RETURN_IF_ERROR(catalog_->SetCheckpointLsn(checkpoint));
+  // Sealed chunks below this point are in their period files' main database
+  // files (CheckpointSealedWals), so the log below the checkpoint is no
+  // longer needed to recover them. The seal marks go in the same
+  // transaction: the coverage check on open compares them with the files.
+  CAIRN_RETURN_IF_ERROR(catalog_->SetCheckpoint(checkpoint, marks_pending_));
+  marks_pending_.clear();
   {
     std::unique_lock state(state_mutex_);
     checkpoint_lsn_ = std::max(checkpoint_lsn_, checkpoint);
@@ -394,6 +462,27 @@ Status EngineImpl::AdvanceCheckpoint() {
   return log_->ReleaseBelow(checkpoint);
 }
 
+Status EngineImpl::DropPeriodFile(const std::string& table, Period period, int64_t start) {
+  // The .db goes first, and its unlink must be durable before the -wal's:
+  // a power cut that undid the .db's unlink but kept the -wal's would bring
+  // the file back without the commits its WAL held, in an older state. A
+  // WAL left without its .db is only garbage (LoadPeriodFiles removes it).
+  const std::string path = PeriodPath(table, period, start);
+  const std::string dir = TableDir(table);
+  if (env_->FileExists(path)) {
+    CAIRN_RETURN_IF_ERROR(env_->RemoveFile(path));
+  }
+  CAIRN_RETURN_IF_ERROR(env_->SyncDir(dir).WithContext("dropping " + path));
+  bool removed_more = false;
+  for (const std::string& file : {path + "-wal", path + "-journal"}) {
+    if (!env_->FileExists(file)) continue;
+    CAIRN_RETURN_IF_ERROR(env_->RemoveFile(file));
+    removed_more = true;
+  }
+  if (removed_more) CAIRN_RETURN_IF_ERROR(env_->SyncDir(dir));
+  return Status::Ok();
+}
+
 Status EngineImpl::CompactPeriod(const std::string& table, Period period, int64_t start) {
   CAIRN_ASSIGN_OR_RETURN(auto handle, GetPeriodFile(table, period, start, PeriodAccess::kWrite));
   // Compaction drops expired records for good: by the deletion clock only.
@@ -401,6 +490,9 @@ Status EngineImpl::CompactPeriod(const std::string& table, Period period, int64_
   std::lock_guard file_lock(handle->mutex);
   CAIRN_ASSIGN_OR_RETURN(bool compacted, handle->file->IsCompacted());
   if (compacted) return Status::Ok();
+  // Compaction drops expired readings, which may hold the file's highest
+  // LSN: its seal mark (the coverage check on open) no longer applies.
+  CAIRN_RETURN_IF_ERROR(catalog_->ForgetSealMark(table, start));
   return handle->file->Compact(
       [&](const PeriodSeries& series, std::vector<ChunkRow>&& chunks) -> Result<std::vector<ChunkRow>> {
         // Merge every chunk of the series: the highest version of each
@@ -520,13 +612,12 @@ Status EngineImpl::Maintain() {
       const int64_t end = NextPeriodStart(t.period, start);
       if (end <= now - t.retention_ns && !held_for_sync(t, start)) {
         ForgetPeriodFiles(t.name, start);
-        const std::string path = PeriodPath(t.name, t.period, start);
-        for (const std::string& file : {path, path + "-wal", path + "-journal"}) {
-          if (env_->FileExists(file)) {
-            if (Status removed = env_->RemoveFile(file); !removed.ok() && status.ok()) status = removed;
-          }
+        if (Status dropped = DropPeriodFile(t.name, t.period, start); !dropped.ok()) {
+          // The period stays listed: the next round finishes the drop.
+          if (status.ok()) status = dropped;
+          continue;
         }
-        (void)env_->SyncDir(TableDir(t.name));
+        if (Status forgot = catalog_->ForgetSealMark(t.name, start); !forgot.ok() && status.ok()) status = forgot;
         std::unique_lock state(state_mutex_);
         if (auto it = tables_.find(t.name); it != tables_.end()) {
           it->second->period_starts.erase(start);

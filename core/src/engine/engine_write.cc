@@ -118,7 +118,7 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
 
   vfs_name_ = VfsNameFor(env_);
   CAIRN_RETURN_IF_ERROR(RegisterEnvVfs(env_, vfs_name_));
-  CAIRN_ASSIGN_OR_RETURN(catalog_, Catalog::Open(vfs_name_, JoinPath(data_dir_, "catalog.db")));
+  CAIRN_ASSIGN_OR_RETURN(catalog_, OpenOrRebuildCatalog(report));
   CAIRN_RETURN_IF_ERROR(env_->SyncDir(data_dir_));
 
   CAIRN_ASSIGN_OR_RETURN(std::vector<TableInfo> tables, catalog_->LoadTables());
@@ -143,10 +143,14 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
   }
   for (auto& [name, table] : tables_) {
     CAIRN_RETURN_IF_ERROR(LoadPeriodFiles(*table));
+    // Before any connection opens a file and SQLite drops what it cannot read.
+    CAIRN_RETURN_IF_ERROR(CheckPeriodWals(*table, report));
     CAIRN_RETURN_IF_ERROR(RecomputeSealedMaxima(*table));
   }
 
   CAIRN_ASSIGN_OR_RETURN(checkpoint_lsn_, catalog_->CheckpointLsn());
+  // Readings a period file lost since they were sealed are replayed too.
+  CAIRN_ASSIGN_OR_RETURN(const uint64_t replay_from, CheckPeriodCoverage(checkpoint_lsn_, report));
   const std::string log_dir = JoinPath(data_dir_, "log");
   // What a failed fdatasync of the previous run left readable but never
   // wrote must reach the disk before replay builds on it.
@@ -155,7 +159,7 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
   LogCorruption corruption;
   uint64_t applied = 0;
   Status replayed = ReplayLog(
-      env_, log_dir, checkpoint_lsn_,
+      env_, log_dir, replay_from,
       [&](uint64_t first_lsn, uint32_t count, std::string_view payload) -> Status {
         CAIRN_ASSIGN_OR_RETURN(std::vector<DecodedWriteRecord> records, DecodeWriteBatch(payload));
         if (records.size() != count) {
@@ -165,7 +169,7 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
         }
         for (size_t i = 0; i < records.size(); ++i) {
           const uint64_t lsn = first_lsn + i;
-          if (lsn < checkpoint_lsn_) continue;
+          if (lsn < replay_from) continue;
           CAIRN_RETURN_IF_ERROR(ReplayRecord(records[i].table, records[i].record, lsn));
           ++applied;
         }
@@ -187,6 +191,7 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
                               "command cannot bring them back)");
   }
   next_lsn_ = std::max(replay.next_lsn, checkpoint_lsn_);
+  ReportCatalogRebuild(report);
   // With durability other than full, acknowledged records can be lost in a
   // power cut after the sync sender read them. Their LSNs must not be given
   // to new records: the sync ledger may hold them as confirmed, and a new
@@ -233,6 +238,18 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
 
 Status EngineImpl::ReplayRecord(const std::string& table_name, Record& record, uint64_t lsn) {
   auto table = tables_.find(table_name);
+  if (table == tables_.end() && catalog_rebuilt_ && ValidateTableName(table_name).ok()) {
+    // The lost catalog held a table that no period file names yet: its
+    // readings are kept under default options, reported by the rebuild.
+    auto state = std::make_unique<TableState>();
+    state->info.name = table_name;
+    state->info.created_unix_nanos = env_->NowUnixNanos();
+    CAIRN_RETURN_IF_ERROR(env_->CreateDirs(TableDir(table_name)));
+    CAIRN_RETURN_IF_ERROR(env_->SyncDir(data_dir_));
+    CAIRN_RETURN_IF_ERROR(catalog_->PutTable(state->info));
+    tables_with_default_options_.push_back(table_name);
+    table = tables_.emplace(table_name, std::move(state)).first;
+  }
   if (table == tables_.end()) return Status::Ok();  // the table was dropped after this write
   TableState& t = *table->second;
   bool schema_changed = false;

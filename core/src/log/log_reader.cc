@@ -239,6 +239,12 @@ Status ReplaySegments(Env* env, const std::string& dir, uint64_t from_lsn,
 
 }  // namespace log_internal
 
+Result<std::optional<uint64_t>> LogFirstSegmentLsn(Env* env, const std::string& dir) {
+  CAIRN_ASSIGN_OR_RETURN(std::vector<log_internal::SegmentFile> segments, log_internal::ListSegments(env, dir));
+  if (segments.empty()) return std::optional<uint64_t>();
+  return std::optional<uint64_t>(segments.front().first_lsn);
+}
+
 Status RewriteLogTail(Env* env, const std::string& dir) {
   CAIRN_ASSIGN_OR_RETURN(std::vector<log_internal::SegmentFile> segments, log_internal::ListSegments(env, dir));
   size_t from = segments.size();

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -90,5 +91,9 @@ Status ReplayLog(
 // when the log is opened. Segments holding only a header are skipped. A
 // missing `dir` is fine.
 Status RewriteLogTail(Env* env, const std::string& dir);
+
+// The first LSN the oldest segment of `dir` may hold (its name), or nullopt
+// for an empty or missing log. The log holds nothing below it.
+Result<std::optional<uint64_t>> LogFirstSegmentLsn(Env* env, const std::string& dir);
 
 }  // namespace cairn

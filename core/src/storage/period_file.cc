@@ -803,4 +803,26 @@ Status PeriodFile::Compact(const MergeFunction& merge) {
   return db_->Checkpoint();
 }
 
+Status PeriodFile::CheckpointWal() {
+  CAIRN_RETURN_IF_ERROR(CheckWritable());
+  return db_->Checkpoint();
+}
+
+Result<std::string> PeriodFile::TableOptionsText() {
+  CAIRN_RETURN_IF_ERROR(CheckOpen());
+  CAIRN_ASSIGN_OR_RETURN(Statement * select,
+                         db_->Prepare("SELECT value FROM meta WHERE key='table_options'"));
+  StatementResetter reset(select);
+  CAIRN_ASSIGN_OR_RETURN(bool row, select->Step());
+  return row ? select->ColumnText(0) : std::string();
+}
+
+Status PeriodFile::StoreTableOptions(std::string_view text) {
+  CAIRN_RETURN_IF_ERROR(CheckWritable());
+  CAIRN_ASSIGN_OR_RETURN(Statement * upsert,
+                         db_->Prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('table_options', ?1)"));
+  CAIRN_RETURN_IF_ERROR(upsert->BindText(1, text));
+  return upsert->Run();
+}
+
 }  // namespace cairn

@@ -164,6 +164,19 @@ class PeriodFile {
   // True once Compact committed.
   Result<bool> IsCompacted();
 
+  // Copies every commit in the WAL into the database file, syncs it and
+  // empties the WAL (writer only; FailedPrecondition on a read-only handle).
+  // Once it returns OK the chunks committed so far are in the main file:
+  // damage to the -wal can no longer take them, so the engine lets the log
+  // go of sealed records only after this (period_format.md §1).
+  Status CheckpointWal();
+
+  // The owning table's options as stored by StoreTableOptions (meta key
+  // `table_options`, period_format.md §2), empty when the file has none.
+  Result<std::string> TableOptionsText();
+  // Stores `text` under meta `table_options` in one commit (writer only).
+  Status StoreTableOptions(std::string_view text);
+
   const std::string& table() const { return table_; }
   Period period() const { return period_; }
   int64_t period_start_ns() const { return period_start_ns_; }

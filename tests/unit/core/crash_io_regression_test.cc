@@ -172,23 +172,23 @@ TEST_F(CrashIoRegressionTest, RestartAfterAFailedLogSyncDoesNotBuildOnDataTheDis
 }
 
 // Retention drops a period file past retention by unlinking the .db and its
-// -wal, then syncs the directory and ignores the error. With the directory
-// sync failing (EIO) and the checkpoint at close failing with it, the .db on
-// disk holds only what an earlier checkpoint put there; the newest version
-// of a reading is in the -wal. A power cut that keeps the -wal's unlink and
-// undoes the .db's (the entry changes of one directory are independent in
-// FaultInjectionEnv's model) brings the file back without its WAL, and the
-// reading shows its older version. Once past retention a reading may be
-// gone, but never back in a state that a later write replaced.
+// -wal; it once synced the directory only after both and ignored the error.
+// With the directory sync failing (EIO) and the checkpoint at close failing
+// with it, the .db on disk holds only what an earlier checkpoint put there;
+// the newest version of a reading is in the -wal. A power cut that kept the
+// -wal's unlink and undid the .db's (the entry changes of one directory are
+// independent in FaultInjectionEnv's model) brought the file back without
+// its WAL, and the reading showed its older version. Now the -wal goes only
+// once the .db's unlink is synced, and a seal checkpoints its WAL into the
+// .db before the log lets go of it: whichever entry changes a cut keeps,
+// the file comes back whole or not at all. Once past retention a reading
+// may be gone, but never back in a state that a later write replaced.
 // Sweep: sync call 101 failing forever, "expired reading back in another
 // state" (reordered cut, some entry changes kept).
 TEST(CrashIoRetentionRegressionTest, RetentionNeverBringsBackAPeriodFileWithoutItsWal) {
-  GTEST_SKIP() << "defect (retention): a period file and its WAL are unlinked with an unchecked directory sync; "
-                  "a power cut can bring the file back without its WAL, in an older version";
-  bool reproduced_the_cut = false;
-  // The cut's choices come from its seed: try seeds until one keeps the
-  // WAL's unlink and undoes the file's (bounded; the first few do).
-  for (uint64_t seed = 1; seed <= 40 && !reproduced_the_cut; ++seed) {
+  int came_back = 0;
+  // The cut's choices come from its seed: some seeds undo the .db's unlink.
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
     SCOPED_TRACE("cut seed " + std::to_string(seed));
     ScopedTempDir dir("cairn-io-retention");
     NoSyncEnv no_sync(Env::Default());
@@ -218,7 +218,7 @@ TEST(CrashIoRetentionRegressionTest, RetentionNeverBringsBackAPeriodFileWithoutI
     reading.fields = {Field{"value", 2.0}};
     auto written = (*engine)->Write(kTable, {reading});
     ASSERT_TRUE(written.ok() && written->stored == 1);
-    ASSERT_TRUE((*engine)->SealAll().ok());  // version 1 is in the -wal
+    ASSERT_TRUE((*engine)->SealAll().ok());
 
     // The reading's period file, which retention is about to drop.
     const std::string table_dir = JoinPath(dir.path(), kTable);
@@ -240,8 +240,8 @@ TEST(CrashIoRetentionRegressionTest, RetentionNeverBringsBackAPeriodFileWithoutI
     cut.keep_some_entry_changes = true;
     cut.seed = seed;
     ASSERT_TRUE(env.SimulatePowerCut(cut).ok());
-    if (!Env::Default()->FileExists(db) || Env::Default()->FileExists(db + "-wal")) continue;
-    reproduced_the_cut = true;
+    if (!Env::Default()->FileExists(db)) continue;
+    ++came_back;
 
     engine = open();
     ASSERT_TRUE(engine.ok()) << engine.status().ToString();
@@ -251,7 +251,7 @@ TEST(CrashIoRetentionRegressionTest, RetentionNeverBringsBackAPeriodFileWithoutI
       EXPECT_EQ((*got)->version, 1u) << "an expired reading came back in the version a later write replaced";
     }
   }
-  EXPECT_TRUE(reproduced_the_cut) << "no seed kept the WAL's unlink and undid the file's";
+  EXPECT_GT(came_back, 0) << "no seed undid the .db's unlink: the cut was never tried";
 }
 
 }  // namespace

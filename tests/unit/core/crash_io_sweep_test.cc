@@ -144,12 +144,7 @@ struct SweepFindings {
 // the defect's name instead of failing; every other kind fails the test.
 // Remove an entry once its defect is fixed.
 const std::map<std::string, std::string>& DeferredKinds() {
-  static const std::map<std::string, std::string> kinds = {
-      {"expired reading back in another state",
-       "retention unlinks a period file and its WAL with a directory sync whose error it ignores; a cut that "
-       "keeps one unlink and not the other brings the file back without its WAL: "
-       "RetentionNeverBringsBackAPeriodFileWithoutItsWal"},
-  };
+  static const std::map<std::string, std::string> kinds = {};
   return kinds;
 }
 

@@ -309,6 +309,25 @@ struct RecoveryReport {
   // below the checkpoint, i.e. already sealed into period files: nothing was
   // lost. The segments holding them go with the next checkpoint.
   uint64_t sealed_damage_bytes_skipped = 0;
+  // catalog.db was missing (or unreadable, and moved aside to
+  // catalog.db.damaged) while period files or log segments were present:
+  // the catalog was rebuilt from the period files and the log, with these
+  // counts. The sync ledger is not in those files: every reading is offered
+  // to the cloud again, which drops the ones it has by their receipts.
+  bool catalog_rebuilt = false;
+  uint64_t catalog_rebuilt_tables = 0;
+  uint64_t catalog_rebuilt_series = 0;
+  uint64_t catalog_rebuilt_files = 0;
+  // Tables the rebuild gave default options: their period files stored
+  // none (written before files carried them) or only the log names them.
+  std::vector<std::string> tables_with_default_options;
+  // Period files that lacked readings the engine had sealed into them (a
+  // damaged -wal, or chunks ending below the file's seal mark), whose
+  // readings were replayed from the log instead.
+  std::vector<std::string> period_files_recovered;
+  // What recovery did that an operator must hear of, one line each (also
+  // raised as health problems while they matter).
+  std::vector<std::string> notices;
 };
 
 // What Engine::RepairLog did. Readings are counted by LSN: every stored
