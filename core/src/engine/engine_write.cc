@@ -102,6 +102,7 @@ EngineImpl::EngineImpl(Env* env, std::string data_dir, const EngineOptions& opti
 EngineImpl::~EngineImpl() { (void)Close(); }
 
 Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
+  if (report) *report = RecoveryReport{};
   CAIRN_RETURN_IF_ERROR(env_->CreateDirs(data_dir_));
   auto lock = env_->LockFile(JoinPath(data_dir_, "LOCK"));
   if (!lock.ok()) {
