@@ -119,6 +119,9 @@ Result<CatalogRebuildPlan> PlanCatalogRebuild(Env* env, const std::string& vfs_n
     bool have_period = false, have_options = false;
     std::vector<std::unique_ptr<PeriodFile>> opened;
     for (const std::string& path : paths) {
+      // A file whose creation a crash cut before its first byte holds
+      // nothing (the engine finishes such files when it next opens them).
+      if (Result<uint64_t> size = env->FileSize(path); size.ok() && *size == 0) continue;
       Result<std::unique_ptr<PeriodFile>> file = PeriodFile::OpenReadOnly(env, vfs_name, path, /*cache_kib=*/64);
       if (!file.ok()) return Untrusted(path, file.status().ToString());
       if ((*file)->table() != table_name) {
@@ -131,6 +134,7 @@ Result<CatalogRebuildPlan> PlanCatalogRebuild(Env* env, const std::string& vfs_n
       have_period = true;
       opened.push_back(std::move(file).value());
     }
+    if (opened.empty()) continue;  // only the log can tell of this table
     std::sort(opened.begin(), opened.end(),
               [](const auto& a, const auto& b) { return a->period_start_ns() > b->period_start_ns(); });
     for (const auto& file : opened) {

@@ -70,11 +70,12 @@ Status EngineImpl::RebuildCatalog(const std::string& path, const std::string& re
     for (const TableInfo& table : plan.tables) CAIRN_RETURN_IF_ERROR(catalog->PutTable(table));
     CAIRN_RETURN_IF_ERROR(catalog->PutSeries(plan.series));
     // The sync ledger lived only in the lost catalog. Decision: it starts
-    // empty, so the sync sender offers every reading again from the start;
-    // the cloud side drops the ones it has (each reading's receipt is its
-    // identity and version), so nothing is lost or stored twice there.
-    // Guessing a ledger from the period files could only skip readings the
-    // cloud never confirmed.
+    // empty, so the sync sender offers every reading again from the start.
+    // The cloud's ingest writes idempotently by each reading's identity and
+    // version (transport/src/sync/envelope_format.md §2), so the resent
+    // readings are stored there once; the cost is the bandwidth of one
+    // resend. Guessing a ledger from the period files could only skip
+    // readings the cloud never confirmed.
     CAIRN_RETURN_IF_ERROR(catalog->SetCheckpoint(checkpoint, plan.marks));
     CAIRN_RETURN_IF_ERROR(catalog->Close());
   }
@@ -104,8 +105,8 @@ void EngineImpl::ReportCatalogRebuild(RecoveryReport* report) {
     message += "; tables given default options (their files stored none, or only the log names them): " +
                Join(tables_with_default_options_);
   }
-  message += ". The sync ledger was lost with it: every reading is offered to the cloud again, which drops "
-             "those it has";
+  message += ". The sync ledger was lost with it: every reading is offered to the cloud again, which stores "
+             "each once";
   if (report) {
     report->tables_with_default_options = tables_with_default_options_;
     report->notices.push_back(message);

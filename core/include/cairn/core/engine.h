@@ -313,7 +313,7 @@ struct RecoveryReport {
   // catalog.db.damaged) while period files or log segments were present:
   // the catalog was rebuilt from the period files and the log, with these
   // counts. The sync ledger is not in those files: every reading is offered
-  // to the cloud again, which drops the ones it has by their receipts.
+  // to the cloud again, whose ingest stores each once (identity and version).
   bool catalog_rebuilt = false;
   uint64_t catalog_rebuilt_tables = 0;
   uint64_t catalog_rebuilt_series = 0;
