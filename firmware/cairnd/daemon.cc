@@ -266,6 +266,12 @@ Status Daemon::OpenEngine() {
     return status.WithContext("cannot open data directory " + dir);
   }
   engine_ = std::move(engine).value();
+  for (const RecoveryReport::QuarantinedFile& file : recovery.quarantined) {
+    log_->Warn("period file " + file.path + " could not be read (" + file.reason + "); it was moved to " +
+               file.moved_to + " and cairnd serves everything else (health is degraded). To restore its "
+               "readings, stop cairnd and put an intact copy back at " + file.path +
+               "; `cairnd verify --data-dir " + dir + "` (cairnd stopped) checks every other file");
+  }
   if (recovery.torn_tail_bytes_truncated > 0) {
     log_->Warn("the write-ahead log ended in a write cut short by a crash or power cut; its " +
                std::to_string(recovery.torn_tail_bytes_truncated) + " bytes were dropped");

@@ -1,6 +1,9 @@
 // cairnd: the cairn daemon. See options.h for the command line and daemon.h
 // for what runs.
 //
+// `cairnd token ...` and `cairnd verify ...` are subcommands with their own
+// exit statuses (token_command.h, verify_command.h).
+//
 // Exit status: 0 after a clean stop (SIGTERM/SIGINT), for --help and
 // --version, and after a log repair; 1 when start-up, the main loop, the
 // final seal or a repair fails (the log says why); 2 for a malformed command
@@ -21,6 +24,7 @@
 #include "cairnd/log.h"
 #include "cairnd/options.h"
 #include "cairnd/token_command.h"
+#include "cairnd/verify_command.h"
 
 namespace {
 
@@ -80,6 +84,13 @@ int main(int argc, char** argv) {
   if (!words.empty() && std::string_view(words[0]) == "token") {
     std::string out, err;
     const int status = cairn::cairnd::RunTokenCommand(cairn::Env::Default(), words.subspan(1), &out, &err);
+    std::fputs(out.c_str(), stdout);
+    std::fputs(err.c_str(), stderr);
+    return status;
+  }
+  if (!words.empty() && std::string_view(words[0]) == "verify") {
+    std::string out, err;
+    const int status = cairn::cairnd::RunVerifyCommand(cairn::Env::Default(), words.subspan(1), &out, &err);
     std::fputs(out.c_str(), stdout);
     std::fputs(err.c_str(), stderr);
     return status;

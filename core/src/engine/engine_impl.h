@@ -71,6 +71,13 @@ Status MergeChunkRecords(const ChunkRow& chunk, std::vector<ChunkField>* schema,
 Status ForEachUnconfirmedChunk(PeriodFile& file, const LsnRangeSet& confirmed, uint64_t through,
                                const std::function<bool(ChunkRow&)>& visit);
 
+// Takes <data_dir>/LOCK for a tool that works on a stopped data directory;
+// Busy, naming the directory, while another process holds it.
+Result<std::unique_ptr<FileLock>> LockStoppedDataDir(Env* env, const std::string& data_dir);
+
+// Engine::RepairLog for a caller that holds the data directory's lock.
+Result<LogRepairReport> RepairLogLocked(Env* env, const std::string& data_dir);
+
 // The name of the SQLite VFS that reaches files through `env`.
 std::string VfsNameFor(Env* env);
 
@@ -187,11 +194,14 @@ class EngineImpl final : public Engine {
 
   // ---- reads (engine_query.cc) ----
   struct SeriesSnapshot;
+  // Damaged chunks and unreadable period files are stepped over: each is
+  // appended to `skipped` and raised in health_ (NoteReadDamage).
   Result<std::vector<ChunkRecord>> CollectSeries(const std::string& table, const SeriesSnapshot& series,
                                                  int64_t from, int64_t to, Order order, size_t limit,
-                                                 int64_t now_ns);
+                                                 int64_t now_ns, std::vector<SkippedDamage>* skipped);
   Result<std::vector<ChunkRecord>> ReadSealed(const std::string& table, int64_t period_start,
-                                              const SeriesSnapshot& series, int64_t from, int64_t to);
+                                              const SeriesSnapshot& series, int64_t from, int64_t to,
+                                              std::vector<SkippedDamage>* skipped);
   RecordRow MakeRow(const SeriesSnapshot& series, const ChunkRecord& record) const;
   Result<std::vector<RecordRow>> LatestLocked(const std::string& table,
                                               const std::vector<std::string>& devices,
@@ -229,6 +239,20 @@ class EngineImpl final : public Engine {
   // those that succeed leave it for marks_pending_. Under seal_mutex_.
   Status CheckpointSealedWals();
   Status LoadPeriodFiles(TableState& table);
+
+  // ---- damage (engine_damage.cc) ----
+  // Opens every period file of `table` once; one that fails as damaged
+  // (Corruption) is moved into the quarantine, raised in health_, listed in
+  // `report` and forgotten, so that the rest is served. Also raises the
+  // files an earlier run left in the quarantine.
+  Status QuarantineUnreadablePeriods(TableState& table, RecoveryReport* report);
+  void RaiseQuarantined(const std::string& table, const std::string& original, const std::string& moved_to,
+                        const std::string& reason);
+  // Raises `damage` (met by a read of `table`) in health_ and appends it to
+  // `skipped` when not null.
+  void NoteReadDamage(const std::string& table, SkippedDamage damage, std::vector<SkippedDamage>* skipped);
+  // "stop cairnd and run: cairnd verify [--repair] --data-dir <dir>"
+  std::string VerifyCommand(bool repair) const;
   Status RecomputeSealedMaxima(TableState& table);
   Status CompactPeriod(const std::string& table, Period period, int64_t start);
   // Removes a period file past retention: the .db, a checked directory sync,

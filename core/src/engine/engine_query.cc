@@ -112,21 +112,46 @@ Snapshot TakeSnapshot(const TableState& table, const Series& s, int64_t from, in
 }  // namespace
 
 Result<std::vector<ChunkRecord>> EngineImpl::ReadSealed(const std::string& table, int64_t period_start,
-                                                        const SeriesSnapshot& series, int64_t from,
-                                                        int64_t to) {
+                                                        const SeriesSnapshot& series, int64_t from, int64_t to,
+                                                        std::vector<SkippedDamage>* skipped) {
   std::vector<ChunkRecord> out;
+  const std::string path = PeriodPath(table, series.period, period_start);
+  // A file SQLite calls malformed is skipped whole: its chunk rows cannot
+  // be listed, so the readings it holds are unknown here.
+  auto whole_file_damaged = [&](const Status& status) {
+    NoteReadDamage(table, SkippedDamage{path, "the whole file", status.message(), 0}, skipped);
+    return out;
+  };
   auto handle = GetPeriodFile(table, series.period, period_start, PeriodAccess::kRead);
   if (!handle.ok()) {
     if (handle.status().Is(StatusCode::kNotFound)) return out;  // dropped by retention meanwhile
+    if (handle.status().Is(StatusCode::kCorruption)) return whole_file_damaged(handle.status());
     return handle.status();
   }
   std::vector<ChunkRow> chunks;
   {
     std::lock_guard file_lock((*handle)->mutex);
-    CAIRN_ASSIGN_OR_RETURN(chunks, (*handle)->file->ReadChunks(series.id, from, to, /*with_data=*/true));
+    Result<std::vector<ChunkRow>> read = (*handle)->file->ReadChunks(series.id, from, to, /*with_data=*/true);
+    if (!read.ok() && read.status().Is(StatusCode::kCorruption)) return whole_file_damaged(read.status());
+    CAIRN_ASSIGN_OR_RETURN(chunks, std::move(read));
   }
   for (const ChunkRow& chunk : chunks) {
-    CAIRN_ASSIGN_OR_RETURN(DecodedChunk decoded, DecodeChunk(chunk.data));
+    Result<DecodedChunk> decoded_or = DecodeChunk(chunk.data);
+    if (decoded_or.ok() && decoded_or->size() != chunk.count) {
+      decoded_or = Status::Corruption("the chunk decodes to " + std::to_string(decoded_or->size()) +
+                                      " records, its row says " + std::to_string(chunk.count));
+    }
+    if (!decoded_or.ok()) {
+      // The other chunks are intact: serve them, say what is missing.
+      NoteReadDamage(table,
+                     SkippedDamage{path,
+                                   "chunk of series " + std::to_string(chunk.series_id) + " from " +
+                                       std::to_string(chunk.start_ns) + " seq " + std::to_string(chunk.seq),
+                                   decoded_or.status().message(), chunk.count},
+                     skipped);
+      continue;
+    }
+    DecodedChunk& decoded = *decoded_or;
     std::vector<int> column_to_field;
     for (const ChunkColumn& column : decoded.columns) {
       auto it = std::find_if(series.fields.begin(), series.fields.end(),
@@ -158,7 +183,7 @@ Result<std::vector<ChunkRecord>> EngineImpl::ReadSealed(const std::string& table
 Result<std::vector<ChunkRecord>> EngineImpl::CollectSeries(const std::string& table,
                                                            const SeriesSnapshot& series, int64_t from,
                                                            int64_t to, Order order, size_t limit,
-                                                           int64_t now_ns) {
+                                                           int64_t now_ns, std::vector<SkippedDamage>* skipped) {
   std::vector<ChunkRecord> records = series.head;
   std::vector<int64_t> periods;
   for (int64_t start : series.period_starts) {
@@ -166,7 +191,7 @@ Result<std::vector<ChunkRecord>> EngineImpl::CollectSeries(const std::string& ta
   }
   if (order == Order::kDescending) std::reverse(periods.begin(), periods.end());
   for (int64_t start : periods) {
-    CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRecord> sealed, ReadSealed(table, start, series, from, to));
+    CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRecord> sealed, ReadSealed(table, start, series, from, to, skipped));
     std::move(sealed.begin(), sealed.end(), std::back_inserter(records));
     if (limit == 0) continue;
     // Periods not read yet lie entirely after (before, descending) this one:
@@ -246,7 +271,7 @@ Result<RangeResult> EngineImpl::Range(const RangeQuery& query) {
   for (size_t s = 0; s < snapshots.size(); ++s) {
     CAIRN_ASSIGN_OR_RETURN(
         std::vector<ChunkRecord> records,
-        CollectSeries(query.table, snapshots[s], from, to, query.order, per_series_limit, now));
+        CollectSeries(query.table, snapshots[s], from, to, query.order, per_series_limit, now, &result.skipped));
     for (ChunkRecord& r : records) candidates.push_back(Candidate{s, std::move(r)});
   }
   const bool ascending = query.order == Order::kAscending;
@@ -352,7 +377,8 @@ Result<std::vector<RecordRow>> EngineImpl::LatestLocked(const std::string& table
   }
   for (const SeriesSnapshot& snap : to_compute) {
     CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRecord> newest,
-                           CollectSeries(table, snap, INT64_MIN, INT64_MAX, Order::kDescending, 1, now));
+                           CollectSeries(table, snap, INT64_MIN, INT64_MAX, Order::kDescending, 1, now,
+                                         /*skipped=*/nullptr));
     {
       std::unique_lock state(state_mutex_);
       auto t = tables_.find(table);
@@ -438,6 +464,7 @@ Result<AggregateResult> EngineImpl::Aggregate(const AggregateQuery& query) {
     add_stats(bucket_of(r.timestamp), 1, as_double(v), v, v, r.timestamp, v, r.timestamp, v);
   };
 
+  AggregateResult result;
   // Chunks that lie inside one bucket, overlap no other chunk or head
   // record and hold nothing expired are answered from their statistics.
   std::vector<ChunkRecord> records = snap.head;
@@ -448,12 +475,23 @@ Result<AggregateResult> EngineImpl::Aggregate(const AggregateQuery& query) {
     auto handle = GetPeriodFile(query.table, snap.period, start, PeriodAccess::kRead);
     if (!handle.ok()) {
       if (handle.status().Is(StatusCode::kNotFound)) continue;
-      return handle.status();
+      if (!handle.status().Is(StatusCode::kCorruption)) return handle.status();
     }
     std::vector<ChunkRow> chunks;
-    {
+    Status listed = handle.status();
+    if (listed.ok()) {
       std::lock_guard file_lock((*handle)->mutex);
-      CAIRN_ASSIGN_OR_RETURN(chunks, (*handle)->file->ReadChunks(snap.id, query.from, query.to, false));
+      Result<std::vector<ChunkRow>> read = (*handle)->file->ReadChunks(snap.id, query.from, query.to, false);
+      listed = read.status();
+      if (read.ok()) chunks = std::move(read).value();
+    }
+    if (!listed.ok()) {
+      if (!listed.Is(StatusCode::kCorruption)) return listed;
+      NoteReadDamage(query.table,
+                     SkippedDamage{PeriodPath(query.table, snap.period, start), "the whole file",
+                                   listed.message(), 0},
+                     &result.skipped);
+      continue;
     }
     std::vector<bool> from_stats(chunks.size(), false);
     bool need_data = false;
@@ -476,7 +514,13 @@ Result<AggregateResult> EngineImpl::Aggregate(const AggregateQuery& query) {
           from_stats[i] = true;  // the chunk does not carry the field
           continue;
         }
-        CAIRN_ASSIGN_OR_RETURN(ChunkStats stats, DecodeChunkStats(c.stats, c.fields));
+        Result<ChunkStats> decoded_stats = DecodeChunkStats(c.stats, c.fields);
+        if (!decoded_stats.ok()) {
+          // Damaged statistics: the records themselves may still decode.
+          need_data = true;
+          continue;
+        }
+        const ChunkStats& stats = *decoded_stats;
         const FieldStats& fs = stats.fields[static_cast<size_t>(chunk_field - c.fields.begin())];
         if (fs.count > 0) {
           add_stats(bucket_of(c.start_ns), fs.count, fs.sum, fs.min, fs.max, c.start_ns, fs.first, c.end_ns,
@@ -489,7 +533,7 @@ Result<AggregateResult> EngineImpl::Aggregate(const AggregateQuery& query) {
     }
     if (!need_data) continue;
     CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRecord> sealed,
-                           ReadSealed(query.table, start, snap, query.from, query.to));
+                           ReadSealed(query.table, start, snap, query.from, query.to, &result.skipped));
     // Keep only records of chunks that were not answered from statistics.
     std::erase_if(sealed, [&](const ChunkRecord& r) {
       for (size_t i = 0; i < chunks.size(); ++i) {
@@ -503,7 +547,6 @@ Result<AggregateResult> EngineImpl::Aggregate(const AggregateQuery& query) {
   MergeVisible(&records, now);
   for (const ChunkRecord& r : records) add_record(r);
 
-  AggregateResult result;
   for (auto& [index, acc] : buckets) {
     AggregateBucket bucket;
     bucket.start = static_cast<int64_t>(static_cast<uint64_t>(query.from) +

@@ -39,14 +39,20 @@ uint64_t CountContained(const LsnRangeSet& set, uint64_t first, uint64_t last) {
 
 }  // namespace
 
-Result<LogRepairReport> Engine::RepairLog(Env* env, const std::string& data_dir) {
+Result<std::unique_ptr<FileLock>> LockStoppedDataDir(Env* env, const std::string& data_dir) {
   auto lock = env->LockFile(JoinPath(data_dir, "LOCK"));
-  if (!lock.ok()) {
-    if (lock.status().Is(StatusCode::kBusy)) {
-      return Status::Busy("data directory " + data_dir + " is in use by another process");
-    }
-    return lock.status();
+  if (!lock.ok() && lock.status().Is(StatusCode::kBusy)) {
+    return Status::Busy("data directory " + data_dir + " is in use by another process");
   }
+  return lock;
+}
+
+Result<LogRepairReport> Engine::RepairLog(Env* env, const std::string& data_dir) {
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<FileLock> lock, LockStoppedDataDir(env, data_dir));
+  return RepairLogLocked(env, data_dir);
+}
+
+Result<LogRepairReport> RepairLogLocked(Env* env, const std::string& data_dir) {
   LogRepairReport report;
   uint64_t checkpoint = 0;
   LsnRangeSet confirmed;

@@ -214,18 +214,29 @@ Status EngineImpl::RecomputeSealedMaxima(TableState& table) {
     CAIRN_ASSIGN_OR_RETURN(
         auto handle, GetPeriodFile(table.info.name, table.info.options.period, *it, PeriodAccess::kRead));
     std::lock_guard file_lock(handle->mutex);
-    CAIRN_ASSIGN_OR_RETURN(std::vector<PeriodSeries> present, handle->file->ListSeries());
-    for (const PeriodSeries& p : present) {
-      auto u = unresolved.find(p.series_id);
-      if (u == unresolved.end()) continue;
-      CAIRN_ASSIGN_OR_RETURN(
-          std::vector<ChunkRow> chunks,
-          handle->file->ReadChunks(p.series_id, INT64_MIN, INT64_MAX, /*with_data=*/false));
-      if (chunks.empty()) continue;
-      int64_t max_end = INT64_MIN;
-      for (const ChunkRow& c : chunks) max_end = std::max(max_end, c.end_ns);
-      u->second->sealed_max_timestamp = max_end;
-      unresolved.erase(u);
+    Status read = [&]() -> Status {
+      CAIRN_ASSIGN_OR_RETURN(std::vector<PeriodSeries> present, handle->file->ListSeries());
+      for (const PeriodSeries& p : present) {
+        auto u = unresolved.find(p.series_id);
+        if (u == unresolved.end()) continue;
+        CAIRN_ASSIGN_OR_RETURN(
+            std::vector<ChunkRow> chunks,
+            handle->file->ReadChunks(p.series_id, INT64_MIN, INT64_MAX, /*with_data=*/false));
+        if (chunks.empty()) continue;
+        int64_t max_end = INT64_MIN;
+        for (const ChunkRow& c : chunks) max_end = std::max(max_end, c.end_ns);
+        u->second->sealed_max_timestamp = max_end;
+        unresolved.erase(u);
+      }
+      return Status::Ok();
+    }();
+    // A file whose header opened but whose rows are damaged is served as far
+    // as it reads; queries skip the rest and say so.
+    if (read.Is(StatusCode::kCorruption)) {
+      NoteReadDamage(table.info.name,
+                     SkippedDamage{handle->file->path(), "the whole file", read.message(), 0}, nullptr);
+    } else {
+      CAIRN_RETURN_IF_ERROR(read);
     }
   }
   return Status::Ok();
@@ -631,7 +642,15 @@ Status EngineImpl::Maintain() {
         compacted_one = true;
         std::lock_guard seal_lock(seal_mutex_);
         Status compacted = CompactPeriod(t.name, t.period, start);
-        if (compacted.ok()) {
+        if (compacted.ok() || compacted.Is(StatusCode::kCorruption)) {
+          // A damaged file is left as it is (the compaction rolled back):
+          // retrying it every round would keep the other periods waiting.
+          if (!compacted.ok()) {
+            NoteReadDamage(t.name,
+                           SkippedDamage{PeriodPath(t.name, t.period, start), "compaction",
+                                         compacted.message(), 0},
+                           nullptr);
+          }
           std::unique_lock state(state_mutex_);
           if (auto it = tables_.find(t.name); it != tables_.end())
             it->second->compacted_periods.insert(start);

@@ -146,6 +146,7 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
     CAIRN_RETURN_IF_ERROR(LoadPeriodFiles(*table));
     // Before any connection opens a file and SQLite drops what it cannot read.
     CAIRN_RETURN_IF_ERROR(CheckPeriodWals(*table, report));
+    CAIRN_RETURN_IF_ERROR(QuarantineUnreadablePeriods(*table, report));
     CAIRN_RETURN_IF_ERROR(RecomputeSealedMaxima(*table));
   }
 

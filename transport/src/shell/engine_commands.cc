@@ -217,6 +217,25 @@ Value ExpiryValue(int64_t ttl_seconds) {
 }
 
 // How `text` must be typed to reach a command as one word.
+// Says that a query stepped over damaged stored data: in text a line after
+// the result, in JSON "incomplete": true and "skipped": [what, ...]; the
+// health command names the same damage with its remedy.
+void AddSkippedNotes(const std::vector<SkippedDamage>& skipped, CommandResult* result) {
+  if (skipped.empty()) return;
+  uint64_t readings = 0;
+  std::string what;
+  for (const SkippedDamage& damage : skipped) {
+    readings += damage.readings;
+    if (!what.empty()) what += "; ";
+    what += damage.file + ": " + damage.where + " (" + damage.reason + ")";
+  }
+  std::string text = "incomplete: " + std::to_string(skipped.size()) + " damaged part(s) of the stored data " +
+                     "skipped";
+  if (readings > 0) text += ", " + std::to_string(readings) + " reading(s) not shown";
+  result->AddNote("incomplete", true, text + ": " + what + "; see `health`");
+  result->AddNote("skipped", what, "");
+}
+
 std::string ShellWord(std::string_view text) {
   const bool plain = !text.empty() && std::none_of(text.begin(), text.end(), [](char c) {
     return c == ' ' || c == '\t' || c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20;
@@ -491,6 +510,7 @@ class EngineCommands {
       return CommandResult::Error(status);
     }
     CommandResult table = RecordTable(result->rows);
+    AddSkippedNotes(result->skipped, &table);
     if (!result->next_page_token.empty()) {
       table.AddNote("next_page", result->next_page_token,
                     "more: use --page " + ShellWord(result->next_page_token));
@@ -553,7 +573,9 @@ class EngineCommands {
       row.resize(columns.size());
       rows.push_back(std::move(row));
     }
-    return CommandResult::Table(std::move(columns), std::move(rows));
+    CommandResult table = CommandResult::Table(std::move(columns), std::move(rows));
+    AddSkippedNotes(result->skipped, &table);
+    return table;
   }
 
   // Buckets at whole multiples of the step since the epoch (InfluxDB's
@@ -581,6 +603,7 @@ class EngineCommands {
       rest.from = first_end;
       CAIRN_ASSIGN_OR_RETURN(AggregateResult more, engine_->Aggregate(rest));
       for (AggregateBucket& bucket : more.buckets) result.buckets.push_back(std::move(bucket));
+      for (SkippedDamage& damage : more.skipped) result.skipped.push_back(std::move(damage));
     }
     return result;
   }

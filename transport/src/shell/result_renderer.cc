@@ -186,7 +186,9 @@ std::string RenderText(const CommandResult& result, const RenderOptions& options
     case CommandResult::Kind::kError:
       return "error: " + shell::MakeTerminalSafe(result.error().message()) + "\n";
   }
-  for (const CommandResult::Note& note : result.notes()) out += shell::MakeTerminalSafe(note.text) + "\n";
+  for (const CommandResult::Note& note : result.notes()) {
+    if (!note.text.empty()) out += shell::MakeTerminalSafe(note.text) + "\n";
+  }
   return out;
 }
 

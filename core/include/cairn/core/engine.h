@@ -30,6 +30,7 @@
 #include "cairn/core/record.h"
 #include "cairn/core/sync_ledger.h"
 #include "cairn/core/table.h"
+#include "cairn/core/verify.h"
 #include "cairn/platform/env.h"
 #include "cairn/platform/status.h"
 
@@ -176,11 +177,27 @@ struct RangeQuery {
   std::string page_token;  // from a previous RangeResult to continue it
 };
 
+// Stored data a read could not use and stepped over: a chunk that fails its
+// checksum or does not decode, or a whole period file SQLite reports as
+// malformed. The rest of the answer is served; the damage is also raised in
+// Health() under "period.damaged:<table>/<file>".
+struct SkippedDamage {
+  std::string file;    // path of the period file
+  std::string where;   // "chunk of series 3 from <ns> seq 0", or "the whole file"
+  std::string reason;  // what the decoder or SQLite said
+  // Readings the skipped part holds as its chunk row counts them; 0 when
+  // unknown (the rows themselves could not be read).
+  uint64_t readings = 0;
+};
+
 struct RangeResult {
   // Ordered by (timestamp, measure_name) ascending or both descending.
   std::vector<RecordRow> rows;
   // Non-empty when more rows match: pass it as page_token to continue.
   std::string next_page_token;
+  // Damaged stored data in the query's range that was stepped over: when
+  // not empty the rows are incomplete.
+  std::vector<SkippedDamage> skipped;
 };
 
 enum class AggregateFunction : uint8_t { kMin, kMax, kAvg, kSum, kCount, kFirst, kLast };
@@ -210,6 +227,8 @@ struct AggregateBucket {
 
 struct AggregateResult {
   std::vector<AggregateBucket> buckets;  // only non-empty buckets, ascending
+  // As RangeResult::skipped: when not empty, the buckets miss those readings.
+  std::vector<SkippedDamage> skipped;
 };
 
 struct DeviceInfo {
@@ -328,6 +347,15 @@ struct RecoveryReport {
   // What recovery did that an operator must hear of, one line each (also
   // raised as health problems while they matter).
   std::vector<std::string> notices;
+  // Period files Open could not read (damaged header, not a database, bad
+  // meta) and moved into <data_dir>/quarantine/<table>/ so the rest of the
+  // data is served; Health() names each one until the quarantine is emptied.
+  struct QuarantinedFile {
+    std::string path;      // where the file was
+    std::string moved_to;  // where it is now
+    std::string reason;    // why it could not be read
+  };
+  std::vector<QuarantinedFile> quarantined;
 };
 
 // What Engine::RepairLog did. Readings are counted by LSN: every stored
@@ -365,7 +393,10 @@ class Engine {
   // (already sealed) is stepped over and reported; damage above it fails with
   // Corruption naming segment and offset, and RepairLog mends it. A full disk
   // does not stop Open: writes are refused (ResourceExhausted, `Health`
-  // says why) until there is room. `env` must outlive the engine.
+  // says why) until there is room. Neither does a period file it cannot
+  // read: it is moved into <data_dir>/quarantine/<table>/ (never deleted),
+  // listed in report->quarantined and raised in Health. `env` must outlive
+  // the engine.
   static Result<std::unique_ptr<Engine>> Open(Env* env, const std::string& data_dir,
                                               const EngineOptions& options, RecoveryReport* report = nullptr);
 
@@ -376,6 +407,15 @@ class Engine {
   // says which of them the cloud already holds. An intact log is left as it
   // is (empty report). The engine must not be open (Busy otherwise).
   static Result<LogRepairReport> RepairLog(Env* env, const std::string& data_dir);
+
+  // Checks every file of a stopped data directory (cairn/core/verify.h):
+  // the catalog, each period file (SQLite integrity, meta, every chunk's
+  // checksum and decode, LSNs), the log segments (every record's checksum)
+  // and the LSN coverage against the checkpoint. With `repair`, moves
+  // unreadable period files and damaged chunks into <data_dir>/quarantine/
+  // (nothing is deleted) and mends the log as RepairLog does, counting the
+  // readings lost. Takes <data_dir>/LOCK: Busy while an engine has it open.
+  static Result<VerifyReport> Verify(Env* env, const std::string& data_dir, bool repair);
 
   // ---- tables ---------------------------------------------------------------
 

@@ -36,7 +36,8 @@ class CommandResult {
   // its own after the result, in JSON as the member `key` of the top-level
   // object with `value`. E.g. a query's continuation: text "more: use --page
   // T", key "next_page", value "T". `key` must differ from the result's own
-  // members ("columns", "rows", the entry keys ...).
+  // members ("columns", "rows", the entry keys ...). A note with empty
+  // `text` is shown in JSON only.
   struct Note {
     std::string key;
     Value value;

@@ -1,0 +1,87 @@
+// Damaged period files: quarantine at open, and damaged chunks stepped over
+// by reads. Both leave the rest of the data served and raise a health
+// problem naming the file and the command that tells or mends the loss.
+#include "engine/engine_impl.h"
+#include "engine/quarantine.h"
+
+namespace cairn {
+
+namespace {
+
+std::string FileName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+std::string EngineImpl::VerifyCommand(bool repair) const {
+  return std::string("stop cairnd and run: cairnd verify ") + (repair ? "--repair " : "") + "--data-dir " +
+         data_dir_;
+}
+
+void EngineImpl::RaiseQuarantined(const std::string& table, const std::string& original,
+                                  const std::string& moved_to, const std::string& reason) {
+  HealthProblem problem;
+  problem.key = "period.quarantined:" + table + "/" + FileName(moved_to);
+  problem.component = "period_file";
+  problem.message = "period file " + original + " could not be read (" + reason + ") and was moved to " +
+                    moved_to + "; the readings it held are not served";
+  problem.remedy = "to restore them, stop cairnd and put an intact copy (a backup) back at " + original +
+                   "; to accept the loss, delete " + moved_to + " (and its -wal); " + VerifyCommand(false) +
+                   " to check every other file";
+  health_.Raise(std::move(problem), env_->NowUnixNanos());
+}
+
+Status EngineImpl::QuarantineUnreadablePeriods(TableState& table, RecoveryReport* report) {
+  const std::string quarantine = QuarantineDir(data_dir_, table.info.name);
+  // Files an earlier start or a repair put there stay reported until an
+  // operator restores or removes them.
+  for (const std::string& kept : QuarantinedPeriodFiles(env_, quarantine)) {
+    HealthProblem problem;
+    problem.key = "period.quarantined:" + table.info.name + "/" + FileName(kept);
+    problem.component = "period_file";
+    problem.message = "the quarantine holds " + kept +
+                      " (a damaged period file, or a copy taken before a repair removed damaged chunks); "
+                      "readings only it holds are not served";
+    problem.remedy = "to restore an intact copy, stop cairnd and put it back in " + TableDir(table.info.name) +
+                     "; to accept the loss, delete " + kept + " (and its -wal); " + VerifyCommand(false) +
+                     " tells what it holds";
+    health_.Raise(std::move(problem), env_->NowUnixNanos());
+  }
+  std::vector<int64_t> unreadable;
+  for (int64_t start : table.period_starts) {
+    // Opening reads the header and the meta: what a damaged header or a
+    // truncated file fails first. The handle stays cached for later reads.
+    auto handle = GetPeriodFile(table.info.name, table.info.options.period, start, PeriodAccess::kRead);
+    if (handle.ok() || !handle.status().Is(StatusCode::kCorruption)) {
+      // Other errors (a newer format, I/O) are not damage to work around.
+      if (!handle.ok() && !handle.status().Is(StatusCode::kNotFound)) return handle.status();
+      continue;
+    }
+    const std::string path = PeriodPath(table.info.name, table.info.options.period, start);
+    CAIRN_ASSIGN_OR_RETURN(std::string moved_to, MoveIntoQuarantine(env_, path, quarantine));
+    RaiseQuarantined(table.info.name, path, moved_to, handle.status().message());
+    if (report) report->quarantined.push_back({path, moved_to, handle.status().message()});
+    unreadable.push_back(start);
+  }
+  for (int64_t start : unreadable) table.period_starts.erase(start);
+  return Status::Ok();
+}
+
+void EngineImpl::NoteReadDamage(const std::string& table, SkippedDamage damage,
+                                std::vector<SkippedDamage>* skipped) {
+  HealthProblem problem;
+  problem.key = "period.damaged:" + table + "/" + FileName(damage.file) + ":" + damage.where;
+  problem.component = "period_file";
+  problem.message = "period file " + damage.file + ": " + damage.where + " is damaged (" + damage.reason +
+                    "); queries skip it and say their answer is incomplete" +
+                    (damage.readings > 0 ? " (" + std::to_string(damage.readings) + " readings)" : "");
+  problem.remedy = VerifyCommand(true) +
+                   " (moves the damaged part into the quarantine, keeping a copy of the file, and counts "
+                   "the readings lost)";
+  health_.Raise(std::move(problem), env_->NowUnixNanos());
+  if (skipped) skipped->push_back(std::move(damage));
+}
+
+}  // namespace cairn
