@@ -218,7 +218,7 @@ Value ExpiryValue(int64_t ttl_seconds) {
 
 // How `text` must be typed to reach a command as one word.
 // Says that a query stepped over damaged stored data: in text a line after
-// the result, in JSON "incomplete": true and "skipped": [what, ...]; the
+// the result, in JSON "incomplete": true and "skipped": "what; ..."; the
 // health command names the same damage with its remedy.
 void AddSkippedNotes(const std::vector<SkippedDamage>& skipped, CommandResult* result) {
   if (skipped.empty()) return;

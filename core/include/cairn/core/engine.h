@@ -449,6 +449,12 @@ class Engine {
   virtual Result<WriteResult> WriteReceived(const std::string& table, const std::vector<Record>& records) = 0;
 
   // ---- reads ----------------------------------------------------------------
+  //
+  // Damaged stored data (a chunk failing its checksum or decode, a period
+  // file SQLite calls malformed) does not fail a read: it is stepped over,
+  // raised in Health() under "period.damaged:...", and Range and Aggregate
+  // list it in their result's `skipped`. Get, Latest and LatestBatch serve
+  // what remains without saying so beyond Health().
 
   // The record with this identity, if present and not expired.
   virtual Result<std::optional<RecordRow>> Get(const std::string& table, const std::string& device_id,

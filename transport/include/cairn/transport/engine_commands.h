@@ -31,6 +31,11 @@
 // "more: use --page TOKEN" (in JSON: "next_page": "TOKEN"); repeating the
 // same query with --page TOKEN continues it.
 //
+// A `range` or `agg` that stepped over damaged stored data (Engine's
+// RangeResult::skipped) ends with the note "incomplete: N damaged part(s)
+// ... skipped: <file>: <chunk> (<reason>); see `health`" (in JSON:
+// "incomplete": true and "skipped": "<file>: <chunk> (<reason>); ...").
+//
 // Thread-safety: the handlers call only the Engine and the Env, so they may
 // run concurrently (the Engine is thread-safe).
 #pragma once

@@ -30,6 +30,8 @@
 //   POST   /v1/tables/{t}/latest   {"devices":[...],"measure":"..."}  {"records":[...]} with a device member
 //   GET    /v1/tables/{t}/devices/{d}/readings?measure=|prefix=&from=&to=&order=asc|desc&limit=&page=
 //                                                         {"records":[...],"next_page":"..."}
+//                                                         (+ "incomplete":true,"skipped":"..." when
+//                                                         damaged chunks were stepped over)
 //   GET    /v1/tables/{t}/devices/{d}/aggregate?measure=&field=&step=&fn=&from=&to=
 //                                                         {"buckets":[...]}
 //   GET    /v1/stats         (admin)                      engine counters
