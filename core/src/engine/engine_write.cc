@@ -67,6 +67,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(Env* env, const std::string& data_d
     return Status::InvalidArgument("the sync quota's check interval is negative");
   CAIRN_RETURN_IF_ERROR(ValidateClockOptions(options.clock));
   auto engine = std::make_unique<EngineImpl>(env, data_dir, options);
+  if (report) *report = RecoveryReport();  // what this open found, nothing older
   CAIRN_RETURN_IF_ERROR(engine->OpenAndRecover(report));
   return std::unique_ptr<Engine>(std::move(engine));
 }

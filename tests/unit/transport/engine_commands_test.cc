@@ -15,6 +15,7 @@
 #include "cairn/transport/json_value.h"
 #include "cairn/transport/result_renderer.h"
 
+#include "forwarding_engine.h"
 #include "manual_clock_env.h"
 #include "test_dirs.h"
 
@@ -741,6 +742,54 @@ TEST(CommandNoteTest, NotesFollowTheResultInTextAndJson) {
   error.AddNote("ignored", int64_t{1}, "ignored");
   EXPECT_TRUE(error.notes().empty());
   EXPECT_EQ(RenderText(error, {}), "error: gone\n");
+}
+
+// An engine whose reads stepped over a damaged chunk.
+class DamagedReadsEngine : public ForwardingEngine {
+ public:
+  using ForwardingEngine::ForwardingEngine;
+  static SkippedDamage Damage() {
+    return SkippedDamage{"/data/sensors/2023-11-12.db", "chunk of series 1 from 5 seq 0",
+                         "chunk: checksum mismatch", 7};
+  }
+  Result<RangeResult> Range(const RangeQuery& query) override {
+    CAIRN_ASSIGN_OR_RETURN(RangeResult result, target()->Range(query));
+    result.skipped.push_back(Damage());
+    return result;
+  }
+  Result<AggregateResult> Aggregate(const AggregateQuery& query) override {
+    CAIRN_ASSIGN_OR_RETURN(AggregateResult result, target()->Aggregate(query));
+    result.skipped.push_back(Damage());
+    return result;
+  }
+};
+
+TEST_F(EngineCommandsTest, RangeAndAggSayWhenTheyMissedDamagedData) {
+  PutReadings();
+  DamagedReadsEngine damaged(engine_.get());
+  CommandRegistry registry;
+  ASSERT_TRUE(RegisterBuiltinCommands(&registry).ok());
+  EngineCommandOptions options;
+  options.data_dir = dir_.path();
+  ASSERT_TRUE(RegisterEngineCommands(&registry, &damaged, &clock_, options).ok());
+
+  const std::string text = registry.Execute("range sensors d1 --from -2h", RenderOptions{});
+  EXPECT_TRUE(Contains(text,
+                       "incomplete: 1 damaged part(s) of the stored data skipped, 7 reading(s) not shown: "
+                       "/data/sensors/2023-11-12.db: chunk of series 1 from 5 seq 0 (chunk: checksum "
+                       "mismatch); see `health`\n"))
+      << text;
+  Result<JsonValue> json = JsonValue::Parse(registry.Execute("range sensors d1 --from -2h --json", RenderOptions{}));
+  ASSERT_TRUE(json.ok());
+  ASSERT_NE(json->Find("incomplete"), nullptr);
+  EXPECT_TRUE(json->Find("incomplete")->boolean());
+  ASSERT_NE(json->Find("skipped"), nullptr);
+  EXPECT_TRUE(Contains(json->Find("skipped")->text(), "chunk of series 1 from 5 seq 0"));
+
+  const std::string agg = registry.Execute("agg sensors d1 env temperature --step 15m --from -2h", RenderOptions{});
+  EXPECT_TRUE(Contains(agg, "incomplete: 1 damaged part(s)")) << agg;
+  // An intact answer says nothing of the kind.
+  EXPECT_FALSE(Contains(Run("range sensors d1 --from -2h"), "incomplete"));
 }
 
 }  // namespace

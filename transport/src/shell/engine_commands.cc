@@ -223,13 +223,17 @@ Value ExpiryValue(int64_t ttl_seconds) {
 void AddSkippedNotes(const std::vector<SkippedDamage>& skipped, CommandResult* result) {
   if (skipped.empty()) return;
   uint64_t readings = 0;
+  size_t parts = 0;
   std::string what;
+  std::set<std::pair<std::string, std::string>> seen;  // an aligned agg asks twice
   for (const SkippedDamage& damage : skipped) {
+    if (!seen.insert({damage.file, damage.where}).second) continue;
+    ++parts;
     readings += damage.readings;
     if (!what.empty()) what += "; ";
     what += damage.file + ": " + damage.where + " (" + damage.reason + ")";
   }
-  std::string text = "incomplete: " + std::to_string(skipped.size()) + " damaged part(s) of the stored data " +
+  std::string text = "incomplete: " + std::to_string(parts) + " damaged part(s) of the stored data " +
                      "skipped";
   if (readings > 0) text += ", " + std::to_string(readings) + " reading(s) not shown";
   result->AddNote("incomplete", true, text + ": " + what + "; see `health`");
