@@ -448,6 +448,24 @@ TEST_P(CairndCorruptionTest, NoAcknowledgedReadingIsSilentlyLost) {
   Outcomes().push_back(outcome);
 }
 
+// `cairnd verify` takes the data directory's lock: it refuses while cairnd
+// runs, and passes a directory cairnd left intact.
+TEST_F(CairndHttpTest, VerifyRefusesWhileCairndRunsAndPassesAnIntactDirectory) {
+  StartDaemon({"--http-plain"});
+  const std::string verify = CairndCommandLine() + " verify --data-dir " + dir_.PathOf("data");
+  auto [busy, refusal] = RunCommand(verify);
+  EXPECT_EQ(busy, 1);
+  EXPECT_TRUE(Contains(refusal, "is in use by a running cairnd; stop it first")) << refusal;
+  StopDaemon();
+  auto [status, report] = RunCommand(verify);
+  EXPECT_EQ(status, 0) << report;
+  EXPECT_TRUE(Contains(report, "ok       " + dir_.PathOf("data/catalog.db"))) << report;
+  EXPECT_TRUE(Contains(report, "result: ok\n")) << report;
+  auto [help_status, help] = RunCommand(CairndCommandLine() + " --help");
+  EXPECT_EQ(help_status, 0);
+  EXPECT_TRUE(Contains(help, "verify [--repair]")) << help;
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryFileKindAndDamage, CairndCorruptionTest, ::testing::ValuesIn(kCases),
                          PrintableCase);
 

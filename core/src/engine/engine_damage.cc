@@ -1,6 +1,9 @@
-// Damaged period files: quarantine at open, and damaged chunks stepped over
-// by reads. Both leave the rest of the data served and raise a health
-// problem naming the file and the command that tells or mends the loss.
+// Damaged period files: quarantine at open, and reading sealed chunks while
+// stepping over damaged ones. Both leave the rest of the data served and
+// raise a health problem naming the file and the command that tells or mends
+// the loss.
+#include <algorithm>
+
 #include "engine/engine_impl.h"
 #include "engine/quarantine.h"
 
@@ -82,6 +85,76 @@ void EngineImpl::NoteReadDamage(const std::string& table, SkippedDamage damage,
                    "the readings lost)";
   health_.Raise(std::move(problem), env_->NowUnixNanos());
   if (skipped) skipped->push_back(std::move(damage));
+}
+
+Result<std::vector<ChunkRecord>> EngineImpl::ReadSealed(const std::string& table, Period period,
+                                                        int64_t period_start, int64_t series_id,
+                                                        const std::vector<ChunkField>& fields, int64_t from,
+                                                        int64_t to, std::vector<SkippedDamage>* skipped) {
+  std::vector<ChunkRecord> out;
+  const std::string path = PeriodPath(table, period, period_start);
+  // A file SQLite calls malformed is skipped whole: its chunk rows cannot
+  // be listed, so the readings it holds are unknown here.
+  auto whole_file_damaged = [&](const Status& status) {
+    NoteReadDamage(table, SkippedDamage{path, "the whole file", status.message(), 0}, skipped);
+    return out;
+  };
+  auto handle = GetPeriodFile(table, period, period_start, PeriodAccess::kRead);
+  if (!handle.ok()) {
+    if (handle.status().Is(StatusCode::kNotFound)) return out;  // dropped by retention meanwhile
+    if (handle.status().Is(StatusCode::kCorruption)) return whole_file_damaged(handle.status());
+    return handle.status();
+  }
+  std::vector<ChunkRow> chunks;
+  {
+    std::lock_guard file_lock((*handle)->mutex);
+    Result<std::vector<ChunkRow>> read = (*handle)->file->ReadChunks(series_id, from, to, /*with_data=*/true);
+    if (!read.ok() && read.status().Is(StatusCode::kCorruption)) return whole_file_damaged(read.status());
+    CAIRN_ASSIGN_OR_RETURN(chunks, std::move(read));
+  }
+  for (const ChunkRow& chunk : chunks) {
+    Result<DecodedChunk> decoded_or = DecodeChunk(chunk.data);
+    if (decoded_or.ok() && decoded_or->size() != chunk.count) {
+      decoded_or = Status::Corruption("the chunk decodes to " + std::to_string(decoded_or->size()) +
+                                      " records, its row says " + std::to_string(chunk.count));
+    }
+    if (!decoded_or.ok()) {
+      // The other chunks are intact: serve them, say what is missing.
+      NoteReadDamage(table,
+                     SkippedDamage{path,
+                                   "chunk of series " + std::to_string(chunk.series_id) + " from " +
+                                       std::to_string(chunk.start_ns) + " seq " + std::to_string(chunk.seq),
+                                   decoded_or.status().message(), chunk.count},
+                     skipped);
+      continue;
+    }
+    DecodedChunk& decoded = *decoded_or;
+    std::vector<int> column_to_field;
+    for (const ChunkColumn& column : decoded.columns) {
+      auto it = std::find_if(fields.begin(), fields.end(),
+                             [&](const ChunkField& f) { return f.name == column.field.name; });
+      column_to_field.push_back(it == fields.end() ? -1
+                                                          : static_cast<int>(it - fields.begin()));
+    }
+    const auto begin = std::lower_bound(decoded.timestamps.begin(), decoded.timestamps.end(), from);
+    const auto end = std::lower_bound(begin, decoded.timestamps.end(), to);
+    out.reserve(out.size() + static_cast<size_t>(end - begin));
+    for (size_t i = static_cast<size_t>(begin - decoded.timestamps.begin());
+         i < static_cast<size_t>(end - decoded.timestamps.begin()); ++i) {
+      ChunkRecord& r = out.emplace_back();
+      r.timestamp = decoded.timestamps[i];
+      r.version = decoded.versions[i];
+      r.ttl = decoded.ttls[i];
+      r.values.resize(fields.size());
+      for (size_t c = 0; c < decoded.columns.size(); ++c) {
+        if (column_to_field[c] >= 0 && decoded.columns[c].present[i]) {
+          // Decoded values are consumed exactly once: move, do not copy.
+          r.values[static_cast<size_t>(column_to_field[c])] = std::move(decoded.columns[c].values[i]);
+        }
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace cairn

@@ -199,9 +199,11 @@ class EngineImpl final : public Engine {
   Result<std::vector<ChunkRecord>> CollectSeries(const std::string& table, const SeriesSnapshot& series,
                                                  int64_t from, int64_t to, Order order, size_t limit,
                                                  int64_t now_ns, std::vector<SkippedDamage>* skipped);
-  Result<std::vector<ChunkRecord>> ReadSealed(const std::string& table, int64_t period_start,
-                                              const SeriesSnapshot& series, int64_t from, int64_t to,
-                                              std::vector<SkippedDamage>* skipped);
+  // The records of one series in one period file within [from, to), laid
+  // out along `fields` (engine_damage.cc).
+  Result<std::vector<ChunkRecord>> ReadSealed(const std::string& table, Period period, int64_t period_start,
+                                              int64_t series_id, const std::vector<ChunkField>& fields,
+                                              int64_t from, int64_t to, std::vector<SkippedDamage>* skipped);
   RecordRow MakeRow(const SeriesSnapshot& series, const ChunkRecord& record) const;
   Result<std::vector<RecordRow>> LatestLocked(const std::string& table,
                                               const std::vector<std::string>& devices,

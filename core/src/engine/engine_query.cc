@@ -111,75 +111,6 @@ Snapshot TakeSnapshot(const TableState& table, const Series& s, int64_t from, in
 
 }  // namespace
 
-Result<std::vector<ChunkRecord>> EngineImpl::ReadSealed(const std::string& table, int64_t period_start,
-                                                        const SeriesSnapshot& series, int64_t from, int64_t to,
-                                                        std::vector<SkippedDamage>* skipped) {
-  std::vector<ChunkRecord> out;
-  const std::string path = PeriodPath(table, series.period, period_start);
-  // A file SQLite calls malformed is skipped whole: its chunk rows cannot
-  // be listed, so the readings it holds are unknown here.
-  auto whole_file_damaged = [&](const Status& status) {
-    NoteReadDamage(table, SkippedDamage{path, "the whole file", status.message(), 0}, skipped);
-    return out;
-  };
-  auto handle = GetPeriodFile(table, series.period, period_start, PeriodAccess::kRead);
-  if (!handle.ok()) {
-    if (handle.status().Is(StatusCode::kNotFound)) return out;  // dropped by retention meanwhile
-    if (handle.status().Is(StatusCode::kCorruption)) return whole_file_damaged(handle.status());
-    return handle.status();
-  }
-  std::vector<ChunkRow> chunks;
-  {
-    std::lock_guard file_lock((*handle)->mutex);
-    Result<std::vector<ChunkRow>> read = (*handle)->file->ReadChunks(series.id, from, to, /*with_data=*/true);
-    if (!read.ok() && read.status().Is(StatusCode::kCorruption)) return whole_file_damaged(read.status());
-    CAIRN_ASSIGN_OR_RETURN(chunks, std::move(read));
-  }
-  for (const ChunkRow& chunk : chunks) {
-    Result<DecodedChunk> decoded_or = DecodeChunk(chunk.data);
-    if (decoded_or.ok() && decoded_or->size() != chunk.count) {
-      decoded_or = Status::Corruption("the chunk decodes to " + std::to_string(decoded_or->size()) +
-                                      " records, its row says " + std::to_string(chunk.count));
-    }
-    if (!decoded_or.ok()) {
-      // The other chunks are intact: serve them, say what is missing.
-      NoteReadDamage(table,
-                     SkippedDamage{path,
-                                   "chunk of series " + std::to_string(chunk.series_id) + " from " +
-                                       std::to_string(chunk.start_ns) + " seq " + std::to_string(chunk.seq),
-                                   decoded_or.status().message(), chunk.count},
-                     skipped);
-      continue;
-    }
-    DecodedChunk& decoded = *decoded_or;
-    std::vector<int> column_to_field;
-    for (const ChunkColumn& column : decoded.columns) {
-      auto it = std::find_if(series.fields.begin(), series.fields.end(),
-                             [&](const ChunkField& f) { return f.name == column.field.name; });
-      column_to_field.push_back(it == series.fields.end() ? -1
-                                                          : static_cast<int>(it - series.fields.begin()));
-    }
-    const auto begin = std::lower_bound(decoded.timestamps.begin(), decoded.timestamps.end(), from);
-    const auto end = std::lower_bound(begin, decoded.timestamps.end(), to);
-    out.reserve(out.size() + static_cast<size_t>(end - begin));
-    for (size_t i = static_cast<size_t>(begin - decoded.timestamps.begin());
-         i < static_cast<size_t>(end - decoded.timestamps.begin()); ++i) {
-      ChunkRecord& r = out.emplace_back();
-      r.timestamp = decoded.timestamps[i];
-      r.version = decoded.versions[i];
-      r.ttl = decoded.ttls[i];
-      r.values.resize(series.fields.size());
-      for (size_t c = 0; c < decoded.columns.size(); ++c) {
-        if (column_to_field[c] >= 0 && decoded.columns[c].present[i]) {
-          // Decoded values are consumed exactly once: move, do not copy.
-          r.values[static_cast<size_t>(column_to_field[c])] = std::move(decoded.columns[c].values[i]);
-        }
-      }
-    }
-  }
-  return out;
-}
-
 Result<std::vector<ChunkRecord>> EngineImpl::CollectSeries(const std::string& table,
                                                            const SeriesSnapshot& series, int64_t from,
                                                            int64_t to, Order order, size_t limit,
@@ -191,7 +122,7 @@ Result<std::vector<ChunkRecord>> EngineImpl::CollectSeries(const std::string& ta
   }
   if (order == Order::kDescending) std::reverse(periods.begin(), periods.end());
   for (int64_t start : periods) {
-    CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRecord> sealed, ReadSealed(table, start, series, from, to, skipped));
+    CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRecord> sealed, ReadSealed(table, series.period, start, series.id, series.fields, from, to, skipped));
     std::move(sealed.begin(), sealed.end(), std::back_inserter(records));
     if (limit == 0) continue;
     // Periods not read yet lie entirely after (before, descending) this one:
@@ -533,7 +464,8 @@ Result<AggregateResult> EngineImpl::Aggregate(const AggregateQuery& query) {
     }
     if (!need_data) continue;
     CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRecord> sealed,
-                           ReadSealed(query.table, start, snap, query.from, query.to, &result.skipped));
+                           ReadSealed(query.table, snap.period, start, snap.id, snap.fields, query.from, query.to,
+                                      &result.skipped));
     // Keep only records of chunks that were not answered from statistics.
     std::erase_if(sealed, [&](const ChunkRecord& r) {
       for (size_t i = 0; i < chunks.size(); ++i) {

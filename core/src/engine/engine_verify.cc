@@ -191,19 +191,11 @@ VerifiedFile DescribeQuarantined(Env* env, const std::string& vfs, const std::st
   return file;
 }
 
-}  // namespace
-
-Result<VerifyReport> Engine::Verify(Env* env, const std::string& data_dir, bool repair) {
-  if (!env->FileExists(data_dir)) return Status::NotFound("data directory " + data_dir + " does not exist");
-  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<FileLock> lock, LockStoppedDataDir(env, data_dir));
-  const std::string vfs = VfsNameFor(env);
-  CAIRN_RETURN_IF_ERROR(RegisterEnvVfs(env, vfs));
-  VerifyReport report;
-  report.repaired = repair;
-
-  // The catalog: its integrity, its tables and the checkpoint.
+// The catalog: its integrity, its tables and the checkpoint (0 when it
+// cannot be read). It holds no readings; its repair is a restore.
+VerifiedFile VerifyCatalog(Env* env, const std::string& vfs, const std::string& data_dir, bool repair,
+                           std::vector<TableInfo>* tables, uint64_t* checkpoint_lsn) {
   VerifiedFile catalog_file = VerifiedFile::Of(JoinPath(data_dir, "catalog.db"), "catalog");
-  std::vector<TableInfo> tables;
   if (!env->FileExists(catalog_file.path)) {
     catalog_file.problems.push_back("missing: the tables, the series dictionary and the checkpoint are gone");
   } else {
@@ -214,10 +206,10 @@ Result<VerifyReport> Engine::Verify(Env* env, const std::string& data_dir, bool 
       catalog_file.problems = std::move(integrity).value();
       Status read = [&]() -> Status {
         CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<Catalog> catalog, Catalog::Open(vfs, catalog_file.path));
-        CAIRN_ASSIGN_OR_RETURN(tables, catalog->LoadTables());
-        CAIRN_ASSIGN_OR_RETURN(report.checkpoint_lsn, catalog->CheckpointLsn());
-        catalog_file.summary = std::to_string(tables.size()) + " table(s), checkpoint at LSN " +
-                               std::to_string(report.checkpoint_lsn);
+        CAIRN_ASSIGN_OR_RETURN(*tables, catalog->LoadTables());
+        CAIRN_ASSIGN_OR_RETURN(*checkpoint_lsn, catalog->CheckpointLsn());
+        catalog_file.summary = std::to_string(tables->size()) + " table(s), checkpoint at LSN " +
+                               std::to_string(*checkpoint_lsn);
         return catalog->Close();
       }();
       if (!read.ok()) catalog_file.problems.push_back("cannot be read: " + read.message());
@@ -230,29 +222,14 @@ Result<VerifyReport> Engine::Verify(Env* env, const std::string& data_dir, bool 
           "not repaired here: restore catalog.db from a backup (cairnd verify mends period files and the log)");
     }
   }
-  report.files.push_back(std::move(catalog_file));
+  return catalog_file;
+}
 
-  // Period files, table by table.
-  LsnRangeSet sealed;
-  for (const std::string& table : TableDirs(env, data_dir, tables)) {
-    const std::string dir = JoinPath(data_dir, table);
-    Result<std::vector<std::string>> names = env->ListDir(dir);
-    if (!names.ok()) continue;
-    std::sort(names->begin(), names->end());
-    for (const std::string& name : *names) {
-      if (name.size() <= 3 || name.compare(name.size() - 3, 3, ".db") != 0) continue;
-      PeriodCheck check = CheckPeriodFile(env, vfs, JoinPath(dir, name), &sealed);
-      if (repair && check.file.damaged()) {
-        Status repaired = RepairPeriodFile(env, vfs, QuarantineDir(data_dir, table), &check);
-        if (!repaired.ok()) check.file.actions.push_back("repair failed: " + repaired.message());
-      }
-      report.files.push_back(std::move(check.file));
-    }
-    const std::vector<std::string> quarantined = QuarantinedPeriodFiles(env, QuarantineDir(data_dir, table));
-    for (const std::string& path : quarantined) report.files.push_back(DescribeQuarantined(env, vfs, path));
-  }
 
-  // The log, segment by segment, against the checkpoint.
+// Every log segment against the checkpoint; with `repair`, a damaged log is
+// mended as RepairLog does, its cost told by an entry for the log directory.
+Status VerifyLog(Env* env, const std::string& data_dir, bool repair, VerifyReport* out) {
+  VerifyReport& report = *out;
   const std::string log_dir = JoinPath(data_dir, "log");
   CAIRN_ASSIGN_OR_RETURN(std::vector<SegmentCheck> segments,
                          CheckLogSegments(env, log_dir, report.checkpoint_lsn));
@@ -280,6 +257,44 @@ Result<VerifyReport> Engine::Verify(Env* env, const std::string& data_dir, bool 
     }
     report.files.push_back(std::move(mended));
   }
+
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<VerifyReport> Engine::Verify(Env* env, const std::string& data_dir, bool repair) {
+  if (!env->FileExists(data_dir)) return Status::NotFound("data directory " + data_dir + " does not exist");
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<FileLock> lock, LockStoppedDataDir(env, data_dir));
+  const std::string vfs = VfsNameFor(env);
+  CAIRN_RETURN_IF_ERROR(RegisterEnvVfs(env, vfs));
+  VerifyReport report;
+  report.repaired = repair;
+
+  std::vector<TableInfo> tables;
+  report.files.push_back(VerifyCatalog(env, vfs, data_dir, repair, &tables, &report.checkpoint_lsn));
+
+  // Period files, table by table.
+  LsnRangeSet sealed;
+  for (const std::string& table : TableDirs(env, data_dir, tables)) {
+    const std::string dir = JoinPath(data_dir, table);
+    Result<std::vector<std::string>> names = env->ListDir(dir);
+    if (!names.ok()) continue;
+    std::sort(names->begin(), names->end());
+    for (const std::string& name : *names) {
+      if (name.size() <= 3 || name.compare(name.size() - 3, 3, ".db") != 0) continue;
+      PeriodCheck check = CheckPeriodFile(env, vfs, JoinPath(dir, name), &sealed);
+      if (repair && check.file.damaged()) {
+        Status repaired = RepairPeriodFile(env, vfs, QuarantineDir(data_dir, table), &check);
+        if (!repaired.ok()) check.file.actions.push_back("repair failed: " + repaired.message());
+      }
+      report.files.push_back(std::move(check.file));
+    }
+    const std::vector<std::string> quarantined = QuarantinedPeriodFiles(env, QuarantineDir(data_dir, table));
+    for (const std::string& path : quarantined) report.files.push_back(DescribeQuarantined(env, vfs, path));
+  }
+
+  CAIRN_RETURN_IF_ERROR(VerifyLog(env, data_dir, repair, &report));
 
   // Coverage: every LSN below the checkpoint left the log because a seal
   // put it in a period file.
