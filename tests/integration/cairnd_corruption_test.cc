@@ -327,6 +327,9 @@ std::optional<size_t> StatedLoss(const std::string& report) {
   return std::nullopt;
 }
 
+// One case from the writes to the verdict. Longer than a function should
+// be, on purpose: it reads top-down as the steps an operator goes through
+// (write, crash, damage, start, read, follow the named command, read again).
 TEST_P(CairndCorruptionTest, NoAcknowledgedReadingIsSilentlyLost) {
   const Case c = GetParam();
   std::vector<std::string> flags;

@@ -647,7 +647,7 @@ Status EngineImpl::Maintain() {
           // retrying it every round would keep the other periods waiting.
           if (!compacted.ok()) {
             NoteReadDamage(t.name,
-                           SkippedDamage{PeriodPath(t.name, t.period, start), "compaction",
+                           SkippedDamage{PeriodPath(t.name, t.period, start), "a chunk the compaction read",
                                          compacted.message(), 0},
                            nullptr);
           }
