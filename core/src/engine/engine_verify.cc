@@ -192,7 +192,7 @@ VerifiedFile DescribeQuarantined(Env* env, const std::string& vfs, const std::st
 }
 
 // The catalog: its integrity, its tables and the checkpoint (0 when it
-// cannot be read). It holds no readings; its repair is a restore.
+// cannot be read). It holds no readings; cairnd's start rebuilds it.
 VerifiedFile VerifyCatalog(Env* env, const std::string& vfs, const std::string& data_dir, bool repair,
                            std::vector<TableInfo>* tables, uint64_t* checkpoint_lsn) {
   VerifiedFile catalog_file = VerifiedFile::Of(JoinPath(data_dir, "catalog.db"), "catalog");
@@ -219,7 +219,8 @@ VerifiedFile VerifyCatalog(Env* env, const std::string& vfs, const std::string& 
     catalog_file.readings_affected = 0;  // readings live in period files and the log
     if (repair) {
       catalog_file.actions.push_back(
-          "not repaired here: restore catalog.db from a backup (cairnd verify mends period files and the log)");
+          "left to cairnd: its next start moves a damaged catalog.db aside and rebuilds it from the period "
+          "files and the log");
     }
   }
   return catalog_file;
