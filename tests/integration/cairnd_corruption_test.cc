@@ -85,9 +85,6 @@ struct Case {
   const char* known_gap;
 };
 
-constexpr const char* kCatalogWork = "needs the catalog rebuild from the period files (h/storage-open)";
-constexpr const char* kCoverageWork =
-    "needs the open-time check that period files cover every sealed LSN (h/storage-open)";
 constexpr const char* kLogEndWork =
     "a cut or deleted log looks like an empty or torn log: nothing durable records where the "
     "acknowledged log ends";
@@ -98,13 +95,13 @@ const Case kCases[] = {
     {FileKind::kLog, Damage::kDelete, kLogEndWork},
     {FileKind::kPeriodDb, Damage::kFlip, ""},
     {FileKind::kPeriodDb, Damage::kTruncate, ""},
-    {FileKind::kPeriodDb, Damage::kDelete, kCoverageWork},
-    {FileKind::kPeriodWal, Damage::kFlip, kCoverageWork},
-    {FileKind::kPeriodWal, Damage::kTruncate, kCoverageWork},
-    {FileKind::kPeriodWal, Damage::kDelete, kCoverageWork},
-    {FileKind::kCatalog, Damage::kFlip, kCatalogWork},
-    {FileKind::kCatalog, Damage::kTruncate, kCatalogWork},
-    {FileKind::kCatalog, Damage::kDelete, kCatalogWork},
+    {FileKind::kPeriodDb, Damage::kDelete, ""},
+    {FileKind::kPeriodWal, Damage::kFlip, ""},
+    {FileKind::kPeriodWal, Damage::kTruncate, ""},
+    {FileKind::kPeriodWal, Damage::kDelete, ""},
+    {FileKind::kCatalog, Damage::kFlip, ""},
+    {FileKind::kCatalog, Damage::kTruncate, ""},
+    {FileKind::kCatalog, Damage::kDelete, ""},
     {FileKind::kTokens, Damage::kFlip, ""},
     {FileKind::kTokens, Damage::kTruncate, ""},
     {FileKind::kTokens, Damage::kDelete, ""},
@@ -269,6 +266,27 @@ class CairndCorruptionTest : public CairndHttpTest, public ::testing::WithParamI
     return "";
   }
 
+  // A seal checkpoints its WAL at once, so a kill rarely leaves one with
+  // frames. This leaves one as a crash between a seal's commit and its
+  // checkpoint would: two commits (rows in the meta table, which cairn
+  // ignores) made with Debian's sqlite3 shell, the WAL copied before the
+  // shell checkpoints it away.
+  void LeaveCommitsInAWal() {
+    const std::string db = NewestIn(Data() + "/sensors", [](const std::string& n) { return n.ends_with(".db"); });
+    ASSERT_FALSE(db.empty());
+    const std::string script = dir_.PathOf("commits.sql");
+    {
+      std::ofstream out(script);
+      out << "PRAGMA wal_autocheckpoint=0;\n"
+          << "INSERT INTO meta(key, value) VALUES('filler_1', randomblob(9000));\n"
+          << "INSERT INTO meta(key, value) VALUES('filler_2', randomblob(9000));\n"
+          << ".shell cp " << db << "-wal " << db << "-wal.keep\n";
+    }
+    auto [status, output] = RunCommand("sqlite3 " + db + " < " + script);
+    ASSERT_EQ(status, 0) << output;
+    ASSERT_EQ(RunCommand("mv " + db + "-wal.keep " + db + "-wal && rm -f " + db + "-shm").first, 0);
+  }
+
   static void Apply(const std::string& path, FileKind kind, Damage damage) {
     const uintmax_t size = fs::file_size(path);
     if (damage == Damage::kDelete) {
@@ -354,6 +372,7 @@ TEST_P(CairndCorruptionTest, NoAcknowledgedReadingIsSilentlyLost) {
   }
   Kill9();
 
+  if (c.kind == FileKind::kPeriodWal && TargetFile(c.kind).empty()) LeaveCommitsInAWal();
   const std::string target = TargetFile(c.kind);
   ASSERT_FALSE(target.empty()) << "no " << KindName(c.kind) << " file to damage";
   Apply(target, c.kind, c.damage);

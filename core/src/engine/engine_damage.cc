@@ -64,6 +64,9 @@ Status EngineImpl::QuarantineUnreadablePeriods(TableState& table, RecoveryReport
     }
     const std::string path = PeriodPath(table.info.name, table.info.options.period, start);
     CAIRN_ASSIGN_OR_RETURN(std::string moved_to, MoveIntoQuarantine(env_, path, quarantine));
+    // From now on the quarantine reports it; its seal mark would report it
+    // again as missing after an operator accepted the loss by deleting it.
+    CAIRN_RETURN_IF_ERROR(catalog_->ForgetSealMark(table.info.name, start));
     RaiseQuarantined(table.info.name, path, moved_to, handle.status().message());
     if (report) report->quarantined.push_back({path, moved_to, handle.status().message()});
     unreadable.push_back(start);

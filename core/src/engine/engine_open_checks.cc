@@ -5,6 +5,7 @@
 
 #include "engine/catalog_rebuild.h"
 #include "engine/engine_impl.h"
+#include "engine/quarantine.h"
 #include "log/log_reader.h"
 #include "storage/sqlite_wal_check.h"
 
@@ -170,10 +171,19 @@ Result<uint64_t> EngineImpl::CheckPeriodCoverage(uint64_t checkpoint, RecoveryRe
         CAIRN_RETURN_IF_ERROR(catalog_->ForgetSealMark(mark.table, mark.period_start));
         continue;
       }
-      const std::string message = "period file " + label + " is missing: the readings sealed into it (LSNs up to " +
+      // A file moved into the quarantine is reported as such already.
+      const std::vector<std::string> quarantined = QuarantinedPeriodFiles(env_, QuarantineDir(data_dir_, info.name));
+      const std::string name = path.substr(path.rfind('/') + 1);
+      if (std::any_of(quarantined.begin(), quarantined.end(),
+                      [&](const std::string& q) { return q.substr(q.rfind('/') + 1) == name; })) {
+        continue;
+      }
+      const std::string message = "period file " + path + " is missing: the readings sealed into it (LSNs up to " +
                                   std::to_string(mark.max_lsn) + ") cannot be read";
       health_.Raise(HealthProblem{"period.missing:" + label, HealthLevel::kDegraded, "period_file", message,
-                                  "put " + path + " back from a backup", 0},
+                                  "put " + path + " back from a backup; " + VerifyCommand(false) +
+                                      " to count the readings lost, and with --repair to accept the loss",
+                                  0},
                     now);
       if (report) report->notices.push_back(message);
       continue;

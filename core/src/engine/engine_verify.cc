@@ -262,6 +262,34 @@ Status VerifyLog(Env* env, const std::string& data_dir, bool repair, VerifyRepor
   return Status::Ok();
 }
 
+// After a repair, the catalog's seal marks of the files it changed and of
+// files that are gone no longer hold: the start-up coverage check would
+// refuse or degrade on them forever. Their loss is stated in the report (the
+// LSNs below the checkpoint in no period file), so the marks are forgotten.
+Status ForgetRepairedSealMarks(Env* env, const std::string& vfs, const std::string& data_dir,
+                               const std::vector<TableInfo>& tables,
+                               const std::vector<std::pair<std::string, int64_t>>& repaired, VerifyReport* report) {
+  const std::string path = JoinPath(data_dir, "catalog.db");
+  if (!env->FileExists(path)) return Status::Ok();
+  Result<std::unique_ptr<Catalog>> catalog = Catalog::Open(vfs, path);
+  if (!catalog.ok()) return Status::Ok();  // a damaged catalog is rebuilt by the next start
+  for (const auto& [table, start] : repaired) CAIRN_RETURN_IF_ERROR((*catalog)->ForgetSealMark(table, start));
+  CAIRN_ASSIGN_OR_RETURN(std::vector<PeriodSealMark> marks, (*catalog)->LoadSealMarks());
+  for (const PeriodSealMark& mark : marks) {
+    auto info = std::find_if(tables.begin(), tables.end(), [&](const TableInfo& t) { return t.name == mark.table; });
+    if (info == tables.end()) continue;
+    const std::string file =
+        JoinPath(JoinPath(data_dir, mark.table), PeriodFileStem(info->options.period, mark.period_start) + ".db");
+    if (env->FileExists(file)) continue;
+    CAIRN_RETURN_IF_ERROR((*catalog)->ForgetSealMark(mark.table, mark.period_start));
+    if (!report->files.empty()) {
+      report->files.front().actions.push_back("forgot the seal mark of the missing period file " + file +
+                                              " (its readings are counted below as in no period file)");
+    }
+  }
+  return (*catalog)->Close();
+}
+
 }  // namespace
 
 Result<VerifyReport> Engine::Verify(Env* env, const std::string& data_dir, bool repair) {
@@ -277,6 +305,10 @@ Result<VerifyReport> Engine::Verify(Env* env, const std::string& data_dir, bool 
 
   // Period files, table by table.
   LsnRangeSet sealed;
+  // Files a repair changed: the catalog's seal marks of them no longer hold
+  // (the start-up coverage check would refuse a file holding less than its
+  // mark), and the loss is stated in this report instead.
+  std::vector<std::pair<std::string, int64_t>> repaired_periods;
   for (const std::string& table : TableDirs(env, data_dir, tables)) {
     const std::string dir = JoinPath(data_dir, table);
     Result<std::vector<std::string>> names = env->ListDir(dir);
@@ -288,12 +320,15 @@ Result<VerifyReport> Engine::Verify(Env* env, const std::string& data_dir, bool 
       if (repair && check.file.damaged()) {
         Status repaired = RepairPeriodFile(env, vfs, QuarantineDir(data_dir, table), &check);
         if (!repaired.ok()) check.file.actions.push_back("repair failed: " + repaired.message());
+        if (!check.table.empty()) repaired_periods.emplace_back(check.table, check.start);
       }
       report.files.push_back(std::move(check.file));
     }
     const std::vector<std::string> quarantined = QuarantinedPeriodFiles(env, QuarantineDir(data_dir, table));
     for (const std::string& path : quarantined) report.files.push_back(DescribeQuarantined(env, vfs, path));
   }
+
+  if (repair) CAIRN_RETURN_IF_ERROR(ForgetRepairedSealMarks(env, vfs, data_dir, tables, repaired_periods, &report));
 
   CAIRN_RETURN_IF_ERROR(VerifyLog(env, data_dir, repair, &report));
 
