@@ -116,6 +116,7 @@ Result<std::vector<ChunkRecord>> EngineImpl::ReadSealed(const std::string& table
     CAIRN_ASSIGN_OR_RETURN(chunks, std::move(read));
   }
   for (const ChunkRow& chunk : chunks) {
+    chunks_decoded_.fetch_add(1, std::memory_order_relaxed);
     Result<DecodedChunk> decoded_or = DecodeChunk(chunk.data);
     if (decoded_or.ok() && decoded_or->size() != chunk.count) {
       decoded_or = Status::Corruption("the chunk decodes to " + std::to_string(decoded_or->size()) +

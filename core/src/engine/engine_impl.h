@@ -204,6 +204,12 @@ class EngineImpl final : public Engine {
   Result<std::vector<ChunkRecord>> ReadSealed(const std::string& table, Period period, int64_t period_start,
                                               int64_t series_id, const std::vector<ChunkField>& fields,
                                               int64_t from, int64_t to, std::vector<SkippedDamage>* skipped);
+  // The first start and last end of the series' chunks in one period file
+  // overlapping [from, to), from the chunk rows alone (nothing decoded);
+  // nothing when it has none there or the file cannot tell.
+  std::optional<std::pair<int64_t, int64_t>> SealedExtent(const std::string& table, Period period,
+                                                          int64_t period_start, int64_t series_id, int64_t from,
+                                                          int64_t to);
   RecordRow MakeRow(const SeriesSnapshot& series, const ChunkRecord& record) const;
   Result<std::vector<RecordRow>> LatestLocked(const std::string& table,
                                               const std::vector<std::string>& devices,
@@ -328,6 +334,7 @@ class EngineImpl final : public Engine {
   std::atomic<uint64_t> records_written_{0}, records_duplicate_{0}, records_rejected_{0}, records_invalid_{0};
   std::atomic<uint64_t> records_over_series_limit_{0};
   std::atomic<uint64_t> chunks_sealed_{0};
+  std::atomic<uint64_t> chunks_decoded_{0};
 
   // Sync quota state: quota_ under quota_mutex_; the two flags are read by
   // every write without it.

@@ -121,24 +121,86 @@ Result<std::vector<ChunkRecord>> EngineImpl::CollectSeries(const std::string& ta
     if (start < to && NextPeriodStart(series.period, start) > from) periods.push_back(start);
   }
   if (order == Order::kDescending) std::reverse(periods.begin(), periods.end());
-  for (int64_t start : periods) {
-    CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRecord> sealed, ReadSealed(table, series.period, start, series.id, series.fields, from, to, skipped));
-    std::move(sealed.begin(), sealed.end(), std::back_inserter(records));
-    if (limit == 0) continue;
-    // Periods not read yet lie entirely after (before, descending) this one:
-    // once enough visible records precede that bound, they cannot matter.
+  const bool ascending = order == Order::kAscending;
+  // Visible records in what has been read completely: everything before
+  // `frontier` (ascending) or from it on (descending).
+  const auto settled = [&](int64_t frontier) {
     MergeVersions(&records);
-    const int64_t bound = order == Order::kAscending ? NextPeriodStart(series.period, start) : start;
-    size_t settled = 0;
+    size_t n = 0;
     for (const ChunkRecord& r : records) {
-      const bool before_bound = order == Order::kAscending ? r.timestamp < bound : r.timestamp >= bound;
-      if (before_bound && !Expired(r, now_ns)) ++settled;
+      const bool read_through = ascending ? r.timestamp < frontier : r.timestamp >= frontier;
+      if (read_through && !Expired(r, now_ns)) ++n;
     }
-    if (settled >= limit) break;
+    return n;
+  };
+  const auto read = [&](int64_t start, int64_t lo, int64_t hi) -> Status {
+    CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRecord> sealed,
+                           ReadSealed(table, series.period, start, series.id, series.fields, lo, hi, skipped));
+    std::move(sealed.begin(), sealed.end(), std::back_inserter(records));
+    return Status::Ok();
+  };
+  for (int64_t start : periods) {
+    const int64_t lo = std::max(from, start);
+    const int64_t hi = std::min(to, NextPeriodStart(series.period, start));
+    if (limit == 0) {
+      CAIRN_RETURN_IF_ERROR(read(start, lo, hi));
+      continue;
+    }
+    // A limited query reads the period in windows growing from the end it
+    // starts at, and stops once enough visible records lie in what it has
+    // read: `latest` of a device writing 100 readings/s reads the last
+    // minutes of its day, not the 8.6 M readings before them. Each window
+    // is read completely (every chunk overlapping it), so what lies in it is
+    // final. Widths are unsigned: a period may reach INT64_MAX.
+    const auto span = [](int64_t a, int64_t b) { return static_cast<uint64_t>(b) - static_cast<uint64_t>(a); };
+    uint64_t width = std::max<uint64_t>(span(lo, hi) / 256, kNanosPerSecond);
+    int64_t frontier = ascending ? lo : hi;
+    // The windows start where the series' sealed data does, not at the
+    // period's edge: a day read backwards from its end at 16:00 would
+    // otherwise grow its windows through eight empty hours first. The head
+    // may hold records past that point; they are in `records` already.
+    const std::optional<std::pair<int64_t, int64_t>> extent =
+        SealedExtent(table, series.period, start, series.id, lo, hi);
+    if (!extent) {
+      if (settled(ascending ? hi : lo) >= limit) break;
+      continue;
+    }
+    frontier = ascending ? std::max(lo, extent->first) : std::min(hi, extent->second + 1);
+    if (settled(frontier) >= limit) break;
+    while (ascending ? frontier < hi : frontier > lo) {
+      const uint64_t step = std::min(width, ascending ? span(frontier, hi) : span(lo, frontier));
+      const int64_t next = static_cast<int64_t>(ascending ? static_cast<uint64_t>(frontier) + step
+                                                          : static_cast<uint64_t>(frontier) - step);
+      CAIRN_RETURN_IF_ERROR(ascending ? read(start, frontier, next) : read(start, next, frontier));
+      frontier = next;
+      if (settled(frontier) >= limit) break;
+      width = width > UINT64_MAX / 4 ? UINT64_MAX : width * 4;
+    }
+    // Periods not read yet lie entirely after (before, descending) this one.
+    if (settled(frontier) >= limit) break;
   }
   MergeVisible(&records, now_ns);
   if (order == Order::kDescending) std::reverse(records.begin(), records.end());
   return records;
+}
+
+std::optional<std::pair<int64_t, int64_t>> EngineImpl::SealedExtent(const std::string& table, Period period,
+                                                                     int64_t period_start, int64_t series_id,
+                                                                     int64_t from, int64_t to) {
+  auto handle = GetPeriodFile(table, period, period_start, PeriodAccess::kRead);
+  if (!handle.ok()) return std::pair<int64_t, int64_t>{from, to - 1};  // ReadSealed reports why
+  Result<std::vector<ChunkRow>> rows = [&] {
+    std::lock_guard file_lock((*handle)->mutex);
+    return (*handle)->file->ReadChunks(series_id, from, to, /*with_data=*/false);
+  }();
+  if (!rows.ok()) return std::pair<int64_t, int64_t>{from, to - 1};
+  if (rows->empty()) return std::nullopt;
+  std::pair<int64_t, int64_t> extent{INT64_MAX, INT64_MIN};
+  for (const ChunkRow& row : *rows) {
+    extent.first = std::min(extent.first, row.start_ns);
+    extent.second = std::max(extent.second, row.end_ns);
+  }
+  return extent;
 }
 
 RecordRow EngineImpl::MakeRow(const SeriesSnapshot& series, const ChunkRecord& record) const {

@@ -702,6 +702,7 @@ EngineStats EngineImpl::Stats() {
   s.records_invalid = records_invalid_;
   s.records_over_series_limit = records_over_series_limit_;
   s.chunks_sealed = chunks_sealed_;
+  s.chunks_decoded = chunks_decoded_;
   std::vector<std::string> files;
   {
     std::shared_lock state(state_mutex_);

@@ -159,6 +159,8 @@ std::string ApiMetrics::RenderPrometheus(const EngineStats& engine, const HttpSe
   Single(&out, "cairn_engine_head_bytes", "gauge", "Memory held by unsealed records.", engine.head_bytes);
   Single(&out, "cairn_engine_chunks_sealed_total", "counter", "Chunks sealed since the engine opened.",
          engine.chunks_sealed);
+  Single(&out, "cairn_engine_chunks_decoded_total", "counter",
+         "Sealed chunks decoded to answer queries since the engine opened.", engine.chunks_decoded);
   Single(&out, "cairn_engine_log_bytes", "gauge", "Write-ahead log bytes on disk.", engine.log_bytes);
   Single(&out, "cairn_engine_period_file_bytes", "gauge", "Period file bytes on disk.",
          engine.period_file_bytes);

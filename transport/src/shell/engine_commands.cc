@@ -677,6 +677,7 @@ class EngineCommands {
         {"head_records", Count(stats.head_records)},
         {"head_bytes", Count(stats.head_bytes)},
         {"chunks_sealed", Count(stats.chunks_sealed)},
+        {"chunks_decoded", Count(stats.chunks_decoded)},
         {"log_bytes", Count(stats.log_bytes)},
         {"period_file_bytes", Count(stats.period_file_bytes)},
         // Clock trust (cairn/core/clock.h): readings without a timestamp

@@ -249,6 +249,7 @@ struct EngineStats {
   uint64_t checkpoint_lsn = 0;  // every record below it is in a period file
   uint64_t head_records = 0, head_bytes = 0;
   uint64_t chunks_sealed = 0;
+  uint64_t chunks_decoded = 0;  // sealed chunks decoded to answer queries
   uint64_t log_bytes = 0;  // log segments on disk
   uint64_t period_file_bytes = 0;
   uint64_t series = 0;
