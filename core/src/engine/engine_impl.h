@@ -205,9 +205,14 @@ class EngineImpl final : public Engine {
                                               int64_t series_id, const std::vector<ChunkField>& fields,
                                               int64_t from, int64_t to, std::vector<SkippedDamage>* skipped);
   // The first start and last end of the series' chunks in one period file
-  // overlapping [from, to), from the chunk rows alone (nothing decoded);
-  // nothing when it has none there or the file cannot tell.
-  std::optional<std::pair<int64_t, int64_t>> SealedExtent(const std::string& table, Period period,
+  // overlapping [from, to), and how many there are, from the chunk rows
+  // alone (nothing decoded); nothing when it has none there. A file that
+  // cannot tell gives all of [from, to) as one chunk.
+  struct SealedExtentInfo {
+    int64_t first = 0, last = 0;
+    size_t chunks = 0;
+  };
+  std::optional<SealedExtentInfo> SealedExtent(const std::string& table, Period period,
                                                           int64_t period_start, int64_t series_id, int64_t from,
                                                           int64_t to);
   RecordRow MakeRow(const SeriesSnapshot& series, const ChunkRecord& record) const;

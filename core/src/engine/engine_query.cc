@@ -153,19 +153,17 @@ Result<std::vector<ChunkRecord>> EngineImpl::CollectSeries(const std::string& ta
     // is read completely (every chunk overlapping it), so what lies in it is
     // final. Widths are unsigned: a period may reach INT64_MAX.
     const auto span = [](int64_t a, int64_t b) { return static_cast<uint64_t>(b) - static_cast<uint64_t>(a); };
-    uint64_t width = std::max<uint64_t>(span(lo, hi) / 256, kNanosPerSecond);
-    int64_t frontier = ascending ? lo : hi;
     // The windows start where the series' sealed data does, not at the
-    // period's edge: a day read backwards from its end at 16:00 would
-    // otherwise grow its windows through eight empty hours first. The head
-    // may hold records past that point; they are in `records` already.
-    const std::optional<std::pair<int64_t, int64_t>> extent =
-        SealedExtent(table, series.period, start, series.id, lo, hi);
+    // period's edge (a day read backwards from its end at 16:00 would
+    // otherwise cross eight empty hours first), one average chunk wide. The
+    // head may hold records past that point; they are in `records` already.
+    const std::optional<SealedExtentInfo> extent = SealedExtent(table, series.period, start, series.id, lo, hi);
     if (!extent) {
       if (settled(ascending ? hi : lo) >= limit) break;
       continue;
     }
-    frontier = ascending ? std::max(lo, extent->first) : std::min(hi, extent->second + 1);
+    int64_t frontier = ascending ? std::max(lo, extent->first) : std::min(hi, extent->last + 1);
+    uint64_t width = std::max<uint64_t>(span(extent->first, extent->last) / extent->chunks, 1);
     if (settled(frontier) >= limit) break;
     while (ascending ? frontier < hi : frontier > lo) {
       const uint64_t step = std::min(width, ascending ? span(frontier, hi) : span(lo, frontier));
@@ -184,21 +182,22 @@ Result<std::vector<ChunkRecord>> EngineImpl::CollectSeries(const std::string& ta
   return records;
 }
 
-std::optional<std::pair<int64_t, int64_t>> EngineImpl::SealedExtent(const std::string& table, Period period,
+std::optional<EngineImpl::SealedExtentInfo> EngineImpl::SealedExtent(const std::string& table, Period period,
                                                                      int64_t period_start, int64_t series_id,
                                                                      int64_t from, int64_t to) {
+  const SealedExtentInfo whole{from, to - 1, 1};  // ReadSealed reports why the file cannot tell
   auto handle = GetPeriodFile(table, period, period_start, PeriodAccess::kRead);
-  if (!handle.ok()) return std::pair<int64_t, int64_t>{from, to - 1};  // ReadSealed reports why
+  if (!handle.ok()) return whole;
   Result<std::vector<ChunkRow>> rows = [&] {
     std::lock_guard file_lock((*handle)->mutex);
     return (*handle)->file->ReadChunks(series_id, from, to, /*with_data=*/false);
   }();
-  if (!rows.ok()) return std::pair<int64_t, int64_t>{from, to - 1};
+  if (!rows.ok()) return whole;
   if (rows->empty()) return std::nullopt;
-  std::pair<int64_t, int64_t> extent{INT64_MAX, INT64_MIN};
+  SealedExtentInfo extent{INT64_MAX, INT64_MIN, rows->size()};
   for (const ChunkRow& row : *rows) {
     extent.first = std::min(extent.first, row.start_ns);
-    extent.second = std::max(extent.second, row.end_ns);
+    extent.last = std::max(extent.last, row.end_ns);
   }
   return extent;
 }
