@@ -2,11 +2,11 @@
 
 #include <cstdio>
 
-namespace cairn {
-namespace {
+#include "metrics_text.h"
 
-// A label value escaped as the exposition format requires.
-std::string LabelValue(std::string_view text) {
+namespace cairn {
+
+std::string PrometheusLabelValue(std::string_view text) {
   std::string out;
   for (char c : text) {
     if (c == '\\' || c == '"') out += '\\';
@@ -18,6 +18,8 @@ std::string LabelValue(std::string_view text) {
   }
   return out;
 }
+
+namespace {
 
 std::string Number(double value) {
   char text[40];
@@ -91,13 +93,13 @@ std::string ApiMetrics::RenderPrometheus(const EngineStats& engine, const HttpSe
     std::lock_guard<std::mutex> lock(mutex_);
     Header(&out, "cairn_http_requests_total", "counter", "HTTP requests answered, by route and status code.");
     for (const auto& [key, count] : requests_) {
-      out += "cairn_http_requests_total{route=\"" + LabelValue(key.first) + "\",code=\"" +
+      out += "cairn_http_requests_total{route=\"" + PrometheusLabelValue(key.first) + "\",code=\"" +
              std::to_string(key.second) + "\"} " + std::to_string(count) + "\n";
     }
     Header(&out, "cairn_http_request_duration_seconds", "histogram",
            "Time from a complete request to its response, by route.");
     for (const auto& [route, latency] : latencies_) {
-      const std::string label = "route=\"" + LabelValue(route) + "\"";
+      const std::string label = "route=\"" + PrometheusLabelValue(route) + "\"";
       uint64_t cumulative = 0;
       for (size_t i = 0; i < kLatencyBounds.size(); ++i) {
         cumulative += latency.buckets[i];
@@ -112,7 +114,7 @@ std::string ApiMetrics::RenderPrometheus(const EngineStats& engine, const HttpSe
     }
     Header(&out, "cairn_queries_total", "counter", "Queries answered, by kind.");
     for (const auto& [kind, count] : queries_) {
-      out += "cairn_queries_total{kind=\"" + LabelValue(kind) + "\"} " + std::to_string(count) + "\n";
+      out += "cairn_queries_total{kind=\"" + PrometheusLabelValue(kind) + "\"} " + std::to_string(count) + "\n";
     }
   }
   Header(&out, "cairn_write_records_total", "counter", "Records received by writes, by outcome.");

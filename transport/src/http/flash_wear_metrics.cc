@@ -5,6 +5,8 @@
 #include <optional>
 #include <string_view>
 
+#include "metrics_text.h"
+
 namespace cairn {
 namespace {
 
@@ -40,28 +42,13 @@ std::optional<double> AsDouble(std::optional<uint64_t> value) {
   return static_cast<double>(*value);
 }
 
-// A label value as the exposition format needs it (device names are plain,
-// but the format's rules cost nothing to follow).
-std::string LabelValue(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string RenderFlashWearMetrics(const FlashWearStatus& wear) {
   std::string out;
   const std::string device = wear.device.empty()
                                  ? "source=\"device\""
-                                 : "source=\"device\",device=\"" + LabelValue(wear.device) + "\"";
+                                 : "source=\"device\",device=\"" + PrometheusLabelValue(wear.device) + "\"";
   Header(
       &out, "cairn_flash_bytes_written_total", "counter",
       "Bytes written since install: by cairnd (process) and to the data directory's block device (device).");
