@@ -1,0 +1,264 @@
+// The maintenance round (clock, seals, checkpoints, compaction, retention,
+// sync quota, wear), the background threads that run it, statistics and
+// closing.
+#include <algorithm>
+#include <optional>
+#include <set>
+
+#include "engine/engine_impl.h"
+
+namespace cairn {
+
+namespace {
+
+constexpr int64_t kNanosPerSecond = 1'000'000'000;
+constexpr int64_t kNanosPerMilli = 1'000'000;
+
+}  // namespace
+
+Status EngineImpl::Maintain() {
+  // The clock first: trust arriving stamps the hold before anything else.
+  // Later rounds retry what could not be written (a full disk) and what a
+  // writer held while trust was arriving.
+  const bool trust_arrived = clock_->Poll();
+  if (trust_arrived || (held_now_ > 0 && clock_->Trusted())) (void)ResolveHeld();
+  (void)clock_->SaveIfDue(/*force=*/false);
+  UpdateClockHealth();
+  // Period files are created, compacted and dropped by the deletion clock
+  // (clock_trust.h), never by a raw wall clock that may read 1970 or have
+  // jumped a year: while it is unknown, nothing is created ahead (seals
+  // create the files their data needs, keyed by the data's timestamps),
+  // compacted or dropped.
+  const std::optional<int64_t> deletion_now = clock_->DeletionNow();
+  const int64_t now_monotonic = env_->MonotonicNanos();
+  // 1. Seal what is due: full heads, old heads, heads holding a closed
+  //    period, and the largest heads while over the memory budget.
+  std::set<const Series*> over_budget;
+  {
+    std::shared_lock state(state_mutex_);
+    if (closed_) return Status::FailedPrecondition("engine is closed");
+    if (head_bytes_ > options_.head_memory_budget_bytes) {
+      std::vector<const Series*> by_size;
+      for (const auto& [name, table] : tables_) {
+        for (const auto& [key, series] : table->series) {
+          if (!series->head.empty()) by_size.push_back(series.get());
+        }
+      }
+      std::sort(by_size.begin(), by_size.end(),
+                [](const Series* a, const Series* b) { return a->head_bytes > b->head_bytes; });
+      size_t to_free = head_bytes_ - options_.head_memory_budget_bytes / 2;
+      for (const Series* s : by_size) {
+        if (to_free == 0) break;
+        over_budget.insert(s);
+        to_free -= std::min(to_free, s->head_bytes);
+      }
+    }
+  }
+  const int64_t seal_age_ns = options_.seal_age_ms * kNanosPerMilli;
+  Status status = SealWhere([&](const Series& s) {
+    return s.head.size() >= options_.seal_records ||
+           now_monotonic - s.head_since_monotonic_ns >= seal_age_ns || over_budget.count(&s) != 0;
+  });
+
+  // 2. Period files: the current and the next one exist before data needs
+  //    them; closed periods are compacted once; periods past retention go.
+  struct TablePeriods {
+    std::string name;
+    Period period;
+    int64_t retention_ns;
+    bool sync;
+    std::set<int64_t> starts, compacted;
+  };
+  std::vector<TablePeriods> tables;
+  {
+    std::shared_lock state(state_mutex_);
+    for (const auto& [name, table] : tables_) {
+      tables.push_back(TablePeriods{
+          name, table->info.options.period, table->info.options.retention_seconds * kNanosPerSecond,
+          table->info.options.sync, table->period_starts, table->compacted_periods});
+    }
+  }
+  bool compacted_one = false;
+  // The sync ledgers, read once per round and only when a file past
+  // retention may have to wait for them.
+  std::optional<std::map<std::string, LsnRangeSet>> confirmed;
+  auto held_for_sync = [&](const TablePeriods& t, int64_t start) -> bool {
+    if (!options_.retention_waits_for_sync || !t.sync) return false;
+    if (!confirmed) {
+      Result<std::vector<SyncLedger>> ledgers = catalog_->LoadSyncLedgers();
+      if (!ledgers.ok()) return true;  // unknown: keep the file, retry next round
+      confirmed.emplace();
+      for (SyncLedger& ledger : *ledgers) (*confirmed)[ledger.table] = std::move(ledger.confirmed);
+    }
+    Result<bool> unsynced = PeriodHasUnsynced(t.name, t.period, start, (*confirmed)[t.name]);
+    return !unsynced.ok() || *unsynced;
+  };
+  for (TablePeriods& t : tables) {
+    if (!deletion_now) break;
+    const int64_t now = *deletion_now;
+    const int64_t current = PeriodStart(t.period, now);
+    for (int64_t start : {current, NextPeriodStart(t.period, current)}) {
+      if (t.starts.count(start)) continue;
+      auto created = GetPeriodFile(t.name, t.period, start, PeriodAccess::kCreate);
+      if (!created.ok()) {
+        if (status.ok()) status = created.status();
+        continue;
+      }
+      std::unique_lock state(state_mutex_);
+      if (auto it = tables_.find(t.name); it != tables_.end()) it->second->period_starts.insert(start);
+    }
+    for (int64_t start : t.starts) {
+      const int64_t end = NextPeriodStart(t.period, start);
+      if (end <= now - t.retention_ns && !held_for_sync(t, start)) {
+        ForgetPeriodFiles(t.name, start);
+        if (Status dropped = DropPeriodFile(t.name, t.period, start); !dropped.ok()) {
+          // The period stays listed: the next round finishes the drop.
+          if (status.ok()) status = dropped;
+          continue;
+        }
+        if (Status forgot = catalog_->ForgetSealMark(t.name, start); !forgot.ok() && status.ok()) status = forgot;
+        std::unique_lock state(state_mutex_);
+        if (auto it = tables_.find(t.name); it != tables_.end()) {
+          it->second->period_starts.erase(start);
+          it->second->compacted_periods.erase(start);
+        }
+        continue;
+      }
+      // One compaction per round keeps a round short; the period must be
+      // closed for longer than heads may hold its records.
+      if (!compacted_one && !t.compacted.count(start) && end + seal_age_ns <= now) {
+        compacted_one = true;
+        std::lock_guard seal_lock(seal_mutex_);
+        Status compacted = CompactPeriod(t.name, t.period, start);
+        if (compacted.ok() || compacted.Is(StatusCode::kCorruption)) {
+          // A damaged file is left as it is (the compaction rolled back):
+          // retrying it every round would keep the other periods waiting.
+          if (!compacted.ok()) {
+            NoteReadDamage(t.name,
+                           SkippedDamage{PeriodPath(t.name, t.period, start), "a chunk the compaction read",
+                                         compacted.message(), 0},
+                           nullptr);
+          }
+          std::unique_lock state(state_mutex_);
+          if (auto it = tables_.find(t.name); it != tables_.end())
+            it->second->compacted_periods.insert(start);
+        } else if (status.ok()) {
+          status = compacted;
+        }
+      }
+    }
+  }
+  // 3. The sync quota, after retention freed what it could.
+  if (Status quota = CheckSyncQuota(); !quota.ok() && status.ok()) status = quota;
+  // 4. Flash wear, when a sample is due. A failed save of its totals is
+  //    tried again at the next save and is no reason to fail the round.
+  (void)flash_wear_->Sample();
+  return status;
+}
+
+void EngineImpl::MaintenanceLoop() {
+  std::unique_lock lock(background_mutex_);
+  while (!stopping_) {
+    background_cv_.wait_for(lock, std::chrono::milliseconds(options_.maintenance_interval_ms),
+                            [&] { return stopping_ || maintenance_requested_; });
+    if (stopping_) break;
+    maintenance_requested_ = false;
+    lock.unlock();
+    // Errors are retried next round; the writes that depend on the log keep
+    // their own error reporting.
+    (void)Maintain();
+    lock.lock();
+  }
+}
+
+void EngineImpl::SyncLoop() {
+  std::unique_lock lock(background_mutex_);
+  while (!stopping_) {
+    background_cv_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(1, options_.sync_interval_ms)));
+    if (stopping_) break;
+    lock.unlock();
+    (void)log_->Sync();
+    lock.lock();
+  }
+}
+
+EngineStats EngineImpl::Stats() {
+  EngineStats s;
+  s.records_written = records_written_;
+  s.records_duplicate = records_duplicate_;
+  s.records_rejected = records_rejected_;
+  s.records_invalid = records_invalid_;
+  s.records_over_series_limit = records_over_series_limit_;
+  s.chunks_sealed = chunks_sealed_;
+  s.chunks_decoded = chunks_decoded_;
+  std::vector<std::string> files;
+  {
+    std::shared_lock state(state_mutex_);
+    s.last_lsn = next_lsn_ - 1;
+    s.checkpoint_lsn = checkpoint_lsn_;
+    s.head_records = head_records_;
+    s.head_bytes = head_bytes_;
+    for (const auto& [name, table] : tables_) {
+      s.series += table->series.size();
+      for (const auto& [key, series] : table->series) s.series_bytes += SeriesBytes(*series);
+      for (int64_t start : table->period_starts)
+        files.push_back(PeriodPath(name, table->info.options.period, start));
+    }
+  }
+  if (log_) s.log_bytes = log_->BytesOnDisk();
+  for (const std::string& f : files) {
+    for (const std::string& path : {f, f + "-wal"}) {
+      if (auto size = env_->FileSize(path); size.ok()) s.period_file_bytes += *size;
+    }
+  }
+  return s;
+}
+
+EngineHealth EngineImpl::Health() { return health_.Snapshot(); }
+
+FlashWearStatus EngineImpl::FlashWear() { return flash_wear_->Report(); }
+
+Status EngineImpl::Close() {
+  {
+    std::unique_lock state(state_mutex_);
+    if (closed_) return Status::Ok();
+    closed_ = true;
+  }
+  {
+    std::lock_guard lock(background_mutex_);
+    stopping_ = true;
+  }
+  background_cv_.notify_all();
+  if (maintenance_thread_.joinable()) maintenance_thread_.join();
+  if (sync_thread_.joinable()) sync_thread_.join();
+  // A group commit under way finishes before the log closes; later ones see
+  // closed_ and fail.
+  std::lock_guard commit(commit_mutex_);
+  std::lock_guard seal(seal_mutex_);
+  Status status;
+  // The last trusted time is a lower bound the next start checks the clock
+  // against; a failure to save it loses nothing acknowledged.
+  if (clock_) (void)clock_->SaveIfDue(/*force=*/true);
+  if (log_) status = log_->Close();
+  {
+    std::lock_guard lock(period_cache_mutex_);
+    for (auto& [path, handle] : period_cache_) {
+      std::lock_guard file_lock(handle->mutex);
+      Status closed = handle->file->Close();
+      if (status.ok()) status = closed;
+    }
+    period_cache_.clear();
+  }
+  if (catalog_) {
+    Status closed = catalog_->Close();
+    if (status.ok()) status = closed;
+  }
+  // The last sample counts the closing writes and saves the totals, so a
+  // clean stop loses no counting; a start that failed (no first sample)
+  // leaves no state file. Failing to save loses telemetry only.
+  if (flash_wear_ && flash_wear_->HasSampled()) (void)flash_wear_->Sample(/*force=*/true);
+  lock_.reset();
+  return status;
+}
+
+}  // namespace cairn
