@@ -5,11 +5,14 @@
 #include <limits>
 #include <utility>
 
-#include "chunk/integer_sequence.h"
-#include "storage/flat_json.h"
+#include "storage/period_columns.h"
+#include "storage/period_sql.h"
 
 namespace cairn {
 namespace {
+
+using namespace period_columns;
+using namespace period_sql;
 
 // 'cair' in the header's application_id: tells a period file from any other
 // SQLite file without reading a table.
@@ -18,214 +21,10 @@ constexpr int64_t kApplicationId = 0x63616972;
 constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
-// Chunks keep their bytes in an ordinary rowid table rather than a WITHOUT
-// ROWID one: a WITHOUT ROWID row is stored in an index b-tree, whose rows
-// spill to overflow pages past about a quarter of a page, so kilobyte-sized
-// chunks would waste most of an overflow page each. A rowid row stays on its
-// leaf page up to nearly a whole page. The unique index gives each chunk its
-// identity (series_id, start_ns, seq) and serves the time-range lookups.
-constexpr const char* kCreateSchema = R"sql(
-CREATE TABLE meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
-CREATE TABLE series(
-  series_id INTEGER PRIMARY KEY,
-  device_id TEXT NOT NULL,
-  measure_name TEXT NOT NULL,
-  shard INTEGER NOT NULL,
-  fields TEXT NOT NULL,
-  dimensions TEXT NOT NULL,
-  max_span_ns INTEGER NOT NULL DEFAULT 0);
-CREATE TABLE schemas(
-  schema_id INTEGER PRIMARY KEY,
-  fields TEXT NOT NULL UNIQUE);
-CREATE TABLE chunks(
-  chunk_id INTEGER PRIMARY KEY,
-  series_id INTEGER NOT NULL,
-  start_ns INTEGER NOT NULL,
-  seq INTEGER NOT NULL,
-  end_ns INTEGER NOT NULL,
-  count INTEGER NOT NULL,
-  min_lsn INTEGER NOT NULL,
-  max_lsn INTEGER NOT NULL,
-  max_version INTEGER NOT NULL,
-  min_ttl INTEGER NOT NULL,
-  schema_id INTEGER NOT NULL,
-  stats BLOB NOT NULL,
-  lsns BLOB NOT NULL,
-  data BLOB NOT NULL);
-CREATE UNIQUE INDEX chunks_by_series_start ON chunks(series_id, start_ns, seq);
-CREATE INDEX chunks_by_min_lsn ON chunks(min_lsn);
-CREATE INDEX chunks_by_max_lsn ON chunks(max_lsn, min_lsn);
-)sql";
-
-constexpr const char* kInsertMeta = "INSERT INTO meta(key, value) VALUES(?1, ?2)";
-constexpr const char* kSelectMeta = "SELECT key, value FROM meta";
-constexpr const char* kCountTables =
-    "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('meta', 'series', 'schemas', "
-    "'chunks')";
-constexpr const char* kCountAllTables = "SELECT count(*) FROM sqlite_schema WHERE type = 'table'";
-constexpr const char* kSelectCompacted = "SELECT value FROM meta WHERE key = 'compacted'";
-constexpr const char* kMarkCompacted = "UPDATE meta SET value = 1 WHERE key = 'compacted'";
-
-constexpr const char* kSelectSeriesIdentity =
-    "SELECT device_id, measure_name, shard FROM series WHERE series_id = ?1";
-constexpr const char* kUpsertSeries =
-    "INSERT INTO series(series_id, device_id, measure_name, shard, fields, dimensions) "
-    "VALUES(?1, ?2, ?3, ?4, ?5, ?6) "
-    "ON CONFLICT(series_id) DO UPDATE SET fields = excluded.fields, dimensions = excluded.dimensions";
-constexpr const char* kSelectSeriesFields = "SELECT fields FROM series WHERE series_id = ?1";
-constexpr const char* kSelectSeriesSpan = "SELECT max_span_ns FROM series WHERE series_id = ?1";
-constexpr const char* kWidenSeriesSpan =
-    "UPDATE series SET max_span_ns = max(max_span_ns, ?2) WHERE series_id = ?1";
-constexpr const char* kSetSeriesSpan = "UPDATE series SET max_span_ns = ?2 WHERE series_id = ?1";
-constexpr const char* kListSeries =
-    "SELECT series_id, device_id, measure_name, shard, fields, dimensions FROM series ORDER BY series_id";
-
-constexpr const char* kSelectSchemaByFields = "SELECT schema_id FROM schemas WHERE fields = ?1";
-constexpr const char* kSelectSchemaById = "SELECT fields FROM schemas WHERE schema_id = ?1";
-constexpr const char* kInsertSchema = "INSERT INTO schemas(fields) VALUES(?1)";
-constexpr const char* kDeleteUnusedSchemas =
-    "DELETE FROM schemas WHERE schema_id NOT IN (SELECT schema_id FROM chunks)";
-
-constexpr const char* kNextSeq =
-    "SELECT coalesce(max(seq) + 1, 0) FROM chunks WHERE series_id = ?1 AND start_ns = ?2";
-constexpr const char* kInsertChunk =
-    "INSERT INTO chunks(series_id, start_ns, seq, end_ns, count, min_lsn, max_lsn, max_version, min_ttl, "
-    "schema_id, stats, data, lsns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
-constexpr const char* kDeleteSeriesChunks = "DELETE FROM chunks WHERE series_id = ?1";
-constexpr const char* kDeleteChunk = "DELETE FROM chunks WHERE series_id = ?1 AND start_ns = ?2 AND seq = ?3";
-
-// Overlap of [start_ns, end_ns] with [from, to): start_ns < to and
-// end_ns >= from. No chunk of the series is longer than its max_span_ns, so
-// start_ns >= from - max_span_ns bounds the index scan from below too.
-// Columns in the order ReadChunkRows expects; `data` last, when wanted.
-constexpr const char* kSelectOverlappingWithData =
-    "SELECT series_id, start_ns, seq, end_ns, count, min_lsn, max_lsn, max_version, min_ttl, "
-    "schema_id, stats, lsns, data FROM chunks "
-    "WHERE series_id = ?1 AND start_ns >= ?2 AND start_ns < ?3 AND end_ns >= ?4 ORDER BY start_ns, seq";
-constexpr const char* kSelectOverlappingWithoutData =
-    "SELECT series_id, start_ns, seq, end_ns, count, min_lsn, max_lsn, max_version, min_ttl, "
-    "schema_id, stats, lsns FROM chunks "
-    "WHERE series_id = ?1 AND start_ns >= ?2 AND start_ns < ?3 AND end_ns >= ?4 ORDER BY start_ns, seq";
-constexpr const char* kSelectAllOfSeries =
-    "SELECT series_id, start_ns, seq, end_ns, count, min_lsn, max_lsn, max_version, min_ttl, "
-    "schema_id, stats, lsns, data FROM chunks WHERE series_id = ?1 ORDER BY start_ns, seq";
-
-// Chunks holding LSNs in (?1, ?2]: those that begin inside the range (by
-// chunks_by_min_lsn, ascending, at most ?3) and those that began at or before
-// ?1 and reach past it (by the covering chunks_by_max_lsn). The union is
-// ordered by min_lsn.
-constexpr const char* kSelectByLsnWithData =
-    "SELECT series_id, start_ns, seq, end_ns, count, min_lsn, max_lsn, max_version, min_ttl, "
-    "schema_id, stats, lsns, length(data), data FROM chunks WHERE chunk_id IN ("
-    "SELECT chunk_id FROM chunks WHERE max_lsn > ?1 AND min_lsn <= ?1 "
-    "UNION ALL SELECT * FROM (SELECT chunk_id FROM chunks WHERE min_lsn > ?1 AND min_lsn <= ?2 "
-    "ORDER BY min_lsn LIMIT ?3)) ORDER BY min_lsn";
-constexpr const char* kSelectByLsnWithoutData =
-    "SELECT series_id, start_ns, seq, end_ns, count, min_lsn, max_lsn, max_version, min_ttl, "
-    "schema_id, stats, lsns, length(data) FROM chunks WHERE chunk_id IN ("
-    "SELECT chunk_id FROM chunks WHERE max_lsn > ?1 AND min_lsn <= ?1 "
-    "UNION ALL SELECT * FROM (SELECT chunk_id FROM chunks WHERE min_lsn > ?1 AND min_lsn <= ?2 "
-    "ORDER BY min_lsn LIMIT ?3)) ORDER BY min_lsn";
-constexpr const char* kSelectMaxLsn = "SELECT max(max_lsn) FROM chunks";
-
 // SQLite integers are signed; unsigned values are stored as their two's
 // complement bit pattern (values above 2^63 show as negative in the shell).
 int64_t ToStored(uint64_t value) { return static_cast<int64_t>(value); }
 uint64_t FromStored(int64_t value) { return static_cast<uint64_t>(value); }
-
-std::string EncodeFields(const std::vector<ChunkField>& fields) {
-  std::string text = "{";
-  for (size_t i = 0; i < fields.size(); ++i) {
-    if (i > 0) text.push_back(',');
-    AppendJsonString(fields[i].name, &text);
-    text.push_back(':');
-    text += std::to_string(static_cast<int>(fields[i].type));
-  }
-  text.push_back('}');
-  return text;
-}
-
-Result<std::vector<ChunkField>> DecodeFields(std::string_view text) {
-  CAIRN_ASSIGN_OR_RETURN(std::vector<FlatJsonMember> members, ParseFlatJsonObject(text));
-  std::vector<ChunkField> fields;
-  fields.reserve(members.size());
-  for (FlatJsonMember& member : members) {
-    const int64_t* code = std::get_if<int64_t>(&member.value);
-    if (code == nullptr || *code < static_cast<int64_t>(FieldType::kDouble) ||
-        *code > static_cast<int64_t>(FieldType::kTimestamp)) {
-      return Status::Corruption("field '" + member.key + "' has no valid type code");
-    }
-    fields.push_back(ChunkField{std::move(member.key), static_cast<FieldType>(*code)});
-  }
-  return fields;
-}
-
-std::string EncodeDimensions(const std::map<std::string, std::string>& dimensions) {
-  std::string text = "{";
-  bool first = true;
-  for (const auto& [name, value] : dimensions) {
-    if (!first) text.push_back(',');
-    first = false;
-    AppendJsonString(name, &text);
-    text.push_back(':');
-    AppendJsonString(value, &text);
-  }
-  text.push_back('}');
-  return text;
-}
-
-Result<std::map<std::string, std::string>> DecodeDimensions(std::string_view text) {
-  CAIRN_ASSIGN_OR_RETURN(std::vector<FlatJsonMember> members, ParseFlatJsonObject(text));
-  std::map<std::string, std::string> dimensions;
-  for (FlatJsonMember& member : members) {
-    std::string* value = std::get_if<std::string>(&member.value);
-    if (value == nullptr) return Status::Corruption("dimension '" + member.key + "' is not a string");
-    dimensions[std::move(member.key)] = std::move(*value);
-  }
-  return dimensions;
-}
-
-Result<int64_t> ParseStoredInteger(const std::map<std::string, std::string>& meta, const std::string& key) {
-  auto it = meta.find(key);
-  if (it == meta.end()) return Status::Corruption("meta has no '" + key + "'");
-  int64_t value = 0;
-  const char* begin = it->second.data();
-  const char* end = begin + it->second.size();
-  auto [stop, error] = std::from_chars(begin, end, value);
-  if (error != std::errc() || stop != end) {
-    return Status::Corruption("meta '" + key + "' is not an integer: '" + it->second + "'");
-  }
-  return value;
-}
-
-// A chunk's LSNs (period_format.md, `lsns`): one per record, in the order of
-// the chunk's records, as one integer sequence. Neighbouring records of a
-// series were usually written a few LSNs apart, so the packed deltas take
-// a few bits each.
-std::string EncodeLsns(const std::vector<uint64_t>& lsns) {
-  std::vector<int64_t> values(lsns.begin(), lsns.end());
-  std::string out;
-  chunk_coding::EncodeIntegerSequence(values, &out);
-  return out;
-}
-
-Result<std::vector<uint64_t>> DecodeLsns(std::string_view bytes, const ChunkRow& chunk) {
-  std::vector<int64_t> values(chunk.count);
-  chunk_coding::ByteReader reader(bytes);
-  Status status = chunk_coding::DecodeIntegerSequence(&reader, values);
-  if (!status.ok()) return Status::Corruption("lsns: " + std::string(status.message()));
-  if (!reader.empty()) return Status::Corruption("lsns: trailing bytes");
-  std::vector<uint64_t> lsns;
-  lsns.reserve(values.size());
-  for (int64_t value : values) {
-    uint64_t lsn = static_cast<uint64_t>(value);
-    if (lsn < chunk.min_lsn || lsn > chunk.max_lsn) {
-      return Status::Corruption("lsns: LSN " + std::to_string(lsn) + " outside [min_lsn, max_lsn]");
-    }
-    lsns.push_back(lsn);
-  }
-  return lsns;
-}
 
 // The exclusive end of the period starting at `start`, saturated at INT64_MAX
 // for the last period before the int64 nanosecond range ends (2262).
