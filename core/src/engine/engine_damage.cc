@@ -87,7 +87,13 @@ void EngineImpl::NoteReadDamage(const std::string& table, SkippedDamage damage,
                    " (moves the damaged part into the quarantine, keeping a copy of the file, and counts "
                    "the readings lost)";
   health_.Raise(std::move(problem), env_->NowUnixNanos());
-  if (skipped) skipped->push_back(std::move(damage));
+  // A limited read visits a chunk once per window it overlaps: an answer
+  // names each damaged part once.
+  if (skipped && std::none_of(skipped->begin(), skipped->end(), [&](const SkippedDamage& seen) {
+        return seen.file == damage.file && seen.where == damage.where;
+      })) {
+    skipped->push_back(std::move(damage));
+  }
 }
 
 Result<std::vector<ChunkRecord>> EngineImpl::ReadSealed(const std::string& table, Period period,

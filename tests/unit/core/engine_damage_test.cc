@@ -87,6 +87,17 @@ TEST_F(EngineDamageTest, ADamagedChunkIsSkippedFlaggedAndRaisedInHealth) {
   EXPECT_EQ(engine_->Health().level, HealthLevel::kDegraded);
   EXPECT_TRUE(HealthHas("period.damaged:t/" + fs::path(old_file_).filename().string()));
 
+  // A limited read goes through the period in windows: the damaged chunk is
+  // still named once.
+  RangeQuery page;
+  page.table = "t";
+  page.device_id = "a";
+  page.limit = 5;
+  auto limited = engine_->Range(page);
+  ASSERT_TRUE(limited.ok()) << limited.status().ToString();
+  EXPECT_EQ(limited->rows.size(), 5u);
+  EXPECT_EQ(limited->skipped.size(), 1u);
+
   // An aggregate across buckets reads the records and says what it missed.
   AggregateQuery agg;
   agg.table = "t";
