@@ -11,7 +11,6 @@ namespace cairn {
 namespace {
 
 constexpr int64_t kNanosPerSecond = 1'000'000'000;
-constexpr int64_t kNanosPerMilli = 1'000'000;
 // A chunk never holds more records than this, so one decode stays small.
 constexpr size_t kMaxRecordsPerChunk = 8192;
 
