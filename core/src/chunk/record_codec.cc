@@ -1,10 +1,15 @@
 // Record blocks (record_codec.h). Layout, as specified in
 // transport/src/sync/envelope_format.md §4:
 //
-//   block  := magic "CR", version 0x01, series_count uvarint, series...
+//   block  := magic "CR", version 0x02, series_count uvarint, series...
 //   series := device_id, measure_name (uvarint length + bytes), shard uvarint,
 //             dimension_count uvarint, (name, value) pairs sorted by name,
+//             attribute_count uvarint, (name, value) pairs sorted by name,
 //             chunk_count uvarint, chunks (uvarint length + chunk bytes)
+//
+// Version 1 blocks (no attribute list; their dimensions were series
+// metadata) are still read: their dimensions are taken as the identity, as
+// the catalog's migration takes them.
 //
 // A chunk needs strictly ascending timestamps, but a batch may carry the same
 // identity twice (a rewrite with a higher version, a retried write). The
@@ -32,18 +37,30 @@ using chunk_coding::PutVarint;
 namespace {
 
 constexpr char kBlockMagic[2] = {'C', 'R'};
-constexpr uint8_t kBlockVersion = 1;
+constexpr uint8_t kBlockVersion = 2;
+constexpr uint8_t kOldestBlockVersion = 1;
 // The chunk header fields a block reader peeks at to charge a chunk against
 // the limits before decoding it (chunk_format.md §3).
 constexpr char kChunkMagic[2] = {'C', 'K'};
 constexpr uint8_t kChunkVersion = 1;
 constexpr uint64_t kMaxShard = INT32_MAX;
 
-using SeriesKey = std::tuple<std::string_view, std::string_view, int>;
+// A series of a block: (device, measure, shard, dimensions).
+struct SeriesKey {
+  std::string_view device_id, measure_name;
+  int shard = 0;
+  const TagMap* dimensions = nullptr;
+  bool operator<(const SeriesKey& o) const {
+    return std::tie(device_id, measure_name, shard, *dimensions) <
+           std::tie(o.device_id, o.measure_name, o.shard, *o.dimensions);
+  }
+};
 
-std::string DescribeSeries(std::string_view device_id, std::string_view measure_name, int shard) {
-  return "series (" + std::string(device_id) + ", " + std::string(measure_name) + ", shard " +
-         std::to_string(shard) + ")";
+std::string DescribeSeries(std::string_view device_id, std::string_view measure_name, int shard,
+                           const TagMap& dimensions) {
+  std::string text = "series (" + std::string(device_id) + ", " + std::string(measure_name);
+  for (const auto& [name, value] : dimensions) text += ", " + name + "=" + value;
+  return text + ", shard " + std::to_string(shard) + ")";
 }
 
 // The decoder reports what the encoder would call InvalidArgument as
@@ -56,16 +73,17 @@ Status AsCorruption(const Status& status, std::string_view context) {
   return status.WithContext(context);
 }
 
-Status ValidateDimensions(const std::map<std::string, std::string>& dimensions) {
-  if (dimensions.size() > kMaxDimensionsPerSeries) {
-    return Status::InvalidArgument(std::to_string(dimensions.size()) + " dimensions; the limit is " +
+// Dimensions and attributes follow the same limits (`what` names which).
+Status ValidateTags(const TagMap& tags, const std::string& what) {
+  if (tags.size() > kMaxDimensionsPerSeries) {
+    return Status::InvalidArgument(std::to_string(tags.size()) + " " + what + "s; the limit is " +
                                    std::to_string(kMaxDimensionsPerSeries));
   }
-  for (const auto& [name, value] : dimensions) {
-    CAIRN_RETURN_IF_ERROR(ValidateIdentifier("dimension name", name, kMaxFieldNameBytes));
+  for (const auto& [name, value] : tags) {
+    CAIRN_RETURN_IF_ERROR(ValidateIdentifier(what + " name", name, kMaxFieldNameBytes));
     // A value follows the identifier rules except that it may be empty.
     if (!value.empty()) {
-      CAIRN_RETURN_IF_ERROR(ValidateIdentifier("dimension '" + name + "' value", value, kMaxDimensionBytes));
+      CAIRN_RETURN_IF_ERROR(ValidateIdentifier(what + " '" + name + "' value", value, kMaxDimensionBytes));
     }
   }
   return Status::Ok();
@@ -88,12 +106,12 @@ struct SeriesPlan {
   const RecordRow* first = nullptr;  // names the series
   std::vector<size_t> record_indexes;
   std::map<std::string, FieldType> fields;  // the chunk schema, by name
-  const std::map<std::string, std::string>* dimensions = nullptr;
+  // The attributes of the series' last record: a series' attributes are
+  // sent once, as they last were.
+  const TagMap* attributes = nullptr;
 };
 
-Result<std::vector<SeriesPlan>> PlanBlock(std::span<const RecordRow> records,
-                                          std::span<const SeriesDimensions> dimensions,
-                                          const RecordBlockLimits& limits) {
+Result<std::vector<SeriesPlan>> PlanBlock(std::span<const RecordRow> records, const RecordBlockLimits& limits) {
   if (records.size() > limits.max_records) {
     return Status::ResourceExhausted("record block of " + std::to_string(records.size()) +
                                      " records exceeds the limit of " + std::to_string(limits.max_records));
@@ -106,23 +124,30 @@ Result<std::vector<SeriesPlan>> PlanBlock(std::span<const RecordRow> records,
     Status status = ValidateRow(row);
     if (!status.ok()) return status.WithContext("record " + std::to_string(i));
     auto [it, inserted] =
-        series_index.emplace(SeriesKey{row.device_id, row.measure_name, row.shard}, plan.size());
-    if (inserted) plan.push_back(SeriesPlan{&row, {}, {}, nullptr});
+        series_index.emplace(SeriesKey{row.device_id, row.measure_name, row.shard, &row.dimensions}, plan.size());
+    if (inserted) {
+      status = ValidateTags(row.dimensions, "dimension");
+      if (!status.ok()) return status.WithContext("record " + std::to_string(i));
+      plan.push_back(SeriesPlan{&row, {}, {}, nullptr});
+    }
     SeriesPlan& series = plan[it->second];
     series.record_indexes.push_back(i);
+    series.attributes = &row.attributes;
     for (const Field& field : row.fields) {
       const FieldType type = TypeOf(field.value);
       auto [field_it, added] = series.fields.emplace(field.name, type);
       if (!added && field_it->second != type) {
         return Status::InvalidArgument("record " + std::to_string(i) + ": field '" + field.name + "' is " +
                                        std::string(FieldTypeName(type)) + " but an earlier record of " +
-                                       DescribeSeries(row.device_id, row.measure_name, row.shard) +
+                                       DescribeSeries(row.device_id, row.measure_name, row.shard,
+                                                      row.dimensions) +
                                        " has it as " + std::string(FieldTypeName(field_it->second)));
       }
       if (const auto* text = std::get_if<std::string>(&field.value)) string_bytes += text->size();
     }
     if (series.fields.size() > kMaxChunkFields) {
-      return Status::InvalidArgument(DescribeSeries(row.device_id, row.measure_name, row.shard) + " has " +
+      return Status::InvalidArgument(DescribeSeries(row.device_id, row.measure_name, row.shard, row.dimensions) +
+                                     " has " +
                                      std::to_string(series.fields.size()) +
                                      " distinct fields; the limit is " + std::to_string(kMaxChunkFields));
     }
@@ -132,19 +157,12 @@ Result<std::vector<SeriesPlan>> PlanBlock(std::span<const RecordRow> records,
                                      " bytes of strings; the limit is " +
                                      std::to_string(limits.max_string_bytes));
   }
-  for (size_t j = 0; j < dimensions.size(); ++j) {
-    const SeriesDimensions& entry = dimensions[j];
-    if (entry.dimensions.empty()) continue;
-    const std::string context = "dimensions entry " + std::to_string(j) + " for " +
-                                DescribeSeries(entry.device_id, entry.measure_name, entry.shard);
-    Status status = ValidateDimensions(entry.dimensions);
-    if (!status.ok()) return status.WithContext(context);
-    auto it = series_index.find(SeriesKey{entry.device_id, entry.measure_name, entry.shard});
-    if (it == series_index.end()) return Status::InvalidArgument(context + ": the batch has no record of it");
-    SeriesPlan& series = plan[it->second];
-    if (series.dimensions != nullptr)
-      return Status::InvalidArgument(context + ": the series has two entries");
-    series.dimensions = &entry.dimensions;
+  for (const SeriesPlan& series : plan) {
+    Status status = ValidateTags(*series.attributes, "attribute");
+    if (!status.ok()) {
+      return status.WithContext(DescribeSeries(series.first->device_id, series.first->measure_name,
+                                               series.first->shard, series.first->dimensions));
+    }
   }
   uint64_t cells = 0;
   for (const SeriesPlan& series : plan) {
@@ -206,8 +224,8 @@ Status EncodeSeriesChunks(std::span<const RecordRow> records, const SeriesPlan& 
       }
       Result<std::string> chunk = EncodeChunk(schema, piece, nullptr);
       if (!chunk.ok()) {
-        return chunk.status().WithContext(
-            DescribeSeries(series.first->device_id, series.first->measure_name, series.first->shard));
+        return chunk.status().WithContext(DescribeSeries(series.first->device_id, series.first->measure_name,
+                                                         series.first->shard, series.first->dimensions));
       }
       chunks.push_back(std::move(chunk).value());
     }
@@ -279,10 +297,33 @@ struct DecodedSeriesHeader {
   std::string device_id;
   std::string measure_name;
   int shard = 0;
-  std::map<std::string, std::string> dimensions;
+  TagMap dimensions;
+  TagMap attributes;
 };
 
-Status ReadSeriesHeader(ByteReader* reader, DecodedSeriesHeader* header) {
+// A tag list: count, then (name, value) pairs with strictly ascending names.
+Status ReadTags(ByteReader* reader, const std::string& what, TagMap* tags) {
+  uint64_t count = 0;
+  if (!reader->ReadVarint(&count)) return Status::Corruption("record block: truncated " + what + " count");
+  if (count > kMaxDimensionsPerSeries) {
+    return Status::Corruption("record block: " + std::to_string(count) + " " + what + "s exceed " +
+                              std::to_string(kMaxDimensionsPerSeries));
+  }
+  const std::string* previous_name = nullptr;
+  for (uint64_t d = 0; d < count; ++d) {
+    std::string_view name, value;
+    CAIRN_RETURN_IF_ERROR(ReadLengthPrefixed(reader, what + " name", kMaxFieldNameBytes, &name));
+    CAIRN_RETURN_IF_ERROR(ReadLengthPrefixed(reader, what + " value", kMaxDimensionBytes, &value));
+    if (previous_name != nullptr && !(*previous_name < name)) {
+      return Status::Corruption("record block: " + what + " names are not strictly ascending");
+    }
+    auto it = tags->emplace_hint(tags->end(), std::string(name), std::string(value));
+    previous_name = &it->first;
+  }
+  return Status::Ok();
+}
+
+Status ReadSeriesHeader(ByteReader* reader, uint8_t version, DecodedSeriesHeader* header) {
   std::string_view device_id, measure_name;
   CAIRN_RETURN_IF_ERROR(ReadLengthPrefixed(reader, "device_id", kMaxDeviceIdBytes, &device_id));
   CAIRN_RETURN_IF_ERROR(ReadLengthPrefixed(reader, "measure_name", kMaxMeasureNameBytes, &measure_name));
@@ -297,29 +338,12 @@ Status ReadSeriesHeader(ByteReader* reader, DecodedSeriesHeader* header) {
   if (shard > kMaxShard)
     return Status::Corruption("record block: shard " + std::to_string(shard) + " too large");
   header->shard = static_cast<int>(shard);
-
-  uint64_t dimension_count = 0;
-  if (!reader->ReadVarint(&dimension_count)) {
-    return Status::Corruption("record block: truncated dimension count");
-  }
-  if (dimension_count > kMaxDimensionsPerSeries) {
-    return Status::Corruption("record block: " + std::to_string(dimension_count) + " dimensions exceed " +
-                              std::to_string(kMaxDimensionsPerSeries));
-  }
-  const std::string* previous_name = nullptr;
-  for (uint64_t d = 0; d < dimension_count; ++d) {
-    std::string_view name, value;
-    CAIRN_RETURN_IF_ERROR(ReadLengthPrefixed(reader, "dimension name", kMaxFieldNameBytes, &name));
-    CAIRN_RETURN_IF_ERROR(ReadLengthPrefixed(reader, "dimension value", kMaxDimensionBytes, &value));
-    if (previous_name != nullptr && !(*previous_name < name)) {
-      return Status::Corruption("record block: dimension names are not strictly ascending");
-    }
-    auto it =
-        header->dimensions.emplace_hint(header->dimensions.end(), std::string(name), std::string(value));
-    previous_name = &it->first;
-  }
-  return AsCorruption(ValidateDimensions(header->dimensions),
-                      DescribeSeries(header->device_id, header->measure_name, header->shard));
+  CAIRN_RETURN_IF_ERROR(ReadTags(reader, "dimension", &header->dimensions));
+  if (version >= 2) CAIRN_RETURN_IF_ERROR(ReadTags(reader, "attribute", &header->attributes));
+  const std::string series =
+      DescribeSeries(header->device_id, header->measure_name, header->shard, header->dimensions);
+  CAIRN_RETURN_IF_ERROR(AsCorruption(ValidateTags(header->dimensions, "dimension"), series));
+  return AsCorruption(ValidateTags(header->attributes, "attribute"), series);
 }
 
 // Decodes one chunk of a series into rows appended to `rows`.
@@ -327,7 +351,8 @@ Status DecodeSeriesChunk(std::string_view bytes, const DecodedSeriesHeader& head
                          std::map<std::string, FieldType>* series_fields, DecodeBudget* budget,
                          std::vector<RecordRow>* rows) {
   CAIRN_RETURN_IF_ERROR(ChargeChunk(bytes, budget));
-  const std::string series = DescribeSeries(header.device_id, header.measure_name, header.shard);
+  const std::string series =
+      DescribeSeries(header.device_id, header.measure_name, header.shard, header.dimensions);
   Result<DecodedChunk> decoded = DecodeChunk(bytes);
   if (!decoded.ok()) return AsCorruption(decoded.status(), series);
   DecodedChunk& chunk = *decoded;
@@ -373,6 +398,8 @@ Status DecodeSeriesChunk(std::string_view bytes, const DecodedSeriesHeader& head
     RecordRow& row = rows->emplace_back();
     row.device_id = std::move(probe.device_id);
     row.measure_name = std::move(probe.measure_name);
+    row.dimensions = header.dimensions;
+    row.attributes = header.attributes;
     row.shard = header.shard;
     row.timestamp = probe.timestamp;
     row.version = probe.version;
@@ -384,15 +411,13 @@ Status DecodeSeriesChunk(std::string_view bytes, const DecodedSeriesHeader& head
 
 }  // namespace
 
-Status ValidateRecordBlock(std::span<const RecordRow> records, std::span<const SeriesDimensions> dimensions,
-                           const RecordBlockLimits& limits) {
-  return PlanBlock(records, dimensions, limits).status();
+Status ValidateRecordBlock(std::span<const RecordRow> records, const RecordBlockLimits& limits) {
+  return PlanBlock(records, limits).status();
 }
 
 Result<std::string> EncodeRecordBlock(std::span<const RecordRow> records,
-                                      std::span<const SeriesDimensions> dimensions,
                                       const RecordBlockLimits& limits) {
-  CAIRN_ASSIGN_OR_RETURN(std::vector<SeriesPlan> plan, PlanBlock(records, dimensions, limits));
+  CAIRN_ASSIGN_OR_RETURN(std::vector<SeriesPlan> plan, PlanBlock(records, limits));
   std::string out;
   out.append(kBlockMagic, sizeof(kBlockMagic));
   PutByte(&out, kBlockVersion);
@@ -401,11 +426,9 @@ Result<std::string> EncodeRecordBlock(std::span<const RecordRow> records,
     PutLengthPrefixed(&out, series.first->device_id);
     PutLengthPrefixed(&out, series.first->measure_name);
     PutVarint(&out, static_cast<uint64_t>(series.first->shard));
-    if (series.dimensions == nullptr) {
-      PutVarint(&out, 0);
-    } else {
-      PutVarint(&out, series.dimensions->size());
-      for (const auto& [name, value] : *series.dimensions) {
+    for (const TagMap* tags : {&series.first->dimensions, series.attributes}) {
+      PutVarint(&out, tags->size());
+      for (const auto& [name, value] : *tags) {
         PutLengthPrefixed(&out, name);
         PutLengthPrefixed(&out, value);
       }
@@ -424,7 +447,7 @@ Result<RecordBlock> DecodeRecordBlock(std::string_view bytes, const RecordBlockL
     return Status::Corruption("record block: bad magic");
   }
   if (!reader.ReadByte(&version)) return Status::Corruption("record block: truncated format version");
-  if (version != kBlockVersion) {
+  if (version < kOldestBlockVersion || version > kBlockVersion) {
     return Status::InvalidArgument("record block: unsupported format version " + std::to_string(version));
   }
   uint64_t series_count = 0;
@@ -438,15 +461,16 @@ Result<RecordBlock> DecodeRecordBlock(std::string_view bytes, const RecordBlockL
 
   RecordBlock block;
   DecodeBudget budget{limits};
-  std::set<std::tuple<std::string, std::string, int>> seen;
+  std::set<std::tuple<std::string, std::string, int, TagMap>> seen;
   std::vector<RecordRow> rows;
   for (uint64_t s = 0; s < series_count; ++s) {
     DecodedSeriesHeader header;
-    CAIRN_RETURN_IF_ERROR(ReadSeriesHeader(&reader, &header));
-    if (!seen.emplace(header.device_id, header.measure_name, header.shard).second) {
-      return Status::Corruption(
-          "record block: " + DescribeSeries(header.device_id, header.measure_name, header.shard) +
-          " appears twice");
+    CAIRN_RETURN_IF_ERROR(ReadSeriesHeader(&reader, version, &header));
+    if (!seen.emplace(header.device_id, header.measure_name, header.shard, header.dimensions).second) {
+      return Status::Corruption("record block: " +
+                                DescribeSeries(header.device_id, header.measure_name, header.shard,
+                                               header.dimensions) +
+                                " appears twice");
     }
     uint64_t chunk_count = 0;
     if (!reader.ReadVarint(&chunk_count)) return Status::Corruption("record block: truncated chunk count");
@@ -462,10 +486,6 @@ Result<RecordBlock> DecodeRecordBlock(std::string_view bytes, const RecordBlockL
                      [](const RecordRow& a, const RecordRow& b) { return a.timestamp < b.timestamp; });
     block.records.insert(block.records.end(), std::make_move_iterator(rows.begin()),
                          std::make_move_iterator(rows.end()));
-    if (!header.dimensions.empty()) {
-      block.dimensions.push_back(SeriesDimensions{std::move(header.device_id), std::move(header.measure_name),
-                                                  header.shard, std::move(header.dimensions)});
-    }
   }
   if (!reader.empty()) {
     return Status::Corruption("record block: " + std::to_string(reader.remaining()) +

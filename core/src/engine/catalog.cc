@@ -11,7 +11,10 @@ using chunk_coding::PutVarint;
 
 namespace {
 
-constexpr int64_t kCatalogFormatVersion = 1;
+// 2: series are identified by (table, device, measure, dimensions) and carry
+// attributes; tables carry their attribute names. A version 1 catalog is
+// migrated on open (MigrateFromVersion1).
+constexpr int64_t kCatalogFormatVersion = 2;
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);
@@ -24,7 +27,8 @@ CREATE TABLE IF NOT EXISTS tables(
   shards INTEGER NOT NULL,
   shard_by TEXT NOT NULL,
   created_ns INTEGER NOT NULL,
-  max_series INTEGER NOT NULL DEFAULT 0);
+  max_series INTEGER NOT NULL DEFAULT 0,
+  attributes BLOB NOT NULL DEFAULT x'00');
 CREATE TABLE IF NOT EXISTS series(
   series_id INTEGER PRIMARY KEY,
   table_name TEXT NOT NULL,
@@ -33,7 +37,8 @@ CREATE TABLE IF NOT EXISTS series(
   shard INTEGER NOT NULL,
   fields BLOB NOT NULL,
   dimensions BLOB NOT NULL,
-  UNIQUE(table_name, device_id, measure_name, shard));
+  attributes BLOB NOT NULL DEFAULT x'00',
+  UNIQUE(table_name, device_id, measure_name, dimensions));
 CREATE TABLE IF NOT EXISTS sync_confirmed(
   table_name TEXT NOT NULL,
   first_lsn INTEGER NOT NULL,
@@ -61,7 +66,7 @@ CREATE TABLE IF NOT EXISTS period_sealed(
   period_start INTEGER NOT NULL,
   max_lsn INTEGER NOT NULL,
   PRIMARY KEY(table_name, period_start));
-INSERT OR IGNORE INTO meta(key, value) VALUES('format_version', 1);
+INSERT OR IGNORE INTO meta(key, value) VALUES('format_version', 2);
 INSERT OR IGNORE INTO meta(key, value) VALUES('checkpoint_lsn', 1);
 )sql";
 
@@ -93,6 +98,60 @@ Status AddMaxSeriesColumn(SqliteDb* db) {
   return db->Exec("ALTER TABLE tables ADD COLUMN max_series INTEGER NOT NULL DEFAULT 0");
 }
 
+// The catalog's format_version, 0 when the row is missing.
+Result<int64_t> FormatVersion(SqliteDb* db) {
+  CAIRN_ASSIGN_OR_RETURN(Statement * s, db->Prepare("SELECT value FROM meta WHERE key='format_version'"));
+  StatementResetter reset(s);
+  CAIRN_ASSIGN_OR_RETURN(bool row, s->Step());
+  return row ? s->ColumnInt64(0) : 0;
+}
+
+// Version 1 keyed series by (table, device, measure, shard) and kept the
+// other tags as metadata, latest write wins. Each such series becomes the
+// series whose dimensions are the tags it last stored: a client that goes
+// on writing the same tags keeps writing into it, and no reading moves.
+// Tables get no attributes (every tag was one series' metadata; a table
+// that wants some declares them). One transaction: a crash leaves version 1.
+Status MigrateFromVersion1(SqliteDb* db) {
+  CAIRN_RETURN_IF_ERROR(db->Begin());
+  Status status = db->Exec(R"sql(
+CREATE TABLE series_v2(
+  series_id INTEGER PRIMARY KEY,
+  table_name TEXT NOT NULL,
+  device_id TEXT NOT NULL,
+  measure_name TEXT NOT NULL,
+  shard INTEGER NOT NULL,
+  fields BLOB NOT NULL,
+  dimensions BLOB NOT NULL,
+  attributes BLOB NOT NULL DEFAULT x'00',
+  UNIQUE(table_name, device_id, measure_name, dimensions));
+INSERT INTO series_v2(series_id, table_name, device_id, measure_name, shard, fields, dimensions)
+  SELECT series_id, table_name, device_id, measure_name, shard, fields, dimensions FROM series;
+DROP TABLE series;
+ALTER TABLE series_v2 RENAME TO series;
+ALTER TABLE tables ADD COLUMN attributes BLOB NOT NULL DEFAULT x'00';
+UPDATE meta SET value=2 WHERE key='format_version';
+)sql");
+  if (!status.ok()) {
+    (void)db->Rollback();
+    return status;
+  }
+  return db->Commit();
+}
+
+std::string EncodeNames(const std::set<std::string>& names) {
+  TagMap as_tags;
+  for (const std::string& name : names) as_tags.emplace_hint(as_tags.end(), name, "");
+  return EncodeTagMap(as_tags);
+}
+
+Result<std::set<std::string>> DecodeNames(std::string_view bytes) {
+  CAIRN_ASSIGN_OR_RETURN(TagMap as_tags, DecodeTagMap(bytes));
+  std::set<std::string> names;
+  for (auto& [name, unused] : as_tags) names.insert(name);
+  return names;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& vfs_name, const std::string& path) {
@@ -100,11 +159,12 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& vfs_name, cons
                                                  SqliteSynchronous::kFull));
   CAIRN_RETURN_IF_ERROR(db->Exec(kSchema));
   CAIRN_RETURN_IF_ERROR(AddMaxSeriesColumn(db.get()));
-  CAIRN_ASSIGN_OR_RETURN(Statement * version,
-                         db->Prepare("SELECT value FROM meta WHERE key='format_version'"));
-  StatementResetter reset(version);
-  CAIRN_ASSIGN_OR_RETURN(bool row, version->Step());
-  if (!row || version->ColumnInt64(0) != kCatalogFormatVersion) {
+  CAIRN_ASSIGN_OR_RETURN(int64_t version, FormatVersion(db.get()));
+  if (version == 1) {
+    CAIRN_RETURN_IF_ERROR(MigrateFromVersion1(db.get()));
+    CAIRN_ASSIGN_OR_RETURN(version, FormatVersion(db.get()));
+  }
+  if (version != kCatalogFormatVersion) {
     // Not damage: a newer cairn's catalog must not be taken for unreadable
     // (the engine rebuilds an unreadable one).
     return Status::FailedPrecondition(path + ": unsupported catalog format version");
@@ -188,7 +248,7 @@ Result<std::vector<TableInfo>> Catalog::LoadTables() {
       Statement * s,
       db_->Prepare(
           "SELECT name, period, retention_seconds, default_ttl_seconds, sync, shards, shard_by, created_ns, "
-          "max_series FROM tables ORDER BY name"));
+          "max_series, attributes FROM tables ORDER BY name"));
   StatementResetter reset(s);
   std::vector<TableInfo> tables;
   while (true) {
@@ -204,6 +264,7 @@ Result<std::vector<TableInfo>> Catalog::LoadTables() {
     t.options.shard_by = s->ColumnText(6);
     t.created_unix_nanos = s->ColumnInt64(7);
     t.options.max_series = static_cast<uint64_t>(std::max<int64_t>(s->ColumnInt64(8), 0));
+    CAIRN_ASSIGN_OR_RETURN(t.options.attributes, DecodeNames(s->ColumnBlob(9)));
     tables.push_back(std::move(t));
   }
   return tables;
@@ -215,7 +276,7 @@ Status Catalog::PutTable(const TableInfo& t) {
       Statement * s,
       db_->Prepare(
           "INSERT OR REPLACE INTO tables(name, period, retention_seconds, default_ttl_seconds, sync, shards, "
-          "shard_by, created_ns, max_series) VALUES(?,?,?,?,?,?,?,?,?)"));
+          "shard_by, created_ns, max_series, attributes) VALUES(?,?,?,?,?,?,?,?,?,?)"));
   CAIRN_RETURN_IF_ERROR(s->BindText(1, t.name));
   CAIRN_RETURN_IF_ERROR(s->BindText(2, PeriodName(t.options.period)));
   CAIRN_RETURN_IF_ERROR(s->BindInt64(3, t.options.retention_seconds));
@@ -225,6 +286,7 @@ Status Catalog::PutTable(const TableInfo& t) {
   CAIRN_RETURN_IF_ERROR(s->BindText(7, t.options.shard_by));
   CAIRN_RETURN_IF_ERROR(s->BindInt64(8, t.created_unix_nanos));
   CAIRN_RETURN_IF_ERROR(s->BindInt64(9, static_cast<int64_t>(t.options.max_series)));
+  CAIRN_RETURN_IF_ERROR(s->BindBlob(10, EncodeNames(t.options.attributes)));
   return s->Run();
 }
 
@@ -372,7 +434,8 @@ Result<std::vector<CatalogSeries>> Catalog::LoadSeries() {
   CAIRN_ASSIGN_OR_RETURN(
       Statement * s,
       db_->Prepare(
-          "SELECT series_id, table_name, device_id, measure_name, shard, fields, dimensions FROM series "
+          "SELECT series_id, table_name, device_id, measure_name, shard, fields, dimensions, attributes "
+          "FROM series "
           "ORDER BY series_id"));
   StatementResetter reset(s);
   std::vector<CatalogSeries> all;
@@ -386,7 +449,8 @@ Result<std::vector<CatalogSeries>> Catalog::LoadSeries() {
     c.measure_name = s->ColumnText(3);
     c.shard = static_cast<int>(s->ColumnInt64(4));
     CAIRN_ASSIGN_OR_RETURN(c.fields, DecodeFields(s->ColumnBlob(5)));
-    CAIRN_ASSIGN_OR_RETURN(c.dimensions, DecodeDimensions(s->ColumnBlob(6)));
+    CAIRN_ASSIGN_OR_RETURN(c.dimensions, DecodeTagMap(s->ColumnBlob(6)));
+    CAIRN_ASSIGN_OR_RETURN(c.attributes, DecodeTagMap(s->ColumnBlob(7)));
     all.push_back(std::move(c));
   }
   return all;
@@ -400,7 +464,7 @@ Status Catalog::PutSeries(const std::vector<CatalogSeries>& series) {
         Statement * s,
         db_->Prepare(
             "INSERT OR REPLACE INTO series(series_id, table_name, device_id, measure_name, shard, fields, "
-            "dimensions) VALUES(?,?,?,?,?,?,?)"));
+            "dimensions, attributes) VALUES(?,?,?,?,?,?,?,?)"));
     for (const CatalogSeries& c : series) {
       CAIRN_RETURN_IF_ERROR(s->BindInt64(1, c.series_id));
       CAIRN_RETURN_IF_ERROR(s->BindText(2, c.table));
@@ -408,7 +472,8 @@ Status Catalog::PutSeries(const std::vector<CatalogSeries>& series) {
       CAIRN_RETURN_IF_ERROR(s->BindText(4, c.measure_name));
       CAIRN_RETURN_IF_ERROR(s->BindInt64(5, c.shard));
       CAIRN_RETURN_IF_ERROR(s->BindBlob(6, EncodeFields(c.fields)));
-      CAIRN_RETURN_IF_ERROR(s->BindBlob(7, EncodeDimensions(c.dimensions)));
+      CAIRN_RETURN_IF_ERROR(s->BindBlob(7, EncodeTagMap(c.dimensions)));
+      CAIRN_RETURN_IF_ERROR(s->BindBlob(8, EncodeTagMap(c.attributes)));
       CAIRN_RETURN_IF_ERROR(s->Run());
     }
     return Status::Ok();
@@ -448,30 +513,6 @@ Result<std::vector<ChunkField>> Catalog::DecodeFields(std::string_view bytes) {
   }
   if (!reader.empty()) return Status::Corruption("bad series field list: trailing bytes");
   return fields;
-}
-
-std::string Catalog::EncodeDimensions(const std::map<std::string, std::string>& dimensions) {
-  std::string out;
-  PutVarint(&out, dimensions.size());
-  for (const auto& [k, v] : dimensions) {
-    PutString(&out, k);
-    PutString(&out, v);
-  }
-  return out;
-}
-
-Result<std::map<std::string, std::string>> Catalog::DecodeDimensions(std::string_view bytes) {
-  ByteReader reader(bytes);
-  uint64_t count;
-  if (!reader.ReadVarint(&count) || count > reader.remaining()) return Status::Corruption("bad dimensions");
-  std::map<std::string, std::string> dimensions;
-  for (uint64_t i = 0; i < count; ++i) {
-    std::string k, v;
-    if (!ReadString(&reader, &k) || !ReadString(&reader, &v)) return Status::Corruption("bad dimensions");
-    dimensions.emplace(std::move(k), std::move(v));
-  }
-  if (!reader.empty()) return Status::Corruption("bad dimensions: trailing bytes");
-  return dimensions;
 }
 
 }  // namespace cairn

@@ -20,6 +20,7 @@
 #include "cairn/core/table.h"
 
 #include "chunk/chunk_codec.h"
+#include "engine/series.h"
 #include "storage/sqlite_db.h"
 
 namespace cairn {
@@ -31,7 +32,8 @@ struct CatalogSeries {
   std::string measure_name;
   int shard = 0;
   std::vector<ChunkField> fields;
-  std::map<std::string, std::string> dimensions;
+  TagMap dimensions;  // identity
+  TagMap attributes;  // metadata, latest write wins
 };
 
 // The highest LSN sealed into a period file and checkpointed into its main
@@ -74,12 +76,11 @@ class Catalog {
 
   Status Close();
 
-  // Compact binary encodings of a series' schema and dimensions, shared with
-  // the period files' `series` rows (format in period_format.md).
+  // Compact binary encoding of a series' schema, shared with the period
+  // files' `series` rows (format in period_format.md). Dimensions and
+  // attributes use EncodeTagMap (series.h).
   static std::string EncodeFields(const std::vector<ChunkField>& fields);
   static Result<std::vector<ChunkField>> DecodeFields(std::string_view bytes);
-  static std::string EncodeDimensions(const std::map<std::string, std::string>& dimensions);
-  static Result<std::map<std::string, std::string>> DecodeDimensions(std::string_view bytes);
 
  private:
   explicit Catalog(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}

@@ -62,6 +62,14 @@ std::string EncodeTableOptions(const TableInfo& table) {
   out += ",\"shard_by\":";
   AppendJsonString(o.shard_by, &out);
   out += ",\"max_series\":" + std::to_string(o.max_series);
+  if (!o.attributes.empty()) {
+    // Names hold no control characters (ValidateTableOptions): a newline
+    // separates them in one string, as the flat object holds no arrays.
+    std::string names;
+    for (const std::string& name : o.attributes) names += (names.empty() ? "" : "\n") + name;
+    out += ",\"attributes\":";
+    AppendJsonString(names, &out);
+  }
   out += ",\"created_ns\":" + std::to_string(table.created_unix_nanos) + "}";
   return out;
 }
@@ -87,6 +95,13 @@ Status DecodeTableOptions(std::string_view text, TableInfo* table) {
       o.shard_by = *string;
     } else if (m.key == "max_series" && number && *number >= 0) {
       o.max_series = static_cast<uint64_t>(*number);
+    } else if (m.key == "attributes" && string) {
+      o.attributes.clear();
+      for (size_t begin = 0; begin <= string->size();) {
+        const size_t end = std::min(string->find('\n', begin), string->size());
+        o.attributes.insert(string->substr(begin, end - begin));
+        begin = end + 1;
+      }
     } else if (m.key == "created_ns" && number) {
       decoded.created_unix_nanos = *number;
     }
@@ -112,7 +127,7 @@ Result<CatalogRebuildPlan> PlanCatalogRebuild(Env* env, const std::string& vfs_n
   CatalogRebuildPlan plan;
   // Every series id seen, with its identity and the file that first named it.
   std::map<int64_t, std::pair<CatalogSeries, std::string>> by_id;
-  std::map<std::tuple<std::string, std::string, std::string>, int64_t> by_identity;
+  std::map<std::tuple<std::string, std::string, std::string, TagMap>, int64_t> by_identity;
   for (auto& [table_name, paths] : files_by_table) {
     TableInfo table;
     table.name = table_name;
@@ -151,7 +166,7 @@ Result<CatalogRebuildPlan> PlanCatalogRebuild(Env* env, const std::string& vfs_n
       Result<std::vector<PeriodSeries>> series = file->ListSeries();
       if (!series.ok()) return Untrusted(path, series.status().ToString());
       for (PeriodSeries& s : *series) {
-        auto identity = std::make_tuple(table_name, s.device_id, s.measure_name);
+        auto identity = std::make_tuple(table_name, s.device_id, s.measure_name, s.dimensions);
         auto seen = by_id.find(s.series_id);
         if (seen != by_id.end()) {
           const CatalogSeries& c = seen->second.first;
@@ -162,13 +177,14 @@ Result<CatalogRebuildPlan> PlanCatalogRebuild(Env* env, const std::string& vfs_n
           continue;  // a newer file gave its fields already
         }
         if (auto other = by_identity.find(identity); other != by_identity.end()) {
-          return Untrusted(path, "device '" + s.device_id + "' measure '" + s.measure_name + "' has id " +
+          return Untrusted(path, "device '" + s.device_id + "' measure '" + s.measure_name +
+                                     "' with the same dimensions has id " +
                                      std::to_string(s.series_id) + " here and " +
                                      std::to_string(other->second) + " in another file");
         }
         by_identity.emplace(identity, s.series_id);
         CatalogSeries c{s.series_id, table_name, s.device_id, s.measure_name, s.shard,
-                        std::move(s.fields), std::move(s.dimensions)};
+                        std::move(s.fields), std::move(s.dimensions), TagMap{}};
         plan.max_series_id = std::max(plan.max_series_id, c.series_id);
         by_id.emplace(c.series_id, std::make_pair(std::move(c), path));
       }

@@ -29,7 +29,7 @@ struct SeriesIdentity {
   std::string device_id, measure_name;
   int shard = 0;
   std::vector<ChunkField> fields;
-  std::map<std::string, std::string> dimensions;
+  TagMap dimensions, attributes;
 };
 
 // A record found by LSN, not yet turned into a RecordRow.
@@ -49,6 +49,8 @@ RecordRow RowOf(const SeriesIdentity& series, const Candidate& candidate) {
   RecordRow row;
   row.device_id = series.device_id;
   row.measure_name = series.measure_name;
+  row.dimensions = series.dimensions;
+  row.attributes = series.attributes;
   row.shard = series.shard;
   row.timestamp = candidate.record.timestamp;
   row.version = candidate.record.version;
@@ -104,6 +106,7 @@ Result<ChangeBatch> EngineImpl::ReadChanges(const std::string& table_name, uint6
       identity.shard = series->shard;
       identity.fields = series->fields;
       identity.dimensions = series->dimensions;
+      identity.attributes = series->attributes;
       for (size_t i = 0; i < series->head.size(); ++i) {
         const uint64_t lsn = series->head[i].lsn;
         if (lsn > after_lsn && lsn <= through_lsn) refs.push_back({lsn, series.get(), i});
@@ -198,7 +201,6 @@ Result<ChangeBatch> EngineImpl::ReadChanges(const std::string& table_name, uint6
 
   ChangeBatch batch;
   batch.covered_through = cut;
-  std::set<int64_t> series_in_batch;
   for (const Candidate& c : candidates) {
     if (Expired(c.record.ttl, now)) continue;
     auto identity = series_by_id.find(c.series_id);
@@ -209,13 +211,6 @@ Result<ChangeBatch> EngineImpl::ReadChanges(const std::string& table_name, uint6
     if (batch.records.size() == 1) batch.min_timestamp = batch.max_timestamp = ts;
     batch.min_timestamp = std::min(batch.min_timestamp, ts);
     batch.max_timestamp = std::max(batch.max_timestamp, ts);
-    series_in_batch.insert(c.series_id);
-  }
-  for (int64_t id : series_in_batch) {
-    const SeriesIdentity& identity = series_by_id[id];
-    if (identity.dimensions.empty()) continue;
-    batch.dimensions.push_back(
-        SeriesDimensions{identity.device_id, identity.measure_name, identity.shard, identity.dimensions});
   }
   return batch;
 }

@@ -157,7 +157,10 @@ void EngineImpl::HoldRecords(const std::string& table, const std::vector<Record>
       }
       std::string conflict;
       if (table_it != tables_.end()) {
-        auto series = table_it->second->series.find(std::make_pair(r.device_id, r.measure_name));
+        TagMap dimensions, attributes;
+        SplitTags(table_it->second->info.options, r.dimensions, &dimensions, &attributes);
+        auto series =
+            table_it->second->series.find(SeriesKey{r.device_id, r.measure_name, EncodeTagMap(dimensions)});
         for (const Field& f : r.fields) {
           if (series == table_it->second->series.end()) break;
           const Series& s = *series->second;

@@ -105,13 +105,14 @@ class EngineImpl final : public Engine {
   Result<WriteResult> WriteReceived(const std::string& table, const std::vector<Record>& records) override;
 
   Result<std::optional<RecordRow>> Get(const std::string& table, const std::string& device_id,
-                                       const std::string& measure_name, int64_t timestamp) override;
+                                       const std::string& measure_name, int64_t timestamp,
+                                       const TagMap& dimensions) override;
   Result<RangeResult> Range(const RangeQuery& query) override;
   Result<std::vector<RecordRow>> Latest(const std::string& table, const std::string& device_id,
-                                        const std::string& measure_name) override;
+                                        const std::string& measure_name, const TagMap& tags) override;
   Result<std::vector<RecordRow>> LatestBatch(const std::string& table,
                                              const std::vector<std::string>& device_ids,
-                                             const std::string& measure_name) override;
+                                             const std::string& measure_name, const TagMap& tags) override;
   Result<AggregateResult> Aggregate(const AggregateQuery& query) override;
   Result<std::vector<DeviceInfo>> ListDevices(const std::string& table) override;
   Result<std::vector<MeasureInfo>> ListMeasures(const std::string& table) override;
@@ -141,7 +142,7 @@ class EngineImpl final : public Engine {
     Series* series;
     bool created;
     size_t field_count;
-    std::map<std::string, std::string> dimensions;
+    TagMap attributes;
   };
   Status CommitGroup(const std::vector<PendingWrite*>& group);
   // Takes back, newest first, series changes the catalog could not record.
@@ -149,8 +150,10 @@ class EngineImpl final : public Engine {
   Result<uint64_t> ExistingVersion(
       TableState& table, Series& series, int64_t timestamp,
       const std::unordered_map<const Series*, std::map<int64_t, uint64_t>>& pending);
+  // The series of (device, measure, dimensions), created (with a new id,
+  // not yet in the catalog) when the table has none.
   Series* FindOrCreateSeries(TableState& table, const std::string& device_id, const std::string& measure_name,
-                             bool* created);
+                             const TagMap& dimensions, bool* created);
   // The table's max_series, or the engine's default for 0. Replay does not
   // apply it: what the log holds was acknowledged.
   uint64_t SeriesLimit(const TableState& table) const;
@@ -218,7 +221,7 @@ class EngineImpl final : public Engine {
   RecordRow MakeRow(const SeriesSnapshot& series, const ChunkRecord& record) const;
   Result<std::vector<RecordRow>> LatestLocked(const std::string& table,
                                               const std::vector<std::string>& devices,
-                                              const std::string& measure_name);
+                                              const std::string& measure_name, const TagMap& tags);
 
   // ---- sync feed (engine_changes.cc) ----
   // True when the period file holds a record whose LSN is not in `confirmed`.

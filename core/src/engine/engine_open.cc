@@ -70,8 +70,11 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
     series->shard = c.shard;
     for (const ChunkField& f : c.fields) series->AddField(f.name, f.type);
     series->dimensions = std::move(c.dimensions);
+    series->dimensions_key = EncodeTagMap(series->dimensions);
+    series->attributes = std::move(c.attributes);
     next_series_id_ = std::max(next_series_id_, c.series_id + 1);
-    table->second->series.emplace(std::make_pair(c.device_id, c.measure_name), std::move(series));
+    SeriesKey key = series->Key();
+    table->second->series.emplace(std::move(key), std::move(series));
   }
   for (auto& [name, table] : tables_) {
     CAIRN_RETURN_IF_ERROR(LoadPeriodFiles(*table));
@@ -186,7 +189,9 @@ Status EngineImpl::ReplayRecord(const std::string& table_name, Record& record, u
   if (table == tables_.end()) return Status::Ok();  // the table was dropped after this write
   TableState& t = *table->second;
   bool schema_changed = false;
-  Series* series = FindOrCreateSeries(t, record.device_id, record.measure_name, &schema_changed);
+  TagMap dimensions, attributes;
+  SplitTags(t.info.options, record.dimensions, &dimensions, &attributes);
+  Series* series = FindOrCreateSeries(t, record.device_id, record.measure_name, dimensions, &schema_changed);
   for (const Field& f : record.fields) {
     auto it = series->field_index.find(f.name);
     if (it == series->field_index.end()) {
@@ -198,13 +203,13 @@ Status EngineImpl::ReplayRecord(const std::string& table_name, Record& record, u
                                 "' of a type that conflicts with its series");
     }
   }
-  if (!record.dimensions.empty() && record.dimensions != series->dimensions) {
-    series->dimensions = record.dimensions;
+  if (!attributes.empty() && attributes != series->attributes) {
+    series->attributes = std::move(attributes);
     schema_changed = true;
   }
   if (schema_changed) {
-    CatalogSeries c{series->id,    t.info.name,    series->device_id, series->measure_name,
-                    series->shard, series->fields, series->dimensions};
+    CatalogSeries c{series->id,     t.info.name,        series->device_id,  series->measure_name,
+                    series->shard,  series->fields,     series->dimensions, series->attributes};
     CAIRN_RETURN_IF_ERROR(catalog_->PutSeries({c}));
   }
   static const std::unordered_map<const Series*, std::map<int64_t, uint64_t>> kNoPending;

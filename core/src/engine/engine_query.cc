@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <tuple>
 
 #include "engine/engine_impl.h"
 
@@ -43,18 +44,34 @@ void MergeVisible(std::vector<ChunkRecord>* records, int64_t now_ns) {
   std::erase_if(*records, [&](const ChunkRecord& r) { return Expired(r, now_ns); });
 }
 
-// Page tokens are "<timestamp>:<measure_name>" of the last row returned.
-std::string MakePageToken(int64_t timestamp, const std::string& measure) {
-  return std::to_string(timestamp) + ":" + measure;
+// Page tokens are "<timestamp>:<dimensions key in hex>:<measure_name>" of
+// the last row returned: the hex never holds ':', the measure may.
+std::string MakePageToken(int64_t timestamp, const std::string& dimensions_key, const std::string& measure) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string token = std::to_string(timestamp) + ":";
+  for (unsigned char c : dimensions_key) {
+    token += kHex[c >> 4];
+    token += kHex[c & 15];
+  }
+  return token + ":" + measure;
 }
 
-Status ParsePageToken(const std::string& token, int64_t* timestamp, std::string* measure) {
+Status ParsePageToken(const std::string& token, int64_t* timestamp, std::string* dimensions_key,
+                      std::string* measure) {
+  const Status malformed = Status::InvalidArgument("malformed page token");
   const size_t colon = token.find(':');
-  if (colon == std::string::npos) return Status::InvalidArgument("malformed page token");
+  const size_t second = colon == std::string::npos ? colon : token.find(':', colon + 1);
+  if (second == std::string::npos || (second - colon - 1) % 2 != 0) return malformed;
   auto [end, ec] = std::from_chars(token.data(), token.data() + colon, *timestamp);
-  if (ec != std::errc() || end != token.data() + colon)
-    return Status::InvalidArgument("malformed page token");
-  *measure = token.substr(colon + 1);
+  if (ec != std::errc() || end != token.data() + colon) return malformed;
+  dimensions_key->clear();
+  for (size_t i = colon + 1; i < second; i += 2) {
+    unsigned byte = 0;
+    auto [hex_end, hex_ec] = std::from_chars(token.data() + i, token.data() + i + 2, byte, 16);
+    if (hex_ec != std::errc() || hex_end != token.data() + i + 2) return malformed;
+    dimensions_key->push_back(static_cast<char>(byte));
+  }
+  *measure = token.substr(second + 1);
   return Status::Ok();
 }
 
@@ -64,15 +81,31 @@ bool MeasureMatches(const std::string& measure, const std::string& exact, const 
   return true;
 }
 
+// RangeQuery::tags: each named tag is one of the series' dimensions or
+// attributes, with that value.
+bool TagsMatch(const Series& series, const TagMap& filter) {
+  for (const auto& [name, value] : filter) {
+    auto d = series.dimensions.find(name);
+    if (d != series.dimensions.end()) {
+      if (d->second != value) return false;
+      continue;
+    }
+    auto a = series.attributes.find(name);
+    if (a == series.attributes.end() || a->second != value) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 struct EngineImpl::SeriesSnapshot {
   const Series* series = nullptr;  // identity only; never dereferenced without the state lock
   int64_t id = 0;
   std::string device_id, measure_name;
+  TagMap dimensions, attributes;
+  std::string dimensions_key;
   int shard = 0;
   std::vector<ChunkField> fields;
-  std::map<std::string, std::string> dimensions;
   std::vector<size_t> fields_by_name;  // indexes into fields, sorted by field name
   Period period = Period::kDay;
   std::set<int64_t> period_starts;
@@ -93,6 +126,8 @@ Snapshot TakeSnapshot(const TableState& table, const Series& s, int64_t from, in
   snap.shard = s.shard;
   snap.fields = s.fields;
   snap.dimensions = s.dimensions;
+  snap.attributes = s.attributes;
+  snap.dimensions_key = s.dimensions_key;
   snap.fields_by_name.resize(s.fields.size());
   for (size_t i = 0; i < s.fields.size(); ++i) snap.fields_by_name[i] = i;
   std::sort(snap.fields_by_name.begin(), snap.fields_by_name.end(),
@@ -206,6 +241,8 @@ RecordRow EngineImpl::MakeRow(const SeriesSnapshot& series, const ChunkRecord& r
   RecordRow row;
   row.device_id = series.device_id;
   row.measure_name = series.measure_name;
+  row.dimensions = series.dimensions;
+  row.attributes = series.attributes;
   row.shard = series.shard;
   row.timestamp = record.timestamp;
   row.version = record.version;
@@ -226,10 +263,10 @@ Result<RangeResult> EngineImpl::Range(const RangeQuery& query) {
   CAIRN_RETURN_IF_ERROR(ValidateIdentifier("device_id", query.device_id, kMaxDeviceIdBytes));
   int64_t from = query.from, to = query.to;
   int64_t token_timestamp = 0;
-  std::string token_measure;
+  std::string token_measure, token_dimensions;
   const bool paged = !query.page_token.empty();
   if (paged) {
-    CAIRN_RETURN_IF_ERROR(ParsePageToken(query.page_token, &token_timestamp, &token_measure));
+    CAIRN_RETURN_IF_ERROR(ParsePageToken(query.page_token, &token_timestamp, &token_dimensions, &token_measure));
     if (query.order == Order::kAscending) {
       from = std::max(from, token_timestamp);
     } else if (token_timestamp < INT64_MAX) {
@@ -245,9 +282,10 @@ Result<RangeResult> EngineImpl::Range(const RangeQuery& query) {
     auto table = tables_.find(query.table);
     if (table == tables_.end()) return Status::NotFound("table '" + query.table + "' does not exist");
     const auto& all = table->second->series;
-    for (auto it = all.lower_bound({query.device_id, ""});
-         it != all.end() && it->first.first == query.device_id; ++it) {
-      if (MeasureMatches(it->first.second, query.measure_name, query.measure_prefix)) {
+    for (auto it = all.lower_bound(SeriesKey{query.device_id, "", ""});
+         it != all.end() && it->first.device_id == query.device_id; ++it) {
+      if (MeasureMatches(it->first.measure_name, query.measure_name, query.measure_prefix) &&
+          TagsMatch(*it->second, query.tags)) {
         snapshots.push_back(TakeSnapshot<SeriesSnapshot>(*table->second, *it->second, from, to));
       }
     }
@@ -267,67 +305,79 @@ Result<RangeResult> EngineImpl::Range(const RangeQuery& query) {
     for (ChunkRecord& r : records) candidates.push_back(Candidate{s, std::move(r)});
   }
   const bool ascending = query.order == Order::kAscending;
-  const auto key_less = [&](int64_t ts_a, const std::string& m_a, int64_t ts_b, const std::string& m_b) {
-    return ts_a != ts_b ? ts_a < ts_b : m_a < m_b;
+  // Rows are ordered by (timestamp, measure, dimensions key).
+  struct RowKey {
+    int64_t timestamp;
+    const std::string* measure;
+    const std::string* dimensions;
+    bool operator<(const RowKey& o) const {
+      if (timestamp != o.timestamp) return timestamp < o.timestamp;
+      if (int c = measure->compare(*o.measure); c != 0) return c < 0;
+      return *dimensions < *o.dimensions;
+    }
+  };
+  const auto key_of = [&](const Candidate& c) {
+    const SeriesSnapshot& s = snapshots[c.series];
+    return RowKey{c.record.timestamp, &s.measure_name, &s.dimensions_key};
   };
   // One series comes out of CollectSeries in order already.
   if (snapshots.size() > 1) {
     std::sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
-      const std::string& ma = snapshots[a.series].measure_name;
-      const std::string& mb = snapshots[b.series].measure_name;
-      return ascending ? key_less(a.record.timestamp, ma, b.record.timestamp, mb)
-                       : key_less(b.record.timestamp, mb, a.record.timestamp, ma);
+      return ascending ? key_of(a) < key_of(b) : key_of(b) < key_of(a);
     });
   }
+  const RowKey token_key{token_timestamp, &token_measure, &token_dimensions};
   result.rows.reserve(query.limit == 0 ? candidates.size() : std::min(candidates.size(), query.limit));
+  const Candidate* last = nullptr;
   for (const Candidate& c : candidates) {
-    const std::string& measure = snapshots[c.series].measure_name;
-    if (paged) {
-      const bool after_token = ascending
-                                   ? key_less(token_timestamp, token_measure, c.record.timestamp, measure)
-                                   : key_less(c.record.timestamp, measure, token_timestamp, token_measure);
-      if (!after_token) continue;
-    }
+    if (paged && !(ascending ? token_key < key_of(c) : key_of(c) < token_key)) continue;
     if (query.limit != 0 && result.rows.size() == query.limit) {
-      const RecordRow& last = result.rows.back();
-      result.next_page_token = MakePageToken(last.timestamp, last.measure_name);
+      const SeriesSnapshot& s = snapshots[last->series];
+      result.next_page_token = MakePageToken(last->record.timestamp, s.dimensions_key, s.measure_name);
       break;
     }
     result.rows.push_back(MakeRow(snapshots[c.series], c.record));
+    last = &c;
   }
   return result;
 }
 
 Result<std::optional<RecordRow>> EngineImpl::Get(const std::string& table, const std::string& device_id,
-                                                 const std::string& measure_name, int64_t timestamp) {
+                                                 const std::string& measure_name, int64_t timestamp,
+                                                 const TagMap& dimensions) {
   CAIRN_RETURN_IF_ERROR(ValidateIdentifier("measure_name", measure_name, kMaxMeasureNameBytes));
   RangeQuery q;
   q.table = table;
   q.device_id = device_id;
   q.measure_name = measure_name;
+  q.tags = dimensions;
   q.from = timestamp;
   q.to = timestamp == INT64_MAX ? INT64_MAX : timestamp + 1;
-  q.limit = 1;
+  q.limit = 0;
   CAIRN_ASSIGN_OR_RETURN(RangeResult range, Range(q));
+  // The filter matched every series holding these dimensions; the identity
+  // is the one holding exactly these.
   std::optional<RecordRow> row;
-  if (!range.rows.empty() && range.rows.front().timestamp == timestamp) row = std::move(range.rows.front());
+  for (RecordRow& candidate : range.rows) {
+    if (candidate.timestamp == timestamp && candidate.dimensions == dimensions) row = std::move(candidate);
+  }
   return row;
 }
 
 Result<std::vector<RecordRow>> EngineImpl::Latest(const std::string& table, const std::string& device_id,
-                                                  const std::string& measure_name) {
-  return LatestLocked(table, {device_id}, measure_name);
+                                                  const std::string& measure_name, const TagMap& tags) {
+  return LatestLocked(table, {device_id}, measure_name, tags);
 }
 
 Result<std::vector<RecordRow>> EngineImpl::LatestBatch(const std::string& table,
                                                        const std::vector<std::string>& device_ids,
-                                                       const std::string& measure_name) {
-  return LatestLocked(table, device_ids, measure_name);
+                                                       const std::string& measure_name, const TagMap& tags) {
+  return LatestLocked(table, device_ids, measure_name, tags);
 }
 
 Result<std::vector<RecordRow>> EngineImpl::LatestLocked(const std::string& table,
                                                         const std::vector<std::string>& devices,
-                                                        const std::string& measure_name) {
+                                                        const std::string& measure_name, const TagMap& tags) {
   for (const std::string& d : devices)
     CAIRN_RETURN_IF_ERROR(ValidateIdentifier("device_id", d, kMaxDeviceIdBytes));
   const int64_t now = clock_->ExpiryNow();  // ttl by the deletion clock (clock_trust.h)
@@ -339,15 +389,19 @@ Result<std::vector<RecordRow>> EngineImpl::LatestLocked(const std::string& table
     if (t == tables_.end()) return Status::NotFound("table '" + table + "' does not exist");
     const auto& all = t->second->series;
     for (const std::string& device : devices) {
-      for (auto it = all.lower_bound({device, ""}); it != all.end() && it->first.first == device; ++it) {
-        if (!measure_name.empty() && it->first.second != measure_name) continue;
+      for (auto it = all.lower_bound(SeriesKey{device, "", ""}); it != all.end() && it->first.device_id == device;
+           ++it) {
+        if (!measure_name.empty() && it->first.measure_name != measure_name) continue;
         const Series& s = *it->second;
+        if (!TagsMatch(s, tags)) continue;
         if (s.latest_known && (!s.latest || !Expired(*s.latest, now))) {
           if (s.latest) {
             // The fast path: the index holds it and it is still visible.
             RecordRow row;
             row.device_id = s.device_id;
             row.measure_name = s.measure_name;
+            row.dimensions = s.dimensions;
+            row.attributes = s.attributes;
             row.shard = s.shard;
             row.timestamp = s.latest->timestamp;
             row.version = s.latest->version;
@@ -375,7 +429,7 @@ Result<std::vector<RecordRow>> EngineImpl::LatestLocked(const std::string& table
       std::unique_lock state(state_mutex_);
       auto t = tables_.find(table);
       if (t != tables_.end()) {
-        auto it = t->second->series.find({snap.device_id, snap.measure_name});
+        auto it = t->second->series.find(SeriesKey{snap.device_id, snap.measure_name, snap.dimensions_key});
         if (it != t->second->series.end() && it->second.get() == snap.series &&
             it->second->generation == snap.generation) {
           it->second->latest_known = true;
@@ -387,7 +441,7 @@ Result<std::vector<RecordRow>> EngineImpl::LatestLocked(const std::string& table
     if (!newest.empty()) rows.push_back(MakeRow(snap, newest.front()));
   }
   std::sort(rows.begin(), rows.end(), [](const RecordRow& a, const RecordRow& b) {
-    return a.device_id != b.device_id ? a.device_id < b.device_id : a.measure_name < b.measure_name;
+    return std::tie(a.device_id, a.measure_name, a.dimensions) < std::tie(b.device_id, b.measure_name, b.dimensions);
   });
   return rows;
 }
@@ -408,7 +462,7 @@ Result<AggregateResult> EngineImpl::Aggregate(const AggregateQuery& query) {
     std::shared_lock state(state_mutex_);
     auto t = tables_.find(query.table);
     if (t == tables_.end()) return Status::NotFound("table '" + query.table + "' does not exist");
-    auto it = t->second->series.find({query.device_id, query.measure_name});
+    auto it = t->second->series.find(SeriesKey{query.device_id, query.measure_name, EncodeTagMap(query.tags)});
     if (it == t->second->series.end()) return AggregateResult{};
     snap = TakeSnapshot<SeriesSnapshot>(*t->second, *it->second, query.from, query.to);
   }
@@ -581,9 +635,11 @@ Result<std::vector<DeviceInfo>> EngineImpl::ListDevices(const std::string& table
   if (t == tables_.end()) return Status::NotFound("table '" + table + "' does not exist");
   std::vector<DeviceInfo> devices;
   for (const auto& [key, series] : t->second->series) {
-    if (devices.empty() || devices.back().device_id != key.first)
-      devices.push_back(DeviceInfo{key.first, {}});
-    devices.back().measures.push_back(key.second);
+    if (devices.empty() || devices.back().device_id != key.device_id)
+      devices.push_back(DeviceInfo{key.device_id, {}});
+    // A measure's dimension sets are adjacent: it is listed once.
+    std::vector<std::string>& measures = devices.back().measures;
+    if (measures.empty() || measures.back() != key.measure_name) measures.push_back(key.measure_name);
   }
   return devices;
 }
@@ -593,20 +649,21 @@ Result<std::vector<MeasureInfo>> EngineImpl::ListMeasures(const std::string& tab
   auto t = tables_.find(table);
   if (t == tables_.end()) return Status::NotFound("table '" + table + "' does not exist");
   std::map<std::string, MeasureInfo> measures;
-  std::map<std::string, int64_t> newest;  // measure -> latest timestamp seen, for its dimensions
+  std::map<std::string, std::string> last_device;  // measure -> the device counted last
   for (const auto& [key, series] : t->second->series) {
-    MeasureInfo& m = measures[key.second];
-    m.measure_name = key.second;
-    ++m.devices;
-    for (const ChunkField& f : series->fields) m.fields.emplace(f.name, f.type);
-    const int64_t ts = series->latest
-                           ? series->latest->timestamp
-                           : (series->head.empty() ? INT64_MIN : series->head.back().record.timestamp);
-    auto [it, inserted] = newest.try_emplace(key.second, ts);
-    if (inserted || ts >= it->second) {
-      it->second = ts;
-      if (!series->dimensions.empty() || inserted) m.dimensions = series->dimensions;
+    MeasureInfo& m = measures[key.measure_name];
+    m.measure_name = key.measure_name;
+    ++m.series;
+    // Series are ordered by device, then measure: a device's series of one
+    // measure are adjacent.
+    auto [device, first] = last_device.try_emplace(key.measure_name, key.device_id);
+    if (first || device->second != key.device_id) {
+      ++m.devices;
+      device->second = key.device_id;
     }
+    for (const ChunkField& f : series->fields) m.fields.emplace(f.name, f.type);
+    for (const auto& [name, value] : series->dimensions) m.dimensions.insert(name);
+    for (const auto& [name, value] : series->attributes) m.attributes.insert(name);
   }
   std::vector<MeasureInfo> out;
   for (auto& [name, m] : measures) out.push_back(std::move(m));

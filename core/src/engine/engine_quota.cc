@@ -107,7 +107,8 @@ struct AggregateTarget {
   int64_t series_id = 0;
   std::string measure_name;
   std::vector<ChunkField> fields;  // the aggregate series' fields, whole
-  std::map<std::string, std::string> dimensions;
+  TagMap dimensions;
+  TagMap attributes;
   int shard = 0;
 };
 
@@ -380,7 +381,8 @@ Result<uint64_t> EngineImpl::ReclaimInPeriod(const std::string& table, Period pe
       for (const ChunkField& f : wanted_fields) fits = fits && f.name.size() <= kMaxFieldNameBytes;
       if (!fits) continue;  // left for the drop pass
       bool created = false;
-      Series* series = FindOrCreateSeries(*t->second, raw.device_id, measure, &created);
+      // The aggregates of each raw series stay apart by its dimensions.
+      Series* series = FindOrCreateSeries(*t->second, raw.device_id, measure, raw.dimensions, &created);
       bool changed = created;
       for (const ChunkField& f : wanted_fields) {
         auto it = series->field_index.find(f.name);
@@ -393,15 +395,18 @@ Result<uint64_t> EngineImpl::ReclaimInPeriod(const std::string& table, Period pe
       }
       if (created) {
         series->shard = raw.shard;
-        series->dimensions = raw.dimensions;
+        auto raw_series = t->second->series.find(
+            SeriesKey{raw.device_id, raw.measure_name, EncodeTagMap(raw.dimensions)});
+        if (raw_series != t->second->series.end()) series->attributes = raw_series->second->attributes;
       }
       if (changed) {
         changes.push_back(CatalogSeries{series->id, table, series->device_id, series->measure_name,
-                                        series->shard, series->fields, series->dimensions});
+                                        series->shard, series->fields, series->dimensions,
+                                        series->attributes});
       }
       if (fits) {
-        targets[raw_id] =
-            AggregateTarget{series->id, measure, series->fields, series->dimensions, series->shard};
+        targets[raw_id] = AggregateTarget{series->id,         measure,           series->fields,
+                                          series->dimensions, series->attributes, series->shard};
       }
     }
     if (!changes.empty()) CAIRN_RETURN_IF_ERROR(catalog_->PutSeries(changes));

@@ -218,8 +218,9 @@ std::string EngineImpl::SeriesLimitReason(const TableState& table, const Record&
 }
 
 Series* EngineImpl::FindOrCreateSeries(TableState& table, const std::string& device_id,
-                                       const std::string& measure_name, bool* created) {
-  auto key = std::make_pair(device_id, measure_name);
+                                       const std::string& measure_name, const TagMap& dimensions,
+                                       bool* created) {
+  SeriesKey key{device_id, measure_name, EncodeTagMap(dimensions)};
   auto it = table.series.find(key);
   *created = false;
   if (it != table.series.end()) return it->second.get();
@@ -228,6 +229,8 @@ Series* EngineImpl::FindOrCreateSeries(TableState& table, const std::string& dev
   series->id = next_series_id_++;
   series->device_id = device_id;
   series->measure_name = measure_name;
+  series->dimensions = dimensions;
+  series->dimensions_key = key.dimensions_key;
   series->latest_known = true;  // a new series has no older data anywhere
   Series* raw = series.get();
   table.series.emplace(std::move(key), std::move(series));
@@ -291,14 +294,14 @@ void EngineImpl::UndoSeriesChanges(const std::vector<SeriesUndo>& undo) {
   for (auto it = undo.rbegin(); it != undo.rend(); ++it) {
     Series* series = it->series;
     if (it->created) {
-      it->table->series.erase(std::make_pair(series->device_id, series->measure_name));
+      it->table->series.erase(series->Key());
       continue;
     }
     for (size_t i = it->field_count; i < series->fields.size(); ++i) {
       series->field_index.erase(series->fields[i].name);
     }
     series->fields.resize(it->field_count);
-    series->dimensions = it->dimensions;
+    series->attributes = it->attributes;
   }
 }
 
@@ -348,7 +351,7 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
     std::vector<SeriesUndo> undo;
     auto will_change = [&](TableState& table, Series* series, bool created) {
       if (!changed_series.emplace(series, &table.info.name).second) return;
-      undo.push_back(SeriesUndo{&table, series, created, series->fields.size(), series->dimensions});
+      undo.push_back(SeriesUndo{&table, series, created, series->fields.size(), series->attributes});
     };
     for (PendingWrite* w : group) {
       const std::vector<Record>& records = *w->records;
@@ -385,8 +388,10 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
             continue;
           }
         }
+        TagMap dimensions, attributes;
+        SplitTags(table.info.options, r.dimensions, &dimensions, &attributes);
         // Types must agree with the series before anything changes.
-        auto series_it = table.series.find(std::make_pair(r.device_id, r.measure_name));
+        auto series_it = table.series.find(SeriesKey{r.device_id, r.measure_name, EncodeTagMap(dimensions)});
         Series* existing = series_it == table.series.end() ? nullptr : series_it->second.get();
         std::string conflict;
         for (const Field& f : r.fields) {
@@ -409,7 +414,7 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
           continue;
         }
         bool created = false;
-        Series* series = FindOrCreateSeries(table, r.device_id, r.measure_name, &created);
+        Series* series = FindOrCreateSeries(table, r.device_id, r.measure_name, dimensions, &created);
         if (created) will_change(table, series, /*created=*/true);
         Result<uint64_t> stored = ExistingVersion(table, *series, r.timestamp, pending);
         if (!stored.ok()) return stored.status();
@@ -432,9 +437,9 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
             series->AddField(f.name, TypeOf(f.value));
           }
         }
-        if (!r.dimensions.empty() && r.dimensions != series->dimensions) {
+        if (!attributes.empty() && attributes != series->attributes) {
           will_change(table, series, /*created=*/false);
-          series->dimensions = r.dimensions;
+          series->attributes = std::move(attributes);
         }
         pending[series][r.timestamp] = r.version;
         int64_t ttl = r.ttl;
@@ -456,7 +461,8 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
       std::vector<CatalogSeries> changes;
       for (const auto& [series, table_name] : changed_series) {
         changes.push_back(CatalogSeries{series->id, *table_name, series->device_id, series->measure_name,
-                                        series->shard, series->fields, series->dimensions});
+                                        series->shard, series->fields, series->dimensions,
+                                        series->attributes});
       }
       if (Status put = catalog_->PutSeries(changes); !put.ok()) {
         // Memory must not hold a series id or a field the catalog lacks:

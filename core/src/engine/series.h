@@ -28,6 +28,28 @@ struct HeadEntry {
   uint64_t lsn = 0;
 };
 
+// A series' identity within its table (DESIGN §3): the device, the measure
+// and the dimensions (every tag but the device and the table's declared
+// attributes), the latter in their canonical encoding (EncodeTagMap) so that
+// equal tag sets compare equal byte for byte. Ordered by device first: one
+// device's series are adjacent, then one measure's.
+struct SeriesKey {
+  std::string device_id;
+  std::string measure_name;
+  std::string dimensions_key;
+  friend auto operator<=>(const SeriesKey&, const SeriesKey&) = default;
+};
+
+// The canonical encoding of a tag set: varint count, then (varint length,
+// bytes) of each name and value in name order. The catalog and the period
+// files store dimensions and attributes in it (period_format.md).
+std::string EncodeTagMap(const TagMap& tags);
+Result<TagMap> DecodeTagMap(std::string_view bytes);
+
+// Splits a record's tags (all but the device) into the series' dimensions
+// and its attributes, by the table's declared attribute names.
+void SplitTags(const TableOptions& options, const TagMap& tags, TagMap* dimensions, TagMap* attributes);
+
 struct Series {
   int64_t id = 0;
   std::string device_id;
@@ -35,7 +57,14 @@ struct Series {
   int shard = 0;
   std::vector<ChunkField> fields;  // grows by appending; never reorders
   std::unordered_map<std::string, size_t> field_index;
-  std::map<std::string, std::string> dimensions;
+  // Part of the identity: fixed when the series is created.
+  TagMap dimensions;
+  std::string dimensions_key;  // EncodeTagMap(dimensions)
+  // Metadata only (the table's declared attribute tags): the latest write
+  // that carried any replaces them.
+  TagMap attributes;
+
+  SeriesKey Key() const { return SeriesKey{device_id, measure_name, dimensions_key}; }
 
   std::vector<HeadEntry> head;  // ascending, unique timestamps
   size_t head_bytes = 0;
@@ -87,8 +116,10 @@ inline size_t SeriesBytes(const Series& series) {
   bytes += series.field_index.bucket_count() * sizeof(void*);
   for (const ChunkField& field : series.fields)
     bytes += sizeof(ChunkField) + kNodeBytes + 2 * field.name.capacity();
-  for (const auto& [name, value] : series.dimensions)
-    bytes += kNodeBytes + name.capacity() + value.capacity();
+  bytes += series.dimensions_key.capacity();
+  for (const TagMap* tags : {&series.dimensions, &series.attributes}) {
+    for (const auto& [name, value] : *tags) bytes += kNodeBytes + name.capacity() + value.capacity();
+  }
   if (series.latest) {
     bytes += sizeof(ChunkRecord) + series.latest->values.capacity() * sizeof(Value);
     for (const Value& v : series.latest->values) {
@@ -100,8 +131,9 @@ inline size_t SeriesBytes(const Series& series) {
 
 struct TableState {
   TableInfo info;
-  // Keyed by (device_id, measure_name): one device's series are adjacent.
-  std::map<std::pair<std::string, std::string>, std::unique_ptr<Series>> series;
+  // Keyed by identity: one device's series are adjacent, then one
+  // measure's (a read of one measure scans the dimension sets under it).
+  std::map<SeriesKey, std::unique_ptr<Series>> series;
   // Period files on disk, by period start.
   std::set<int64_t> period_starts;
   std::set<int64_t> compacted_periods;

@@ -229,6 +229,13 @@ Status ValidateTableOptions(const TableOptions& options) {
   if (options.shards != 1 || options.shard_by != "random") {
     return Status::InvalidArgument("write sharding is not available in this version: shards must be 1");
   }
+  if (options.attributes.size() > kMaxDimensionsPerSeries) {
+    return Status::InvalidArgument("a table declares at most " + std::to_string(kMaxDimensionsPerSeries) +
+                                   " attributes");
+  }
+  for (const std::string& name : options.attributes) {
+    CAIRN_RETURN_IF_ERROR(ValidateIdentifier("attribute name", name, kMaxDimensionBytes));
+  }
   if (!options.sparse_indexes.empty()) {
     return Status::InvalidArgument("sparse indexes are not available in this version");
   }

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -154,6 +155,8 @@ struct WriteResult {
 struct RecordRow {
   std::string device_id;
   std::string measure_name;
+  TagMap dimensions;  // the series' dimensions (part of the identity)
+  TagMap attributes;  // the series' attributes (metadata) as last written
   int shard = 0;
   int64_t timestamp = 0;
   uint64_t version = 0;
@@ -170,6 +173,9 @@ struct RangeQuery {
   // prefix, e.g. "env#" matches "env#temperature"); both empty = all measures.
   std::string measure_name;
   std::string measure_prefix;
+  // Only series whose dimension or attribute of each name given here has
+  // the value given (a series without that tag does not match).
+  TagMap tags;
   int64_t from = INT64_MIN;  // inclusive, ns
   int64_t to = INT64_MAX;    // exclusive, ns
   Order order = Order::kAscending;
@@ -191,7 +197,8 @@ struct SkippedDamage {
 };
 
 struct RangeResult {
-  // Ordered by (timestamp, measure_name) ascending or both descending.
+  // Ordered by (timestamp, measure_name, dimensions) ascending or all
+  // descending; dimensions compare by their canonical encoding.
   std::vector<RecordRow> rows;
   // Non-empty when more rows match: pass it as page_token to continue.
   std::string next_page_token;
@@ -210,6 +217,9 @@ struct AggregateQuery {
   std::string table;
   std::string device_id;
   std::string measure_name;
+  // Only series matching these tags, as RangeQuery::tags; the readings of
+  // every matching series fall into the same buckets.
+  TagMap tags;
   std::string field;  // a double or int64 field
   int64_t from = 0;   // inclusive, ns; buckets start at from + k*step
   int64_t to = 0;     // exclusive, ns
@@ -233,14 +243,16 @@ struct AggregateResult {
 
 struct DeviceInfo {
   std::string device_id;
-  std::vector<std::string> measures;  // sorted
+  std::vector<std::string> measures;  // sorted, each once
 };
 
 struct MeasureInfo {
   std::string measure_name;
   std::map<std::string, FieldType> fields;
-  std::map<std::string, std::string> dimensions;  // of the most recently written series
-  size_t devices = 0;                             // how many devices report it
+  std::set<std::string> dimensions;  // the dimension names its series use
+  std::set<std::string> attributes;  // the attribute names its series carry
+  size_t devices = 0;                // how many devices report it
+  size_t series = 0;                 // how many series (devices x dimension sets)
 };
 
 struct EngineStats {
@@ -281,21 +293,10 @@ struct SyncQuotaStatus {
   std::string last_error;            // the last check's or reclaim's failure, empty when it worked
 };
 
-// The dimensions (series metadata, DESIGN §3) of one series.
-struct SeriesDimensions {
-  std::string device_id;
-  std::string measure_name;
-  int shard = 0;
-  std::map<std::string, std::string> dimensions;
-  friend bool operator==(const SeriesDimensions&, const SeriesDimensions&) = default;
-};
-
 // Records of one table read back by LSN, for the sync sender.
 struct ChangeBatch {
   std::vector<RecordRow> records;  // ascending LSN
   std::vector<uint64_t> lsns;      // lsns[i] is the LSN of records[i]
-  // The dimensions of the batch's series that have any.
-  std::vector<SeriesDimensions> dimensions;
   // Every record of the table with an LSN in (after_lsn, covered_through]
   // that is still stored and unexpired is in `records`. covered_through is
   // through_lsn unless the batch filled up (then it is the batch's last LSN).
@@ -457,21 +458,26 @@ class Engine {
   // list it in their result's `skipped`. Get, Latest and LatestBatch serve
   // what remains without saying so beyond Health().
 
-  // The record with this identity, if present and not expired.
+  // The record with this identity, if present and not expired. `dimensions`
+  // are the series' dimensions, all of them (attributes are not identity).
   virtual Result<std::optional<RecordRow>> Get(const std::string& table, const std::string& device_id,
-                                               const std::string& measure_name, int64_t timestamp) = 0;
+                                               const std::string& measure_name, int64_t timestamp,
+                                               const TagMap& dimensions = {}) = 0;
 
   virtual Result<RangeResult> Range(const RangeQuery& query) = 0;
 
-  // The most recent unexpired record of each of the device's measures (or of
-  // `measure_name` alone when non-empty), sorted by measure name.
+  // The most recent unexpired record of each of the device's series (of
+  // `measure_name`'s alone when non-empty; of those matching `tags` as
+  // RangeQuery::tags), sorted by measure name, then dimensions.
   virtual Result<std::vector<RecordRow>> Latest(const std::string& table, const std::string& device_id,
-                                                const std::string& measure_name = "") = 0;
+                                                const std::string& measure_name = "",
+                                                const TagMap& tags = {}) = 0;
 
   // Latest for many devices at once; devices without data are left out.
   virtual Result<std::vector<RecordRow>> LatestBatch(const std::string& table,
                                                      const std::vector<std::string>& device_ids,
-                                                     const std::string& measure_name = "") = 0;
+                                                     const std::string& measure_name = "",
+                                                     const TagMap& tags = {}) = 0;
 
   virtual Result<AggregateResult> Aggregate(const AggregateQuery& query) = 0;
 

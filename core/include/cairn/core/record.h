@@ -1,10 +1,11 @@
 // The data model: typed field values, records, and the identity rules that
 // every entry point (C++ API, line protocol, JSON, MQTT) enforces.
 //
-// A record belongs to a series (table, device_id, measure_name, shard) and is
-// identified by (table, device_id, measure_name, timestamp). It carries one or
-// more named, typed fields (a multi-measure record), an optional absolute
-// expiry (ttl) and a version used to resolve rewrites of the same identity.
+// A record belongs to a series (table, device_id, measure_name, dimensions)
+// and is identified by (table, device_id, measure_name, dimensions,
+// timestamp). It carries one or more named, typed fields (a multi-measure
+// record), an optional absolute expiry (ttl) and a version used to resolve
+// rewrites of the same identity.
 //
 // Thread-safety: plain values.
 #pragma once
@@ -51,6 +52,9 @@ struct Field {
   Value value;
 };
 
+// Tag name -> value, sorted by name.
+using TagMap = std::map<std::string, std::string>;
+
 // A record as written by a client.
 struct Record {
   std::string device_id;      // UTF-8, 1-128 bytes, no control characters
@@ -59,9 +63,12 @@ struct Record {
   std::vector<Field> fields;  // 1..kMaxFieldsPerRecord, unique names
   int64_t ttl = 0;            // absolute expiry in Unix seconds; 0 = none (table default applies)
   uint64_t version = 0;       // higher replaces, equal is a duplicate, lower is rejected
-  // Series metadata (site, rack, firmware ...): stored once per series in the
-  // catalog, latest write wins. Empty leaves the stored dimensions unchanged.
-  std::map<std::string, std::string> dimensions;
+  // The tags other than the device (site, sensor, firmware ...). Those the
+  // table declares as attributes (TableOptions::attributes) are series
+  // metadata: stored once per series, the latest write that carries any
+  // replaces them. All others are the series' dimensions, part of its
+  // identity: `sensor=a` and `sensor=b` are two series.
+  TagMap dimensions;
   // True when the client gave no timestamp and `timestamp` is the receiver's
   // clock at arrival: the engine then stamps the record itself with its
   // trusted clock, or holds it until the clock is trusted (cairn/core/clock.h).

@@ -2,13 +2,16 @@
 // with the chunk codec, for moving records between machines (the sync
 // envelope, transport/src/sync/envelope_format.md §4, specifies the bytes).
 //
-// A block groups the records per series (device_id, measure_name, shard). Each
-// series carries its identifiers and dimensions once, then its records as one
-// or more chunks (core/src/chunk/chunk_format.md), so timestamps, versions,
-// ttls and values get the chunk codec's column compression.
+// A block groups the records per series (device_id, measure_name, shard,
+// dimensions). Each series carries its identifiers, dimensions and attributes
+// once, then its records as one or more chunks (core/src/chunk/chunk_format.md),
+// so timestamps, versions, ttls and values get the chunk codec's column
+// compression.
 //
-// What a round trip keeps: every record's series, timestamp, version, ttl and
-// fields, bit for bit (doubles included, -0.0 too). What it does not keep: the
+// What a round trip keeps: every record's series (dimensions included),
+// timestamp, version, ttl and fields, bit for bit (doubles included, -0.0
+// too), and each series' attributes as its last record in the input carries
+// them (every record of a series gets those back). What it does not keep: the
 // order of the input. Decoded records come grouped by series, series in the
 // order of their first record in the input, each series' records by ascending
 // timestamp, records with equal (series, timestamp) in input order; fields
@@ -46,28 +49,20 @@ struct RecordBlockLimits {
 // A decoded block.
 struct RecordBlock {
   std::vector<RecordRow> records;
-  // One entry per series that has dimensions, in the order of the series.
-  std::vector<SeriesDimensions> dimensions;
 };
 
-// Checks that `records` and `dimensions` can be encoded, without encoding:
-// every record passes ValidateRecord (identifiers, 1..128 fields with unique
-// names, no NaN or infinity, UTF-8 strings of at most 4 KiB, ttl >= 0) and has
-// shard >= 0; a field keeps one type within a series; a series has at most
-// kMaxChunkFields (1024) distinct fields; every dimensions entry names a
-// series that has records, no series has two entries, and dimension names
-// and values follow the limits of record.h. InvalidArgument naming the first
+// Checks that `records` can be encoded, without encoding: every record
+// passes ValidateRecord (identifiers, 1..128 fields with unique names, no NaN
+// or infinity, UTF-8 strings of at most 4 KiB, ttl >= 0) and has shard >= 0;
+// a field keeps one type within a series; a series has at most
+// kMaxChunkFields (1024) distinct fields; dimension and attribute names and
+// values follow the limits of record.h. InvalidArgument naming the first
 // offending record (by index) otherwise; ResourceExhausted past `limits`.
-Status ValidateRecordBlock(std::span<const RecordRow> records, std::span<const SeriesDimensions> dimensions,
-                           const RecordBlockLimits& limits = {});
+Status ValidateRecordBlock(std::span<const RecordRow> records, const RecordBlockLimits& limits = {});
 
-// Encodes `records` (any mix of series, any order, duplicates allowed) and
-// the dimensions of their series. Entries of `dimensions` with an empty map
-// are dropped: they mean "no dimensions". An empty `records` gives a valid
-// empty block. Errors as ValidateRecordBlock.
-Result<std::string> EncodeRecordBlock(std::span<const RecordRow> records,
-                                      std::span<const SeriesDimensions> dimensions = {},
-                                      const RecordBlockLimits& limits = {});
+// Encodes `records` (any mix of series, any order, duplicates allowed). An
+// empty `records` gives a valid empty block. Errors as ValidateRecordBlock.
+Result<std::string> EncodeRecordBlock(std::span<const RecordRow> records, const RecordBlockLimits& limits = {});
 
 // Decodes EncodeRecordBlock() output. Corruption, naming what is wrong, for
 // any input that is not a valid block, including records that

@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 
+#include "cairn/core/record.h"
 #include "cairn/platform/status.h"
 
 namespace cairn {
@@ -49,6 +51,14 @@ struct TableOptions {
   // what a client inventing device ids can make the engine keep.
   // 0: the engine's default (EngineOptions::default_max_series).
   uint64_t max_series = 0;
+  // Tag names that are metadata, not identity (DESIGN §3): a record's tags
+  // named here are stored once per series (the latest write that carries
+  // any replaces them), returned with its rows and usable as filters, but
+  // do not split series: `firmware=1.2` then `firmware=1.3` on one device
+  // and measure stay one series. Every other tag but the device is a
+  // dimension and part of the series' identity. Changing the set later
+  // applies to the writes that follow; existing series keep their identity.
+  std::set<std::string> attributes;
 };
 
 struct TableInfo {
@@ -66,7 +76,8 @@ inline constexpr std::string_view kReservedTableNames[] = {"log", "LOCK", "token
 Status ValidateTableName(std::string_view name);
 
 // Checks ranges: retention > 0, default ttl >= 0, max_series at most
-// kMaxSeriesLimit, shards == 1 and shard_by == "random" (sharding arrives
+// kMaxSeriesLimit, attributes valid tag names (at most
+// kMaxDimensionsPerSeries of them), shards == 1 and shard_by == "random" (sharding arrives
 // with its own capability).
 Status ValidateTableOptions(const TableOptions& options);
 
