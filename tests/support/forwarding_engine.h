@@ -33,18 +33,19 @@ class ForwardingEngine : public Engine {
     return target_->WriteReceived(table, records);
   }
   Result<std::optional<RecordRow>> Get(const std::string& table, const std::string& device_id,
-                                       const std::string& measure_name, int64_t timestamp) override {
-    return target_->Get(table, device_id, measure_name, timestamp);
+                                       const std::string& measure_name, int64_t timestamp,
+                                       const TagMap& dimensions) override {
+    return target_->Get(table, device_id, measure_name, timestamp, dimensions);
   }
   Result<RangeResult> Range(const RangeQuery& query) override { return target_->Range(query); }
   Result<std::vector<RecordRow>> Latest(const std::string& table, const std::string& device_id,
-                                        const std::string& measure_name) override {
-    return target_->Latest(table, device_id, measure_name);
+                                        const std::string& measure_name, const TagMap& tags) override {
+    return target_->Latest(table, device_id, measure_name, tags);
   }
   Result<std::vector<RecordRow>> LatestBatch(const std::string& table,
                                              const std::vector<std::string>& device_ids,
-                                             const std::string& measure_name) override {
-    return target_->LatestBatch(table, device_ids, measure_name);
+                                             const std::string& measure_name, const TagMap& tags) override {
+    return target_->LatestBatch(table, device_ids, measure_name, tags);
   }
   Result<AggregateResult> Aggregate(const AggregateQuery& query) override {
     return target_->Aggregate(query);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -48,13 +49,25 @@ class HttpApi::Call {
     return std::nullopt;
   }
 
+  // The tag filters given as tag.NAME=VALUE parameters.
+  std::map<std::string, std::string> TagParameters() const {
+    std::map<std::string, std::string> tags;
+    for (const auto& [key, value] : parameters_) {
+      if (key.size() > 4 && key.compare(0, 4, "tag.") == 0) tags[key.substr(4)] = value;
+    }
+    return tags;
+  }
+
   // 400 naming the first parameter outside `allowed`, so that a typo
   // (?form= for ?from=) is not silently a different query.
   std::optional<HttpResponse> CheckParameters(std::initializer_list<std::string_view> allowed) const {
     std::set<std::string_view> seen;
     for (const auto& [key, value] : parameters_) {
       if (http_api_internal::IsCredentialParameter(key)) continue;
-      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      // "tag.*" admits every tag filter, tag.site=a and the like.
+      const bool tag_filter = key.size() > 4 && key.compare(0, 4, "tag.") == 0 &&
+                              std::find(allowed.begin(), allowed.end(), "tag.*") != allowed.end();
+      if (!tag_filter && std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
         std::string list;
         for (std::string_view name : allowed) list += (list.empty() ? "" : ", ") + std::string(name);
         return HttpResponse::Error(400,

@@ -15,6 +15,7 @@
 #include "api_call.h"
 #include "flash_wear_metrics.h"
 #include "request_auth.h"
+#include "shell/record_table.h"
 
 namespace cairn {
 namespace {
@@ -22,8 +23,13 @@ namespace {
 using http_api_internal::ErrorFor;
 
 // The options a table can be created (PUT) or altered (PATCH) with.
-constexpr std::string_view kCreateOptions[] = {"period", "retention", "ttl", "max_series"};
-constexpr std::string_view kAlterOptions[] = {"retention", "ttl", "max_series"};
+constexpr std::string_view kCreateOptions[] = {"period", "retention", "ttl", "max_series", "attributes"};
+constexpr std::string_view kAlterOptions[] = {"retention", "ttl", "max_series", "attributes"};
+
+// The tag.NAME=VALUE parameters of a read as the command's --tags option.
+void AddTagFilter(const TagMap& tags, std::vector<std::pair<std::string, std::string>>* options) {
+  if (!tags.empty()) options->emplace_back("tags", FormatTagsOption(tags));
+}
 
 }  // namespace
 
@@ -221,10 +227,12 @@ HttpResponse HttpApi::Dispatch(Call* call, std::string* route) {
     if (!get) return method_not_allowed("GET");
     if (auto denied = call->Require(Access::kRead, table)) return *denied;
     if (what == "latest") {
-      if (auto bad = call->CheckParameters({"measure"})) return *bad;
+      if (auto bad = call->CheckParameters({"measure", "tag.*"})) return *bad;
       std::vector<std::string> arguments = {table, device};
       if (std::optional<std::string> measure = call->Parameter("measure")) arguments.push_back(*measure);
-      return RunCommand(call, "latest", std::move(arguments), {}, "records");
+      std::vector<std::pair<std::string, std::string>> options;
+      AddTagFilter(call->TagParameters(), &options);
+      return RunCommand(call, "latest", std::move(arguments), options, "records");
     }
     if (what == "readings") return Readings(call, table, device);
     return Aggregate(call, table, device);
@@ -302,6 +310,11 @@ HttpResponse HttpApi::CreateTable(Call* call, const std::string& table, bool alt
         text = value.text();
       } else if (key == "max_series" && value.is_number()) {
         text = value.text();
+      } else if (key == "attributes" && value.kind() == JsonValue::Kind::kArray) {
+        for (const JsonValue& name : value.elements()) {
+          if (!name.is_string()) return HttpResponse::Error(400, "member 'attributes' must list strings");
+          text += (text.empty() ? "" : ",") + name.text();
+        }
       } else {
         return HttpResponse::Error(400, "member '" + key + "' must be a string like \"30d\"" +
                                             (key == "max_series" ? " or a number" : ""));
@@ -350,9 +363,10 @@ HttpResponse HttpApi::LatestBatch(Call* call, const std::string& table) {
 }
 
 HttpResponse HttpApi::Readings(Call* call, const std::string& table, const std::string& device) {
-  if (auto bad = call->CheckParameters({"measure", "prefix", "from", "to", "order", "limit", "page"}))
+  if (auto bad = call->CheckParameters({"measure", "prefix", "from", "to", "order", "limit", "page", "tag.*"}))
     return *bad;
   std::vector<std::pair<std::string, std::string>> options;
+  AddTagFilter(call->TagParameters(), &options);
   for (const char* name : {"measure", "prefix", "from", "to", "limit", "page"}) {
     if (std::optional<std::string> value = call->Parameter(name)) options.emplace_back(name, *value);
   }
@@ -367,7 +381,7 @@ HttpResponse HttpApi::Readings(Call* call, const std::string& table, const std::
 }
 
 HttpResponse HttpApi::Aggregate(Call* call, const std::string& table, const std::string& device) {
-  if (auto bad = call->CheckParameters({"measure", "field", "step", "fn", "from", "to"})) return *bad;
+  if (auto bad = call->CheckParameters({"measure", "field", "step", "fn", "from", "to", "tag.*"})) return *bad;
   std::optional<std::string> measure = call->Parameter("measure");
   std::optional<std::string> field = call->Parameter("field");
   if (!measure || !field) return HttpResponse::Error(400, "aggregate needs ?measure=M&field=F&step=D");
@@ -375,6 +389,7 @@ HttpResponse HttpApi::Aggregate(Call* call, const std::string& table, const std:
   for (const char* name : {"step", "fn", "from", "to"}) {
     if (std::optional<std::string> value = call->Parameter(name)) options.emplace_back(name, *value);
   }
+  AddTagFilter(call->TagParameters(), &options);
   return RunCommand(call, "agg", {table, device, *measure, *field}, options, "buckets");
 }
 

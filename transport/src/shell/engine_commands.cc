@@ -14,6 +14,7 @@
 #include "cairn/transport/line_protocol.h"
 
 #include "flash_wear_entries.h"
+#include "record_table.h"
 
 namespace cairn {
 
@@ -27,6 +28,11 @@ constexpr const char* kTimeForms =
     "now like -1h";
 constexpr const char* kDurationForms =
     "expected numbers with units like 30d, 12h, 90m, 3600s or 1h30m (units ns, us, ms, s, m, h, d, w)";
+
+constexpr const char* kTagsSummary =
+    "only series whose tags (dimensions or attributes) have these values; '\\' escapes , = \\";
+constexpr const char* kAttributesSummary =
+    "tag names that are metadata, not identity: they do not split series (default none)";
 
 // Default window of `agg` without --from: the day before --to.
 constexpr int64_t kDefaultAggregateWindowNanos = kSecondsPerDay * kNanosPerSecond;
@@ -202,20 +208,6 @@ Status ExplainTableError(const Status& status) {
   return status;
 }
 
-Value Count(uint64_t value) {
-  return static_cast<int64_t>(
-      std::min<uint64_t>(value, static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
-}
-
-Value TimeValue(int64_t unix_nanos) { return Timestamp{unix_nanos}; }
-
-// An absolute expiry in Unix seconds as a time when it can be one.
-Value ExpiryValue(int64_t ttl_seconds) {
-  if (ttl_seconds == 0) return std::monostate();
-  if (ttl_seconds > std::numeric_limits<int64_t>::max() / kNanosPerSecond) return ttl_seconds;
-  return TimeValue(ttl_seconds * kNanosPerSecond);
-}
-
 // How `text` must be typed to reach a command as one word.
 // Says that a query stepped over damaged stored data: in text a line after
 // the result, in JSON "incomplete": true and "skipped": "what; ..."; the
@@ -267,57 +259,6 @@ std::string FormatBytes(uint64_t bytes) {
   return buffer;
 }
 
-// `name` + " (field)", repeated until no column in `used` has that name;
-// the result is added to `used`.
-std::string UniqueColumnName(const std::string& name, std::set<std::string>* used) {
-  std::string candidate = name + " (field)";
-  while (used->count(candidate) != 0) candidate += " (field)";
-  used->insert(candidate);
-  return candidate;
-}
-
-// Records as a table: time and measure, version and ttl when any record has
-// one, then one column per field name (absent where a record lacks it).
-CommandResult RecordTable(const std::vector<RecordRow>& rows) {
-  std::set<std::string> field_names;
-  bool any_version = false, any_ttl = false;
-  for (const RecordRow& row : rows) {
-    for (const Field& field : row.fields) field_names.insert(field.name);
-    any_version = any_version || row.version != 0;
-    any_ttl = any_ttl || row.ttl != 0;
-  }
-  std::vector<std::string> columns = {"time", "measure"};
-  if (any_version) columns.push_back("version");
-  if (any_ttl) columns.push_back("ttl");
-  const std::set<std::string> fixed(columns.begin(), columns.end());
-  const size_t first_field = columns.size();
-  std::vector<std::string> ordered_fields(field_names.begin(), field_names.end());
-  std::set<std::string> used = fixed;
-  used.insert(field_names.begin(), field_names.end());
-  for (const std::string& name : ordered_fields) {
-    // A field called like a fixed column must not make a duplicate JSON key.
-    columns.push_back(fixed.count(name) != 0 ? UniqueColumnName(name, &used) : name);
-  }
-
-  std::vector<CommandResult::Row> table_rows;
-  table_rows.reserve(rows.size());
-  for (const RecordRow& row : rows) {
-    CommandResult::Row cells;
-    cells.reserve(columns.size());
-    cells.push_back(TimeValue(row.timestamp));
-    cells.push_back(row.measure_name);
-    if (any_version) cells.push_back(Count(row.version));
-    if (any_ttl) cells.push_back(ExpiryValue(row.ttl));
-    cells.resize(columns.size());
-    for (const Field& field : row.fields) {
-      const auto it = std::lower_bound(ordered_fields.begin(), ordered_fields.end(), field.name);
-      cells[first_field + static_cast<size_t>(it - ordered_fields.begin())] = field.value;
-    }
-    table_rows.push_back(std::move(cells));
-  }
-  return CommandResult::Table(std::move(columns), std::move(table_rows));
-}
-
 // ---- the commands -------------------------------------------------------------
 
 class EngineCommands {
@@ -334,10 +275,11 @@ class EngineCommands {
       rows.push_back(
           {table.name, std::string(PeriodName(o.period)), FormatDurationSeconds(o.retention_seconds),
            o.default_ttl_seconds == 0 ? Value() : Value(FormatDurationSeconds(o.default_ttl_seconds)),
-           o.max_series == 0 ? Value() : Count(o.max_series), TimeValue(table.created_unix_nanos)});
+           o.max_series == 0 ? Value() : Count(o.max_series),
+           o.attributes.empty() ? Value() : Value(JoinNames(o.attributes)), TimeValue(table.created_unix_nanos)});
     }
-    return CommandResult::Table({"table", "period", "retention", "default_ttl", "max_series", "created"},
-                                std::move(rows));
+    return CommandResult::Table(
+        {"table", "period", "retention", "default_ttl", "max_series", "attributes", "created"}, std::move(rows));
   }
 
   CommandResult CreateTable(const CommandInvocation& invocation) {
@@ -379,7 +321,22 @@ class EngineCommands {
     CAIRN_ASSIGN_OR_RETURN(options->default_ttl_seconds,
                            SecondsOption(invocation, "ttl", options->default_ttl_seconds));
     CAIRN_ASSIGN_OR_RETURN(options->max_series, MaxSeriesOption(invocation, options->max_series));
+    if (std::optional<std::string_view> attributes = invocation.Value("attributes")) {
+      options->attributes.clear();
+      for (size_t begin = 0; begin < attributes->size();) {
+        const size_t end = std::min(attributes->find(',', begin), attributes->size());
+        if (end > begin) options->attributes.emplace(attributes->substr(begin, end - begin));
+        begin = end + 1;
+      }
+    }
     return Status::Ok();
+  }
+
+  // The --tags filter of the read commands; empty when not given.
+  static Result<TagMap> TagsOption(const CommandInvocation& invocation) {
+    std::optional<std::string_view> text = invocation.Value("tags");
+    if (!text) return TagMap{};
+    return ParseTagsOption(*text);
   }
 
   static CommandResult DescribeTable(const char* verb, const std::string& name, const TableOptions& options) {
@@ -391,7 +348,14 @@ class EngineCommands {
                             ? Value()
                             : Value(FormatDurationSeconds(options.default_ttl_seconds))},
         {"max_series", options.max_series == 0 ? Value() : Count(options.max_series)},
+        {"attributes", options.attributes.empty() ? Value() : Value(JoinNames(options.attributes))},
     });
+  }
+
+  static std::string JoinNames(const std::set<std::string>& names) {
+    std::string text;
+    for (const std::string& name : names) text += (text.empty() ? "" : ",") + name;
+    return text;
   }
 
   CommandResult DropTable(const CommandInvocation& invocation) {
@@ -426,20 +390,24 @@ class EngineCommands {
         if (!fields.empty()) fields += ", ";
         fields += name + ":" + std::string(FieldTypeName(type));
       }
-      std::string dimensions;
-      for (const auto& [name, value] : measure.dimensions) {
-        if (!dimensions.empty()) dimensions += ", ";
-        dimensions += name + "=" + value;
-      }
-      rows.push_back({measure.measure_name, std::move(fields),
-                      dimensions.empty() ? Value() : Value(std::move(dimensions)), Count(measure.devices)});
+      const auto names = [](const std::set<std::string>& set) -> Value {
+        std::string text;
+        for (const std::string& name : set) text += (text.empty() ? "" : ", ") + name;
+        return text.empty() ? Value() : Value(std::move(text));
+      };
+      rows.push_back({measure.measure_name, std::move(fields), names(measure.dimensions),
+                      names(measure.attributes), Count(measure.devices), Count(measure.series)});
     }
-    return CommandResult::Table({"measure", "fields", "dimensions", "devices"}, std::move(rows));
+    return CommandResult::Table({"measure", "fields", "dimensions", "attributes", "devices", "series"},
+                                std::move(rows));
   }
 
   CommandResult Latest(const CommandInvocation& invocation) {
     const std::vector<std::string>& args = invocation.arguments();
-    Result<std::vector<RecordRow>> rows = engine_->Latest(args[0], args[1], args.size() > 2 ? args[2] : "");
+    Result<TagMap> tags = TagsOption(invocation);
+    if (!tags.ok()) return CommandResult::Error(tags.status());
+    Result<std::vector<RecordRow>> rows =
+        engine_->Latest(args[0], args[1], args.size() > 2 ? args[2] : "", *tags);
     if (!rows.ok()) return CommandResult::Error(ExplainTableError(rows.status()));
     return RecordTable(*rows);
   }
@@ -449,7 +417,9 @@ class EngineCommands {
     const std::vector<std::string>& args = invocation.arguments();
     const std::vector<std::string> devices(args.begin() + 1, args.end());
     const std::string measure(invocation.Value("measure").value_or(""));
-    Result<std::vector<RecordRow>> rows = engine_->LatestBatch(args[0], devices, measure);
+    Result<TagMap> tags = TagsOption(invocation);
+    if (!tags.ok()) return CommandResult::Error(tags.status());
+    Result<std::vector<RecordRow>> rows = engine_->LatestBatch(args[0], devices, measure, *tags);
     if (!rows.ok()) return CommandResult::Error(ExplainTableError(rows.status()));
     CommandResult records = RecordTable(*rows);
     std::vector<std::string> columns = {"device"};
@@ -480,6 +450,9 @@ class EngineCommands {
     }
     if (measure) query.measure_name = std::string(*measure);
     if (prefix) query.measure_prefix = std::string(*prefix);
+    Result<TagMap> tags = TagsOption(invocation);
+    if (!tags.ok()) return CommandResult::Error(tags.status());
+    query.tags = std::move(tags).value();
     const int64_t now = env_->NowUnixNanos();
     Result<int64_t> from = TimeOption(invocation, "from", std::numeric_limits<int64_t>::min(), now);
     if (!from.ok()) return CommandResult::Error(from.status());
@@ -529,6 +502,9 @@ class EngineCommands {
     query.device_id = args[1];
     query.measure_name = args[2];
     query.field = args[3];
+    Result<TagMap> tags = TagsOption(invocation);
+    if (!tags.ok()) return CommandResult::Error(tags.status());
+    query.tags = std::move(tags).value();
     std::optional<std::string_view> step = invocation.Value("step");
     if (!step) return CommandResult::Error(Status::InvalidArgument("agg needs --step D, e.g. --step 15m"));
     Result<int64_t> step_nanos = ParseDurationArgument(*step);
@@ -836,17 +812,19 @@ Status RegisterEngineCommands(CommandRegistry* registry, Engine* engine, Env* en
                    {"ttl", "D", "records without their own ttl expire D after their time (default never)"},
                    {"max-series", "N",
                     "refuse records that would start a series beyond N (default: the "
-                    "daemon's --max-series, 100000)"}},
+                    "daemon's --max-series, 100000)"},
+                   {"attributes", "A,...", kAttributesSummary}},
        .min_arguments = 1,
        .max_arguments = 1},
       &EngineCommands::CreateTable));
   CAIRN_RETURN_IF_ERROR(add(
       {.name = "alter-table",
        .arguments = "NAME",
-       .summary = "change a table's retention, default ttl or series limit",
+       .summary = "change a table's retention, default ttl, series limit or attributes",
        .options = {{"retention", "D", "drop whole periods older than D"},
                    {"ttl", "D", "records without their own ttl expire D after their time (0: never)"},
-                   {"max-series", "N", "refuse records that would start a series beyond N (0: the default)"}},
+                   {"max-series", "N", "refuse records that would start a series beyond N (0: the default)"},
+                   {"attributes", "A,...", kAttributesSummary}},
        .min_arguments = 1,
        .max_arguments = 1},
       &EngineCommands::AlterTable));
@@ -873,15 +851,15 @@ Status RegisterEngineCommands(CommandRegistry* registry, Engine* engine, Env* en
                             &EngineCommands::Measures));
   CAIRN_RETURN_IF_ERROR(add({.name = "latest",
                              .arguments = "TABLE DEVICE [MEASURE]",
-                             .summary = "the newest record of each of a device's measures",
-                             .options = {},
+                             .summary = "the newest record of each of a device's series",
+                             .options = {{"tags", "K=V,...", kTagsSummary}},
                              .min_arguments = 2,
                              .max_arguments = 3},
                             &EngineCommands::Latest));
   CAIRN_RETURN_IF_ERROR(add({.name = "latest-batch",
                              .arguments = "TABLE DEVICE...",
                              .summary = "the newest record per measure of several devices at once",
-                             .options = {{"measure", "M", "only measure M"}},
+                             .options = {{"measure", "M", "only measure M"}, {"tags", "K=V,...", kTagsSummary}},
                              .min_arguments = 2,
                              .max_arguments = kMaxBatchDevices + 1},
                             &EngineCommands::LatestBatch));
@@ -890,6 +868,7 @@ Status RegisterEngineCommands(CommandRegistry* registry, Engine* engine, Env* en
                              .summary = "a device's records between two times, oldest first",
                              .options = {{"measure", "M", "only measure M"},
                                          {"prefix", "P", "only measures starting with P, e.g. env#"},
+                                         {"tags", "K=V,...", kTagsSummary},
                                          {"from", "T", "from time T, inclusive (default: the beginning)"},
                                          {"to", "T", "up to time T, exclusive (default: the end)"},
                                          {"desc", "", "newest first"},
@@ -904,6 +883,7 @@ Status RegisterEngineCommands(CommandRegistry* registry, Engine* engine, Env* en
            .summary = "aggregate a numeric field per time step",
            .options = {{"step", "D", "bucket width, e.g. 15m (required); buckets start at multiples of D"},
                        {"fn", "F,...", "min, max, avg, sum, count, first, last (default count,min,max,avg)"},
+                       {"tags", "K=V,...", kTagsSummary},
                        {"from", "T", "from time T, inclusive (default: one day before --to)"},
                        {"to", "T", "up to time T, exclusive (default: now)"}},
            .min_arguments = 4,
