@@ -56,6 +56,32 @@ def get_json(port, path, token):
         return json.loads(response.read())
 
 
+def check_tags_tell_series_apart(client, port, token):
+    """Telegraf's cpu=cpu0 / cpu=cpu1: two series of one device and measure,
+    both kept at the same timestamp, each returned with its tags and found
+    by a tag filter."""
+    now = int(time.time())
+    points = [{"measurement": "cpu", "tags": {"device": "gw-tags", "cpu": "cpu%d" % c},
+               "time": now - 10 + i, "fields": {"usage": 10.0 * c + i}}
+              for i in range(3) for c in range(2)]
+    if not client.write_points(points, time_precision="s"):
+        fail("tagged write_points returned False")
+    records = get_json(port, "/v1/tables/sensors/devices/gw-tags/readings?measure=cpu&from=-1h", token)["records"]
+    if len(records) != 6:
+        fail("tagged points: %d of 6 stored: %r" % (len(records), records))
+    for record, point in zip(records, points):
+        if record.get("cpu") != point["tags"]["cpu"] or record.get("usage") != point["fields"]["usage"]:
+            fail("tagged point %r read back as %r" % (point, record))
+    cpu1 = get_json(port, "/v1/tables/sensors/devices/gw-tags/readings?measure=cpu&from=-1h&tag.cpu=cpu1",
+                    token)["records"]
+    if [r["usage"] for r in cpu1] != [10.0, 11.0, 12.0]:
+        fail("tag.cpu=cpu1: %r" % cpu1)
+    latest = get_json(port, "/v1/tables/sensors/devices/gw-tags/latest?measure=cpu", token)["records"]
+    if sorted((r["cpu"], r["usage"]) for r in latest) != [("cpu0", 2.0), ("cpu1", 12.0)]:
+        fail("latest of two series: %r" % latest)
+    print("two series told apart by a tag: both kept, filtered by tag.cpu")
+
+
 def main():
     command = sys.argv[2:] + [sys.argv[1]] if len(sys.argv) > 2 else [sys.argv[1]]
     work = tempfile.mkdtemp(prefix="cairn-influx-")
@@ -131,6 +157,7 @@ def main():
         except InfluxDBClientError as error:
             if error.code not in (403, 404):
                 fail("unknown table: expected 403/404, got %r" % error.code)
+        check_tags_tell_series_apart(client, port, token)
         print("PASS")
     finally:
         if process is not None:

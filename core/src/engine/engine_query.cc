@@ -305,11 +305,12 @@ Result<RangeResult> EngineImpl::Range(const RangeQuery& query) {
     for (ChunkRecord& r : records) candidates.push_back(Candidate{s, std::move(r)});
   }
   const bool ascending = query.order == Order::kAscending;
-  // Rows are ordered by (timestamp, measure, dimensions key).
+  // Rows are ordered by (timestamp, measure, dimensions), the dimensions
+  // as their sorted (name, value) lists.
   struct RowKey {
     int64_t timestamp;
     const std::string* measure;
-    const std::string* dimensions;
+    const TagMap* dimensions;
     bool operator<(const RowKey& o) const {
       if (timestamp != o.timestamp) return timestamp < o.timestamp;
       if (int c = measure->compare(*o.measure); c != 0) return c < 0;
@@ -318,7 +319,7 @@ Result<RangeResult> EngineImpl::Range(const RangeQuery& query) {
   };
   const auto key_of = [&](const Candidate& c) {
     const SeriesSnapshot& s = snapshots[c.series];
-    return RowKey{c.record.timestamp, &s.measure_name, &s.dimensions_key};
+    return RowKey{c.record.timestamp, &s.measure_name, &s.dimensions};
   };
   // One series comes out of CollectSeries in order already.
   if (snapshots.size() > 1) {
@@ -326,7 +327,13 @@ Result<RangeResult> EngineImpl::Range(const RangeQuery& query) {
       return ascending ? key_of(a) < key_of(b) : key_of(b) < key_of(a);
     });
   }
-  const RowKey token_key{token_timestamp, &token_measure, &token_dimensions};
+  TagMap token_tags;
+  if (paged) {
+    Result<TagMap> decoded = DecodeTagMap(token_dimensions);
+    if (!decoded.ok()) return Status::InvalidArgument("malformed page token");
+    token_tags = std::move(decoded).value();
+  }
+  const RowKey token_key{token_timestamp, &token_measure, &token_tags};
   result.rows.reserve(query.limit == 0 ? candidates.size() : std::min(candidates.size(), query.limit));
   const Candidate* last = nullptr;
   for (const Candidate& c : candidates) {

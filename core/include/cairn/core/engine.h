@@ -198,7 +198,7 @@ struct SkippedDamage {
 
 struct RangeResult {
   // Ordered by (timestamp, measure_name, dimensions) ascending or all
-  // descending; dimensions compare by their canonical encoding.
+  // descending; dimensions compare as their sorted (name, value) lists.
   std::vector<RecordRow> rows;
   // Non-empty when more rows match: pass it as page_token to continue.
   std::string next_page_token;

@@ -43,7 +43,7 @@ struct TableOptions {
   std::string shard_by = "random";
   // Sparse indexes: index name -> attribute. Reserved for a later version.
   std::map<std::string, std::string> sparse_indexes;
-  // The most series (device x measure) the table may hold; a record that
+  // The most series (device x measure x dimensions) the table may hold; a record that
   // would start one more is refused (WriteOutcome::kInvalid, with a reason
   // naming the limit, the table and how to raise it), while records of
   // existing series go on being stored. Every series costs memory for as
