@@ -81,7 +81,14 @@ CommandResult RecordTable(const std::vector<RecordRow>& rows) {
     for (const Field& field : row.fields) cells[first_field + index_of(ordered_fields, field.name)] = field.value;
     table_rows.push_back(std::move(cells));
   }
-  return CommandResult::Table(std::move(columns), std::move(table_rows));
+  std::string tag_columns;
+  for (size_t i = 0; i < ordered_tags.size(); ++i) {
+    tag_columns += (i == 0 ? "" : ",") + columns[first_tag + i];
+  }
+  CommandResult table = CommandResult::Table(std::move(columns), std::move(table_rows));
+  // In JSON, which members of a record are tags rather than fields.
+  if (!tag_columns.empty()) table.AddNote("tags", std::move(tag_columns), "");
+  return table;
 }
 
 Result<TagMap> ParseTagsOption(std::string_view text) {

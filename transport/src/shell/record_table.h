@@ -5,7 +5,9 @@
 // name (the series' dimensions and attributes; empty where a series lacks
 // that tag), version and ttl when any record has one, then one column per
 // field name. A field named like an earlier column is suffixed " (field)"
-// so that JSON keys stay unique.
+// so that JSON keys stay unique. When there are tag columns, the note
+// "tags" lists them, comma-separated, so that a JSON reader can tell a
+// record's tags from its fields.
 //
 // Thread-safety: pure functions.
 #pragma once
