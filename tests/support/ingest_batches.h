@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -43,6 +44,27 @@ inline RecordRow Row(std::string device_id, std::string measure_name, int64_t ti
             [](const Field& a, const Field& b) { return a.name < b.name; });
   return row;
 }
+
+// `row` with these dimensions and attributes.
+inline RecordRow Tagged(RecordRow row, TagMap dimensions, TagMap attributes = {}) {
+  row.dimensions = std::move(dimensions);
+  row.attributes = std::move(attributes);
+  return row;
+}
+
+// The sinks' dimensions text (ingest_schema.md §1) for tags without the
+// characters JSON escapes, which is all these tests use: the order sinks
+// list readings of one device and measure in.
+inline std::string TagsText(const TagMap& tags) {
+  std::string text = "{";
+  for (const auto& [name, value] : tags) {
+    if (text.size() > 1) text += ",";
+    text += "\"" + name + "\":\"" + value + "\"";
+  }
+  return text + "}";
+}
+
+inline std::string DescribeTags(const TagMap& tags) { return TagsText(tags); }
 
 // Every field type with its extremes: -0.0, the smallest subnormal, the
 // largest double, values that need 17 digits, int64 min and max, both
@@ -82,18 +104,25 @@ inline std::vector<RecordRow> AllTypesRows() {
   };
 }
 
-// The rows a sink should hold after storing `rows` into `table` (winners of
-// the version rule), in ReadReadings order.
+// The rows a sink should hold after storing `rows`, in this order, into
+// `table` (winners of the version rule, each with the attributes its series
+// was last sent with), in ReadReadings order.
 inline std::vector<StoredReading> Expected(const std::string& table, std::vector<RecordRow> rows) {
+  std::map<std::tuple<std::string, std::string, TagMap, int>, TagMap> attributes;
+  for (const RecordRow& row : rows) {
+    TagMap& stored = attributes[{row.device_id, row.measure_name, row.dimensions, row.shard}];
+    if (!row.attributes.empty()) stored = row.attributes;
+  }
   std::vector<StoredReading> expected;
   std::stable_sort(rows.begin(), rows.end(), [](const RecordRow& a, const RecordRow& b) {
-    return std::tie(a.device_id, a.measure_name, a.timestamp) <
-           std::tie(b.device_id, b.measure_name, b.timestamp);
+    return std::tuple(a.device_id, a.measure_name, TagsText(a.dimensions), a.timestamp) <
+           std::tuple(b.device_id, b.measure_name, TagsText(b.dimensions), b.timestamp);
   });
   for (RecordRow& row : rows) {
+    row.attributes = attributes[{row.device_id, row.measure_name, row.dimensions, row.shard}];
     if (!expected.empty() && expected.back().row.device_id == row.device_id &&
         expected.back().row.measure_name == row.measure_name &&
-        expected.back().row.timestamp == row.timestamp) {
+        expected.back().row.dimensions == row.dimensions && expected.back().row.timestamp == row.timestamp) {
       if (row.version > expected.back().row.version) expected.back().row = std::move(row);
       continue;
     }
@@ -110,9 +139,14 @@ inline std::string CompareReadings(const std::vector<StoredReading>& expected,
     out << "expected " << expected.size() << " readings, found " << actual.size() << "\n";
   }
   for (size_t i = 0; i < std::min(expected.size(), actual.size()); ++i) {
-    if (expected[i].table != actual[i].table || !SameRow(expected[i].row, actual[i].row)) {
-      out << "reading " << i << ":\n  expected " << expected[i].table << " " << DescribeRow(expected[i].row)
-          << "\n  found    " << actual[i].table << " " << DescribeRow(actual[i].row) << "\n";
+    const RecordRow& want = expected[i].row;
+    const RecordRow& got = actual[i].row;
+    if (expected[i].table != actual[i].table || !SameRow(want, got) || want.dimensions != got.dimensions ||
+        want.attributes != got.attributes) {
+      out << "reading " << i << ":\n  expected " << expected[i].table << " " << DescribeRow(want) << " "
+          << DescribeTags(want.dimensions) << " " << DescribeTags(want.attributes) << "\n  found    "
+          << actual[i].table << " " << DescribeRow(got) << " " << DescribeTags(got.dimensions) << " "
+          << DescribeTags(got.attributes) << "\n";
     }
   }
   return out.str();
@@ -123,10 +157,8 @@ inline constexpr std::string_view kGatewayKey = "gateway key of gw-7, 32 bytes!!
 // The envelope a gateway would send, as the ingest side decodes it: encoded
 // and decoded for real, so the rows also pass the envelope's validation.
 inline Result<DecodedEnvelope> MakeBatch(const EnvelopeHeader& header, const std::vector<RecordRow>& rows,
-                                         const std::vector<SeriesDimensions>& dimensions = {},
                                          EnvelopeEncoding encoding = EnvelopeEncoding::kBinary) {
-  CAIRN_ASSIGN_OR_RETURN(std::string payload,
-                         EncodeEnvelope(header, rows, dimensions, kGatewayKey, encoding));
+  CAIRN_ASSIGN_OR_RETURN(std::string payload, EncodeEnvelope(header, rows, kGatewayKey, encoding));
   return DecodeEnvelope(payload, kGatewayKey);
 }
 

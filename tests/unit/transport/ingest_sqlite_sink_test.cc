@@ -7,6 +7,8 @@
 #include "cairn/ingest/ingest_sink.h"
 
 #include "ingest_batches.h"
+#include "storage/env_vfs.h"
+#include "storage/sqlite_db.h"
 #include "test_dirs.h"
 
 namespace cairn {
@@ -19,6 +21,7 @@ using ingest_test::kSecond;
 using ingest_test::kStart;
 using ingest_test::MakeBatch;
 using ingest_test::Row;
+using ingest_test::Tagged;
 
 class SqliteSinkTest : public ::testing::Test {
  protected:
@@ -50,7 +53,7 @@ class SqliteSinkTest : public ::testing::Test {
 TEST_F(SqliteSinkTest, StoresEveryFieldTypeBitExactlyAcrossReopen) {
   const std::vector<RecordRow> rows = ingest_test::AllTypesRows();
   for (EnvelopeEncoding encoding : {EnvelopeEncoding::kBinary, EnvelopeEncoding::kJson}) {
-    Result<DecodedEnvelope> batch = MakeBatch(HeaderFor(1, rows.size()), rows, {}, encoding);
+    Result<DecodedEnvelope> batch = MakeBatch(HeaderFor(1, rows.size()), rows, encoding);
     ASSERT_TRUE(batch.ok()) << batch.status().ToString();
     const SinkCounts counts = Apply(*batch);
     if (encoding == EnvelopeEncoding::kBinary) {
@@ -117,31 +120,182 @@ TEST_F(SqliteSinkTest, HigherVersionReplacesLowerIsIgnoredAndCounted) {
   EXPECT_EQ(std::get<double>(readings[2].row.fields[0].value), 31.0);
 }
 
-TEST_F(SqliteSinkTest, KeepsShardPartitionKeyAndLatestDimensions) {
-  const std::vector<RecordRow> rows = {Row("pump-7", "env", kStart, {{"t", 1.0}}, 0, 0, 13),
+TEST_F(SqliteSinkTest, KeepsShardDimensionsAndLatestAttributes) {
+  const std::vector<RecordRow> rows = {Tagged(Row("pump-7", "env", kStart, {{"t", 1.0}}, 0, 0, 13),
+                                              {{"rack", "4"}, {"site", "north"}}, {{"firmware", "1.0"}}),
                                        Row("pump-8", "env", kStart, {{"t", 1.0}})};
-  std::vector<SeriesDimensions> dimensions = {{"pump-7", "env", 13, {{"site", "north"}, {"rack", "4"}}}};
-  Result<DecodedEnvelope> batch = MakeBatch(HeaderFor(1, rows.size()), rows, dimensions);
+  Result<DecodedEnvelope> batch = MakeBatch(HeaderFor(1, rows.size()), rows);
   ASSERT_TRUE(batch.ok()) << batch.status().ToString();
   Apply(*batch);
-  // Later: new dimensions for pump-7, none for pump-8.
-  dimensions = {{"pump-7", "env", 13, {{"site", "south"}}}};
-  batch = MakeBatch(HeaderFor(2, 1), {Row("pump-7", "env", kStart + kSecond, {{"t", 2.0}}, 0, 0, 13)},
-                    dimensions);
+  // Later: new attributes for pump-7's series; one without attributes
+  // leaves them alone.
+  const std::vector<RecordRow> later = {Tagged(Row("pump-7", "env", kStart + kSecond, {{"t", 2.0}}, 0, 0, 13),
+                                               {{"rack", "4"}, {"site", "north"}}, {{"firmware", "1.1"}})};
+  batch = MakeBatch(HeaderFor(2, later.size()), later);
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  Apply(*batch);
+  const std::vector<RecordRow> untagged = {
+      Tagged(Row("pump-7", "env", kStart + 2 * kSecond, {{"t", 3.0}}, 0, 0, 13),
+             {{"rack", "4"}, {"site", "north"}})};
+  batch = MakeBatch(HeaderFor(3, untagged.size()), untagged);
   ASSERT_TRUE(batch.ok()) << batch.status().ToString();
   Apply(*batch);
 
   Result<std::vector<StoredSeries>> series = sink_->ReadSeries();
   ASSERT_TRUE(series.ok()) << series.status().ToString();
   ASSERT_EQ(series->size(), 2u);
-  EXPECT_EQ((*series)[0].table, "sensors");
-  EXPECT_EQ((*series)[0].series, (SeriesDimensions{"pump-7", "env", 13, {{"site", "south"}}}));
-  EXPECT_EQ((*series)[1].series, (SeriesDimensions{"pump-8", "env", 0, {}}));
+  EXPECT_EQ((*series)[0],
+            (StoredSeries{
+                "sensors", "pump-7", "env", {{"rack", "4"}, {"site", "north"}}, 13, {{"firmware", "1.1"}}}));
+  EXPECT_EQ((*series)[1], (StoredSeries{"sensors", "pump-8", "env", {}, 0, {}}));
 
+  std::vector<RecordRow> all = rows;
+  all.insert(all.end(), later.begin(), later.end());
+  all.insert(all.end(), untagged.begin(), untagged.end());
   const std::vector<StoredReading> readings = Readings();
-  ASSERT_EQ(readings.size(), 3u);
+  EXPECT_EQ(CompareReadings(Expected("sensors", all), readings), "");
+  ASSERT_EQ(readings.size(), 4u);
   EXPECT_EQ(readings[0].row.shard, 13);
-  EXPECT_EQ(readings[2].row.shard, 0);
+  EXPECT_EQ(readings[0].row.attributes, (TagMap{{"firmware", "1.1"}}));
+  EXPECT_EQ(readings[3].row.shard, 0);
+}
+
+TEST_F(SqliteSinkTest, ReadingsToldApartByADimensionAreTwoRows) {
+  for (EnvelopeEncoding encoding : {EnvelopeEncoding::kBinary, EnvelopeEncoding::kJson}) {
+    SCOPED_TRACE(encoding == EnvelopeEncoding::kJson ? "json" : "binary");
+    Open();
+    // One device, measure and timestamp; two sensors. In one batch, then
+    // again in two batches: each is its own identity, neither replaces or
+    // shadows the other.
+    const std::vector<RecordRow> rows = {Tagged(Row("gw1", "env", kStart, {{"t", 1.0}}), {{"sensor", "a"}}),
+                                         Tagged(Row("gw1", "env", kStart, {{"t", 2.0}}), {{"sensor", "b"}}),
+                                         Row("gw1", "env", kStart, {{"t", 3.0}})};
+    const uint64_t sequence = encoding == EnvelopeEncoding::kJson ? 10 : 1;
+    Result<DecodedEnvelope> batch = MakeBatch(HeaderFor(sequence, rows.size()), rows, encoding);
+    ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+    const SinkCounts counts = Apply(*batch);
+    if (encoding == EnvelopeEncoding::kBinary) {
+      EXPECT_EQ(counts, (SinkCounts{3, 0, 0, 0}));
+    } else {
+      // Stored by the binary round, sensor b since rewritten with version 1.
+      EXPECT_EQ(counts, (SinkCounts{0, 0, 2, 1}));
+    }
+    const std::vector<RecordRow> rewrite = {
+        Tagged(Row("gw1", "env", kStart, {{"t", 20.0}}, 1), {{"sensor", "b"}})};
+    batch = MakeBatch(HeaderFor(sequence + 1, rewrite.size()), rewrite, encoding);
+    ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+    Apply(*batch);
+
+    std::vector<RecordRow> all = rows;
+    all.insert(all.end(), rewrite.begin(), rewrite.end());
+    const std::vector<StoredReading> readings = Readings();
+    EXPECT_EQ(CompareReadings(Expected("sensors", all), readings), "");
+    ASSERT_EQ(readings.size(), 3u);
+    EXPECT_EQ(readings[0].row.dimensions, (TagMap{{"sensor", "a"}}));
+    EXPECT_EQ(std::get<double>(readings[0].row.fields[0].value), 1.0);
+    EXPECT_EQ(readings[1].row.dimensions, (TagMap{{"sensor", "b"}}));
+    EXPECT_EQ(std::get<double>(readings[1].row.fields[0].value), 20.0);
+    EXPECT_TRUE(readings[2].row.dimensions.empty());
+    Result<std::vector<StoredSeries>> series = sink_->ReadSeries();
+    ASSERT_TRUE(series.ok()) << series.status().ToString();
+    EXPECT_EQ(series->size(), 3u);
+  }
+}
+
+// A database of schema version 1 (ingest_schema.md §5), made with that
+// version's own CREATE statements, is migrated when the sink opens it: a
+// series' dimensions become the identity of it and its readings.
+TEST_F(SqliteSinkTest, MigratesASchemaVersion1Database) {
+  sink_.reset();
+  const std::string path = dir_.path() + "/old.db";
+  {
+    ASSERT_TRUE(RegisterEnvVfs(Env::Default(), "ingest-v1-vfs").ok());
+    Result<std::unique_ptr<SqliteDb>> db = SqliteDb::Open(path, "ingest-v1-vfs", false, 256);
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    const Status created = (*db)->Exec(R"sql(
+CREATE TABLE IF NOT EXISTS cairn_readings (
+  table_name    TEXT    NOT NULL,
+  device_id     TEXT    NOT NULL,
+  measure_name  TEXT    NOT NULL,
+  timestamp_ns  INTEGER NOT NULL,
+  shard         INTEGER NOT NULL,
+  partition_key TEXT    NOT NULL,
+  version       INTEGER NOT NULL,
+  ttl           INTEGER NOT NULL,
+  fields        TEXT    NOT NULL,
+  PRIMARY KEY (table_name, device_id, measure_name, timestamp_ns)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS cairn_series (
+  table_name    TEXT    NOT NULL,
+  device_id     TEXT    NOT NULL,
+  measure_name  TEXT    NOT NULL,
+  shard         INTEGER NOT NULL,
+  partition_key TEXT    NOT NULL,
+  dimensions    TEXT    NOT NULL,
+  PRIMARY KEY (table_name, device_id, measure_name, shard)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS cairn_batches (
+  gateway_id       TEXT    NOT NULL,
+  table_name       TEXT    NOT NULL,
+  lane             TEXT    NOT NULL,
+  batch_sequence   INTEGER NOT NULL,
+  first_lsn        INTEGER NOT NULL,
+  last_lsn         INTEGER NOT NULL,
+  records          INTEGER NOT NULL,
+  inserted         INTEGER NOT NULL,
+  replaced         INTEGER NOT NULL,
+  duplicates       INTEGER NOT NULL,
+  older            INTEGER NOT NULL,
+  received_at      INTEGER NOT NULL,
+  last_received_at INTEGER NOT NULL,
+  deliveries       INTEGER NOT NULL,
+  PRIMARY KEY (gateway_id, table_name, lane, batch_sequence)
+) WITHOUT ROWID;
+INSERT INTO cairn_readings VALUES
+  ('sensors', 'pump-7', 'env', 1700000000000000000, 0, 'pump-7#00', 3, 0, '{"t":{"double":1.5}}'),
+  ('sensors', 'pump-7', 'env', 1700000001000000000, 0, 'pump-7#00', 0, 0, '{"t":{"double":2.5}}'),
+  ('sensors', 'pump-8', 'env', 1700000000000000000, 0, 'pump-8#00', 0, 0, '{"n":{"int64":7}}');
+INSERT INTO cairn_series VALUES
+  ('sensors', 'pump-7', 'env', 0, 'pump-7#00', '{"rack":"4","site":"north"}'),
+  ('sensors', 'pump-8', 'env', 0, 'pump-8#00', '{}');
+INSERT INTO cairn_batches VALUES ('gw-7', 'sensors', 'live', 1, 1000, 1002, 3, 3, 0, 0, 0, 5, 5, 1);
+)sql");
+    ASSERT_TRUE(created.ok()) << created.ToString();
+    ASSERT_TRUE((*db)->Close().ok());
+  }
+  for (int round = 0; round < 2; ++round) {  // the second open finds version 2 and changes nothing
+    Result<std::unique_ptr<IngestSink>> sink = OpenSqliteSink(Env::Default(), path);
+    ASSERT_TRUE(sink.ok()) << sink.status().ToString();
+    sink_ = std::move(sink).value();
+    const TagMap north = {{"rack", "4"}, {"site", "north"}};
+    std::vector<RecordRow> old = {Tagged(Row("pump-7", "env", kStart, {{"t", 1.5}}, 3), north),
+                                  Tagged(Row("pump-7", "env", kStart + kSecond, {{"t", 2.5}}), north),
+                                  Row("pump-8", "env", kStart, {{"n", int64_t{7}}})};
+    if (round == 0) {
+      EXPECT_EQ(CompareReadings(Expected("sensors", old), Readings()), "");
+      // A gateway re-sending the old reading with its dimensions (now
+      // identity) meets the migrated row; another sensor is a new row.
+      const std::vector<RecordRow> again = {
+          Tagged(Row("pump-7", "env", kStart, {{"t", 1.5}}, 3), north),
+          Tagged(Row("pump-7", "env", kStart, {{"t", 9.5}}), {{"site", "south"}})};
+      Result<DecodedEnvelope> batch = MakeBatch(HeaderFor(2, again.size()), again);
+      ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+      EXPECT_EQ(Apply(*batch), (SinkCounts{1, 0, 1, 0}));
+    }
+    old.push_back(Tagged(Row("pump-7", "env", kStart, {{"t", 9.5}}), {{"site", "south"}}));
+    EXPECT_EQ(CompareReadings(Expected("sensors", old), Readings()), "");
+    Result<std::vector<StoredSeries>> series = sink_->ReadSeries();
+    ASSERT_TRUE(series.ok()) << series.status().ToString();
+    ASSERT_EQ(series->size(), 3u);
+    EXPECT_EQ((*series)[0], (StoredSeries{"sensors", "pump-7", "env", north, 0, {}}));
+    EXPECT_EQ((*series)[1], (StoredSeries{"sensors", "pump-7", "env", {{"site", "south"}}, 0, {}}));
+    EXPECT_EQ((*series)[2], (StoredSeries{"sensors", "pump-8", "env", {}, 0, {}}));
+    Result<std::vector<StoredBatch>> batches = sink_->ReadBatches();
+    ASSERT_TRUE(batches.ok()) << batches.status().ToString();
+    ASSERT_EQ(batches->size(), 2u);
+    EXPECT_EQ((*batches)[0].counts, (SinkCounts{3, 0, 0, 0}));
+    sink_.reset();
+  }
 }
 
 TEST_F(SqliteSinkTest, SecondSinkOnTheSameFileIsRefused) {

@@ -50,17 +50,40 @@ std::vector<RecordRow> WithSortedFields(std::vector<RecordRow> rows) {
   return rows;
 }
 
-// The binary order (record_codec.h): series by first appearance, then by
-// timestamp, ties in input order.
-std::vector<RecordRow> InBlockOrder(std::vector<RecordRow> rows) {
-  std::map<std::tuple<std::string, std::string, int>, size_t> first_seen;
-  for (const RecordRow& row : rows) {
-    first_seen.emplace(std::tuple(row.device_id, row.measure_name, row.shard), first_seen.size());
+// `row` with these dimensions and attributes.
+RecordRow Tagged(RecordRow row, TagMap dimensions, TagMap attributes = {}) {
+  row.dimensions = std::move(dimensions);
+  row.attributes = std::move(attributes);
+  return row;
+}
+
+// ExpectSameRows, dimensions and attributes included.
+void ExpectSameTaggedRows(const std::vector<RecordRow>& expected, const std::vector<RecordRow>& actual) {
+  ExpectSameRows(expected, actual);
+  for (size_t i = 0; i < std::min(expected.size(), actual.size()); ++i) {
+    EXPECT_EQ(expected[i].dimensions, actual[i].dimensions) << "row " << i << " " << DescribeRow(expected[i]);
+    EXPECT_EQ(expected[i].attributes, actual[i].attributes) << "row " << i << " " << DescribeRow(expected[i]);
   }
+}
+
+// The binary order (record_codec.h): series (device, measure, shard,
+// dimensions) by first appearance, then by timestamp, ties in input order;
+// every record with its series' last attributes.
+std::vector<RecordRow> InBlockOrder(std::vector<RecordRow> rows) {
+  using SeriesKey = std::tuple<std::string, std::string, int, TagMap>;
+  std::map<SeriesKey, size_t> first_seen;
+  std::map<SeriesKey, TagMap> attributes;
+  for (const RecordRow& row : rows) {
+    const SeriesKey key(row.device_id, row.measure_name, row.shard, row.dimensions);
+    first_seen.emplace(key, first_seen.size());
+    attributes[key] = row.attributes;
+  }
+  for (RecordRow& row : rows)
+    row.attributes = attributes.at({row.device_id, row.measure_name, row.shard, row.dimensions});
   rows = WithSortedFields(std::move(rows));
   std::stable_sort(rows.begin(), rows.end(), [&](const RecordRow& a, const RecordRow& b) {
-    const size_t series_a = first_seen.at(std::tuple(a.device_id, a.measure_name, a.shard));
-    const size_t series_b = first_seen.at(std::tuple(b.device_id, b.measure_name, b.shard));
+    const size_t series_a = first_seen.at(SeriesKey(a.device_id, a.measure_name, a.shard, a.dimensions));
+    const size_t series_b = first_seen.at(SeriesKey(b.device_id, b.measure_name, b.shard, b.dimensions));
     if (series_a != series_b) return series_a < series_b;
     return a.timestamp < b.timestamp;
   });
@@ -71,8 +94,9 @@ std::vector<RecordRow> InBlockOrder(std::vector<RecordRow> rows) {
 std::vector<RecordRow> AllTypesBatch() {
   return {
       Row("pump-7", "env#temperature", kStart, {{"value", 21.5}, {"ok", true}}, 0, 1'800'000'000),
-      Row("Gerät-ü", "温度#室内", kStart + 1,
-          {{"état", std::string("fermé\n\"quoted\" \\ \x01")}, {"📈", -0.0}}),
+      Tagged(Row("Gerät-ü", "温度#室内", kStart + 1,
+                 {{"état", std::string("fermé\n\"quoted\" \\ \x01")}, {"📈", -0.0}}),
+             {{"ort", "Zürich"}}, {{"firmware", "2.1 \"beta\""}}),
       Row("pump-7", "env#temperature", kStart + kSecond, {{"value", 21.25}, {"label", std::string()}}),
       // 1677-09-21 and 2262-04-11: the ends of int64 nanoseconds.
       Row("edge", "time", kMinInt64, {{"min", kMinInt64}, {"at", Timestamp{kMaxInt64}}},
@@ -86,19 +110,19 @@ std::vector<RecordRow> AllTypesBatch() {
            {"third", 1.0 / 3},
            {"big", 1e300},
            {"integral", 42.0}}),
-      Row("pump-7", "env#temperature", kStart, {{"value", 99.0}}, 3, 0, /*shard=*/13),
+      Tagged(Row("pump-7", "env#temperature", kStart, {{"value", 99.0}}, 3, 0, /*shard=*/13),
+             {{"site", "north"}, {"rack", ""}}, {{"owner", "ops"}}),
       Row("pump-7", "env#temperature", kStart, {{"value", 21.75}}, 1),  // a rewrite of the first record
+      // The first record's identity but another sensor: another series.
+      Tagged(Row("pump-7", "env#temperature", kStart, {{"value", 5.5}}), {{"sensor", "b"}}),
+      // The same series as the Gerät-ü record, with newer attributes.
+      Tagged(Row("Gerät-ü", "温度#室内", kStart + 2, {{"état", std::string("ouvert")}}), {{"ort", "Zürich"}},
+             {{"firmware", "2.2"}}),
   };
 }
 
-std::vector<SeriesDimensions> AllTypesDimensions() {
-  return {{"pump-7", "env#temperature", 13, {{"site", "north"}, {"rack", ""}}},
-          {"Gerät-ü", "温度#室内", 0, {{"ort", "Zürich"}}}};
-}
-
-Result<DecodedEnvelope> EncodeDecode(const std::vector<RecordRow>& rows, EnvelopeEncoding encoding,
-                                     const std::vector<SeriesDimensions>& dimensions = {}) {
-  Result<std::string> payload = EncodeEnvelope(Header(), rows, dimensions, kKey, encoding);
+Result<DecodedEnvelope> EncodeDecode(const std::vector<RecordRow>& rows, EnvelopeEncoding encoding) {
+  Result<std::string> payload = EncodeEnvelope(Header(), rows, kKey, encoding);
   if (!payload.ok()) return payload.status();
   return DecodeEnvelope(*payload, kKey);
 }
@@ -237,27 +261,89 @@ TEST(SyncEnvelopeTest, LaneNames) {
 
 TEST(SyncEnvelopeTest, BinaryRoundTrip) {
   const std::vector<RecordRow> rows = AllTypesBatch();
-  const std::vector<SeriesDimensions> dimensions = AllTypesDimensions();
-  Result<DecodedEnvelope> decoded = EncodeDecode(rows, EnvelopeEncoding::kBinary, dimensions);
+  Result<DecodedEnvelope> decoded = EncodeDecode(rows, EnvelopeEncoding::kBinary);
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_EQ(decoded->encoding, EnvelopeEncoding::kBinary);
   EXPECT_EQ(decoded->header, Header());
-  ExpectSameRows(InBlockOrder(rows), decoded->records);
-  // Series order: pump-7 shard 0, Gerät-ü, edge time, edge doubles, pump-7 shard 13.
-  ASSERT_EQ(decoded->dimensions.size(), 2u);
-  EXPECT_EQ(decoded->dimensions[0], dimensions[1]);
-  EXPECT_EQ(decoded->dimensions[1], dimensions[0]);
+  ExpectSameTaggedRows(InBlockOrder(rows), decoded->records);
+  // Two series told apart by a dimension alone: pump-7 shard 0 without
+  // dimensions comes first, its sensor=b twin last.
+  ASSERT_EQ(decoded->records.size(), rows.size());
+  EXPECT_TRUE(decoded->records.front().dimensions.empty());
+  EXPECT_EQ(decoded->records.back().dimensions, (TagMap{{"sensor", "b"}}));
+  EXPECT_EQ(decoded->records.back().timestamp, decoded->records.front().timestamp);
+  // A series' attributes travel once, as its last record had them.
+  EXPECT_EQ(decoded->records[3].device_id, "Gerät-ü");
+  EXPECT_EQ(decoded->records[3].attributes, (TagMap{{"firmware", "2.2"}}));
+  EXPECT_EQ(decoded->records[4].attributes, (TagMap{{"firmware", "2.2"}}));
 }
 
 TEST(SyncEnvelopeTest, JsonRoundTripKeepsPayloadOrder) {
   const std::vector<RecordRow> rows = AllTypesBatch();
-  const std::vector<SeriesDimensions> dimensions = AllTypesDimensions();
-  Result<DecodedEnvelope> decoded = EncodeDecode(rows, EnvelopeEncoding::kJson, dimensions);
+  Result<DecodedEnvelope> decoded = EncodeDecode(rows, EnvelopeEncoding::kJson);
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_EQ(decoded->encoding, EnvelopeEncoding::kJson);
   EXPECT_EQ(decoded->header, Header());
-  ExpectSameRows(WithSortedFields(rows), decoded->records);
-  EXPECT_EQ(decoded->dimensions, dimensions);
+  ExpectSameTaggedRows(WithSortedFields(rows), decoded->records);
+}
+
+TEST(SyncEnvelopeTest, JsonRecordsCarryTheirTags) {
+  const std::string payload = MustEncode({Tagged(Row("gw1", "env", kStart, {{"t", 1.0}}),
+                                                 {{"site", "a"}, {"sensor", "x"}}, {{"firmware", "1.2"}})},
+                                         EnvelopeEncoding::kJson, Header(7, 7));
+  EXPECT_EQ(Unsigned(payload),
+            "{\"type\":\"cairn.sync.envelope\",\"version\":1,\"gateway_id\":\"gw-7\",\"table\":\"sensors\","
+            "\"lane\":\"live\",\"batch_sequence\":42,\"first_lsn\":7,\"last_lsn\":7,\"record_count\":1,"
+            "\"records\":[{\"device_id\":\"gw1\",\"measure_name\":\"env\",\"shard\":0,"
+            "\"dimensions\":{\"sensor\":\"x\",\"site\":\"a\"},\"attributes\":{\"firmware\":\"1.2\"},"
+            "\"timestamp\":1700000000000000000,\"version\":0,\"ttl\":0,"
+            "\"fields\":{\"t\":{\"double\":1}}}]}");
+}
+
+// What a gateway of the previous release sends: JSON with the dimensions in
+// a top-level list per (device, measure, shard), metadata in its eyes. They
+// arrive as the identity of the series' records.
+TEST(SyncEnvelopeTest, JsonOfAnOlderGatewayGivesItsDimensionsAsIdentity) {
+  const std::string text =
+      "{\"type\":\"cairn.sync.envelope\",\"version\":1,\"gateway_id\":\"gw-7\",\"table\":\"sensors\","
+      "\"lane\":\"live\",\"batch_sequence\":42,\"first_lsn\":1000,\"last_lsn\":1002,\"record_count\":3,"
+      "\"records\":[{\"device_id\":\"pump-7\",\"measure_name\":\"env\",\"shard\":0,"
+      "\"timestamp\":1700000000000000000,\"version\":0,\"ttl\":0,\"fields\":{\"t\":{\"double\":21.5}}},"
+      "{\"device_id\":\"pump-7\",\"measure_name\":\"env\",\"shard\":0,"
+      "\"timestamp\":1700000001000000000,\"version\":0,\"ttl\":0,\"fields\":{\"t\":{\"double\":21.25}}},"
+      "{\"device_id\":\"pump-8\",\"measure_name\":\"env\",\"shard\":0,"
+      "\"timestamp\":1700000000000000000,\"version\":0,\"ttl\":0,\"fields\":{\"t\":{\"double\":3}}}],"
+      "\"dimensions\":[{\"device_id\":\"pump-7\",\"measure_name\":\"env\",\"shard\":0,"
+      "\"dimensions\":{\"site\":\"north\"}}]}";
+  Result<DecodedEnvelope> decoded = DecodeEnvelope(SignJson(text), kKey);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ExpectSameTaggedRows({Tagged(Row("pump-7", "env", kStart, {{"t", 21.5}}), {{"site", "north"}}),
+                        Tagged(Row("pump-7", "env", kStart + kSecond, {{"t", 21.25}}), {{"site", "north"}}),
+                        Row("pump-8", "env", kStart, {{"t", 3.0}})},
+                       decoded->records);
+}
+
+// A gateway of the previous release sends version 1 record blocks.
+TEST(SyncEnvelopeTest, BinaryWithAVersion1BlockGivesItsDimensionsAsIdentity) {
+  const std::vector<RecordRow> rows = {Tagged(Row("d", "m", kStart, {{"v", 1.5}}), {{"site", "n"}}),
+                                       Tagged(Row("d", "m", kStart + 1, {{"v", 2.5}}), {{"site", "n"}})};
+  Result<std::string> block = EncodeRecordBlock(rows);
+  ASSERT_TRUE(block.ok()) << block.status().ToString();
+  // Version 2 to 1: the version byte, and no attribute count after the
+  // dimensions ("CR", version, 1 series, "d", "m", shard 0, 1 dimension
+  // "site"="n", then the attribute count 0).
+  const size_t attribute_count_at = 3 + 1 + 2 + 2 + 1 + 1 + 5 + 2;
+  ASSERT_EQ((*block)[2], '\x02');
+  ASSERT_EQ((*block)[attribute_count_at], '\x00');
+  std::string v1 = *block;
+  v1[2] = '\x01';
+  v1.erase(attribute_count_at, 1);
+  RawEnvelope raw;
+  raw.record_count = 2;
+  raw.stored = v1;
+  Result<DecodedEnvelope> decoded = DecodeEnvelope(raw.Signed(), kKey);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ExpectSameTaggedRows(rows, decoded->records);
 }
 
 TEST(SyncEnvelopeTest, JsonIsReadableAndTyped) {
@@ -269,7 +355,7 @@ TEST(SyncEnvelopeTest, JsonIsReadableAndTyped) {
             "\"lane\":\"live\",\"batch_sequence\":42,\"first_lsn\":7,\"last_lsn\":7,\"record_count\":1,"
             "\"records\":[{\"device_id\":\"pump-7\",\"measure_name\":\"env\",\"shard\":0,"
             "\"timestamp\":1700000000000000000,\"version\":0,\"ttl\":0,"
-            "\"fields\":{\"temperature\":{\"double\":21.5},\"count\":{\"int64\":3}}}],\"dimensions\":[]}");
+            "\"fields\":{\"temperature\":{\"double\":21.5},\"count\":{\"int64\":3}}}]}");
   EXPECT_EQ(payload, SignJson(Unsigned(payload)));
 }
 
@@ -289,10 +375,9 @@ TEST(SyncEnvelopeTest, HandWrittenJsonFollowingTheFormatDecodes) {
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_EQ(decoded->header, (EnvelopeHeader{"gw-7", "sensors", SyncLane::kArchive,
                                              std::numeric_limits<uint64_t>::max(), 5, 9}));
-  ExpectSameRows({Row("d", "m", kMinInt64, {{"s", std::string("café 😀")}, {"v", 1e-7}}),
-                  Row("d", "m", 1, {{"at", Timestamp{5}}, {"b", false}}, 2, 60, 4)},
-                 decoded->records);
-  EXPECT_TRUE(decoded->dimensions.empty());
+  ExpectSameTaggedRows({Row("d", "m", kMinInt64, {{"s", std::string("café 😀")}, {"v", 1e-7}}),
+                        Row("d", "m", 1, {{"at", Timestamp{5}}, {"b", false}}, 2, 60, 4)},
+                       decoded->records);
 }
 
 TEST(SyncEnvelopeTest, HandWrittenBinaryFollowingTheFormatDecodes) {
@@ -324,7 +409,7 @@ TEST(SyncEnvelopeTest, EncodingsCarryTheSameContent) {
   Result<DecodedEnvelope> json = EncodeDecode(rows, EnvelopeEncoding::kJson);
   ASSERT_TRUE(binary.ok() && json.ok());
   EXPECT_EQ(binary->header, json->header);
-  ExpectSameRows(binary->records, InBlockOrder(json->records));
+  ExpectSameTaggedRows(binary->records, InBlockOrder(json->records));
 }
 
 TEST(SyncEnvelopeTest, RejectsInvalidBatches) {
@@ -591,19 +676,35 @@ TEST(SyncEnvelopeTest, AuthenticButMalformedJsonIsCorruption) {
       {"negative ttl", replaced("\"ttl\":0", "\"ttl\":-1"), StatusCode::kCorruption},
       {"duplicate member", replaced("\"ttl\":0", "\"ttl\":0,\"ttl\":0"), StatusCode::kCorruption},
       {"not JSON", replaced("\"records\":[", "\"records\":[[[}"), StatusCode::kCorruption},
-      {"dimensions of a series without records",
-       replaced("\"dimensions\":[]",
-                "\"dimensions\":[{\"device_id\":\"x\",\"measure_name\":\"m\",\"dimensions\":{\"a\":\"b\"}}]"),
+      {"older gateway's dimensions of a series without records",
+       replaced("\"record_count\"",
+                "\"dimensions\":[{\"device_id\":\"x\",\"measure_name\":\"m\",\"dimensions\":{\"a\":\"b\"}}],"
+                "\"record_count\""),
        StatusCode::kCorruption},
-      {"empty dimensions object",
-       replaced("\"dimensions\":[]",
-                "\"dimensions\":[{\"device_id\":\"d\",\"measure_name\":\"m\",\"dimensions\":{}}]"),
+      {"older gateway's empty dimensions object",
+       replaced("\"record_count\"",
+                "\"dimensions\":[{\"device_id\":\"d\",\"measure_name\":\"m\",\"dimensions\":{}}],\"record_"
+                "count\""),
        StatusCode::kCorruption},
+      {"record dimensions not an object", replaced("\"shard\":0", "\"shard\":0,\"dimensions\":[]"),
+       StatusCode::kCorruption},
+      {"record dimension not a string", replaced("\"shard\":0", "\"shard\":0,\"dimensions\":{\"a\":1}"),
+       StatusCode::kCorruption},
+      {"control character in an attribute",
+       replaced("\"shard\":0", "\"shard\":0,\"attributes\":{\"a\":\"x\\u0001\"}"), StatusCode::kCorruption},
   };
   for (const Case& c : cases) {
     Status status = DecodeEnvelope(SignJson(c.text), kKey).status();
     EXPECT_EQ(status.code(), c.code) << c.what << ": " << status.ToString();
   }
+  // An older gateway's dimensions list for records that carry their own.
+  std::string both = replaced("\"shard\":0", "\"shard\":0,\"dimensions\":{\"a\":\"c\"}");
+  both.replace(both.find("\"record_count\""), 0,
+               "\"dimensions\":[{\"device_id\":\"d\",\"measure_name\":\"m\",\"dimensions\":{\"a\":\"b\"}}],");
+  ASSERT_TRUE(
+      DecodeEnvelope(SignJson(replaced("\"shard\":0", "\"shard\":0,\"dimensions\":{\"a\":\"c\"}")), kKey)
+          .ok());
+  EXPECT_TRUE(DecodeEnvelope(SignJson(both), kKey).status().Is(StatusCode::kCorruption));
   // A JSON message must end with the trailer, exactly.
   EXPECT_TRUE(DecodeEnvelope(SignJson(valid) + "\n", kKey).status().Is(StatusCode::kCorruption));
   EXPECT_TRUE(DecodeEnvelope(valid, kKey).status().Is(StatusCode::kCorruption));

@@ -1,6 +1,8 @@
 #include "batch_plan.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
 #include <tuple>
 
 namespace cairn::ingest {
@@ -10,7 +12,7 @@ BatchPlan PlanBatch(const std::vector<RecordRow>& records) {
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   const auto identity = [&records](size_t i) {
     const RecordRow& row = records[i];
-    return std::tie(row.device_id, row.measure_name, row.timestamp);
+    return std::tie(row.device_id, row.measure_name, row.dimensions, row.timestamp);
   };
   // Within an identity: highest version first, then input order.
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -34,6 +36,19 @@ BatchPlan PlanBatch(const std::vector<RecordRow>& records) {
     i = j;
   }
   return plan;
+}
+
+std::vector<BatchSeries> SeriesOf(const std::vector<RecordRow>& records) {
+  using Key = std::tuple<const std::string&, const std::string&, const TagMap&, int>;
+  std::map<Key, size_t> index;
+  std::vector<BatchSeries> series;
+  for (const RecordRow& row : records) {
+    const auto [it, added] =
+        index.emplace(Key{row.device_id, row.measure_name, row.dimensions, row.shard}, series.size());
+    if (added) series.push_back(BatchSeries{&row, nullptr});
+    if (added || !row.attributes.empty()) series[it->second].attributes = &row.attributes;
+  }
+  return series;
 }
 
 }  // namespace cairn::ingest

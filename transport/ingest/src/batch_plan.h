@@ -16,7 +16,7 @@ namespace cairn::ingest {
 
 struct BatchPlan {
   // Indexes into the batch's records: one per identity (device_id,
-  // measure_name, timestamp), the record of the highest version (the first
+  // measure_name, dimensions, timestamp), the record of the highest version (the first
   // of them when several share it), ordered by identity so that concurrent
   // writers lock rows in one order.
   std::vector<size_t> winners;
@@ -26,5 +26,16 @@ struct BatchPlan {
 };
 
 BatchPlan PlanBatch(const std::vector<RecordRow>& records);
+
+// One series of a batch (device_id, measure_name, dimensions, shard).
+struct BatchSeries {
+  const RecordRow* row = nullptr;  // its first record, which names it
+  // Those of its last record that carries any (the latest sent); empty
+  // when none does, which leaves the stored ones alone.
+  const TagMap* attributes = nullptr;
+};
+
+// The batch's series in the order of their first record.
+std::vector<BatchSeries> SeriesOf(const std::vector<RecordRow>& records);
 
 }  // namespace cairn::ingest

@@ -126,10 +126,10 @@ Result<std::vector<Field>> FieldsFromJson(std::string_view json) {
   return fields;
 }
 
-std::string DimensionsToJson(const std::map<std::string, std::string>& dimensions) {
+std::string TagsToJson(const TagMap& tags) {
   std::string out = "{";
   bool first = true;
-  for (const auto& [name, value] : dimensions) {
+  for (const auto& [name, value] : tags) {
     if (!first) out.push_back(',');
     first = false;
     AppendJsonString(&out, name);
@@ -140,16 +140,16 @@ std::string DimensionsToJson(const std::map<std::string, std::string>& dimension
   return out;
 }
 
-Result<std::map<std::string, std::string>> DimensionsFromJson(std::string_view json) {
+Result<TagMap> TagsFromJson(std::string_view json) {
   Result<JsonValue> parsed = JsonValue::Parse(json);
-  if (!parsed.ok()) return Status::Corruption("stored dimensions are not JSON: " + parsed.status().message());
-  if (!parsed->is_object()) return Status::Corruption("stored dimensions are not a JSON object");
-  std::map<std::string, std::string> dimensions;
+  if (!parsed.ok()) return Status::Corruption("stored tags are not JSON: " + parsed.status().message());
+  if (!parsed->is_object()) return Status::Corruption("stored tags are not a JSON object");
+  TagMap tags;
   for (const auto& [name, value] : parsed->members()) {
-    if (!value.is_string()) return Status::Corruption("dimension '" + name + "' is not a string");
-    dimensions[name] = value.text();
+    if (!value.is_string()) return Status::Corruption("tag '" + name + "' is not a string");
+    tags[name] = value.text();
   }
-  return dimensions;
+  return tags;
 }
 
 }  // namespace cairn::ingest

@@ -26,8 +26,12 @@ std::string FieldsToJson(const std::vector<Field>& fields);
 // come sorted by name. Corruption naming the problem for anything else.
 Result<std::vector<Field>> FieldsFromJson(std::string_view json);
 
-// {"site":"north",...}.
-std::string DimensionsToJson(const std::map<std::string, std::string>& dimensions);
-Result<std::map<std::string, std::string>> DimensionsFromJson(std::string_view json);
+// {"site":"north",...}: members sorted by name (bytewise), no whitespace,
+// strings escaped as FieldsToJson escapes them. For a series' dimensions
+// this text is canonical (one map, one text), so the sinks key readings and
+// series by it (ingest_schema.md §1). Attributes are written the same way.
+std::string TagsToJson(const TagMap& tags);
+// The inverse, also for jsonb's normalised text. Corruption otherwise.
+Result<TagMap> TagsFromJson(std::string_view json);
 
 }  // namespace cairn::ingest

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
-#include <set>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -27,22 +26,24 @@ CREATE TABLE IF NOT EXISTS cairn_readings (
   table_name    text           NOT NULL,
   device_id     text           NOT NULL,
   measure_name  text           NOT NULL,
+  dimensions    text           NOT NULL,
   timestamp_ns  bigint         NOT NULL,
   shard         integer        NOT NULL,
   partition_key text           NOT NULL,
   version       numeric(20, 0) NOT NULL,
   ttl           bigint         NOT NULL,
   fields        jsonb          NOT NULL,
-  PRIMARY KEY (table_name, device_id, measure_name, timestamp_ns)
+  PRIMARY KEY (table_name, device_id, measure_name, dimensions, timestamp_ns)
 );
 CREATE TABLE IF NOT EXISTS cairn_series (
   table_name    text    NOT NULL,
   device_id     text    NOT NULL,
   measure_name  text    NOT NULL,
+  dimensions    text    NOT NULL,
   shard         integer NOT NULL,
   partition_key text    NOT NULL,
-  dimensions    jsonb   NOT NULL,
-  PRIMARY KEY (table_name, device_id, measure_name, shard)
+  attributes    jsonb   NOT NULL,
+  PRIMARY KEY (table_name, device_id, measure_name, dimensions, shard)
 );
 CREATE TABLE IF NOT EXISTS cairn_batches (
   gateway_id       text           NOT NULL,
@@ -63,7 +64,67 @@ CREATE TABLE IF NOT EXISTS cairn_batches (
 );
 )sql";
 
-// Rows per multi-row statement: 500 rows of 8 parameters stay far below
+// Whether cairn_readings exists, and whether it has the dimensions column
+// (schema version 2): one without it is version 1 (ingest_schema.md §5).
+constexpr char kSchemaProbe[] =
+    "SELECT EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND "
+    "table_name = 'cairn_readings'), EXISTS (SELECT 1 FROM information_schema.columns WHERE "
+    "table_schema = current_schema() AND table_name = 'cairn_readings' AND column_name = 'dimensions')";
+
+// Version 1 to 2: a series' dimensions (jsonb, metadata until then) become
+// the canonical text that keys series and readings (TagsToJson's: members
+// sorted bytewise, no whitespace; to_json escapes a name or value as
+// TagsToJson does, since neither holds control characters), and the
+// identity of the series' readings; attributes start empty. The new tables
+// are built beside the old ones, then take their names and primary keys
+// (constraint names included), so the result is what kSchema creates.
+constexpr char kMigrationFromVersion1[] = R"sql(
+CREATE TABLE cairn_readings_v2 (
+  table_name    text           NOT NULL,
+  device_id     text           NOT NULL,
+  measure_name  text           NOT NULL,
+  dimensions    text           NOT NULL,
+  timestamp_ns  bigint         NOT NULL,
+  shard         integer        NOT NULL,
+  partition_key text           NOT NULL,
+  version       numeric(20, 0) NOT NULL,
+  ttl           bigint         NOT NULL,
+  fields        jsonb          NOT NULL
+);
+CREATE TABLE cairn_series_v2 (
+  table_name    text    NOT NULL,
+  device_id     text    NOT NULL,
+  measure_name  text    NOT NULL,
+  dimensions    text    NOT NULL,
+  shard         integer NOT NULL,
+  partition_key text    NOT NULL,
+  attributes    jsonb   NOT NULL
+);
+INSERT INTO cairn_series_v2 (table_name, device_id, measure_name, dimensions, shard, partition_key, attributes)
+  SELECT s.table_name, s.device_id, s.measure_name,
+         (SELECT '{' || COALESCE(string_agg(to_json(d.key)::text || ':' || to_json(d.value)::text, ','
+                                            ORDER BY d.key COLLATE "C"), '') || '}'
+          FROM jsonb_each_text(s.dimensions) AS d),
+         s.shard, s.partition_key, '{}'::jsonb
+  FROM cairn_series AS s;
+INSERT INTO cairn_readings_v2 (table_name, device_id, measure_name, dimensions, timestamp_ns, shard,
+                               partition_key, version, ttl, fields)
+  SELECT r.table_name, r.device_id, r.measure_name, COALESCE(s.dimensions, '{}'), r.timestamp_ns, r.shard,
+         r.partition_key, r.version, r.ttl, r.fields
+  FROM cairn_readings AS r LEFT JOIN cairn_series_v2 AS s
+    ON s.table_name = r.table_name AND s.device_id = r.device_id AND s.measure_name = r.measure_name
+       AND s.shard = r.shard;
+DROP TABLE cairn_readings;
+DROP TABLE cairn_series;
+ALTER TABLE cairn_readings_v2 RENAME TO cairn_readings;
+ALTER TABLE cairn_series_v2 RENAME TO cairn_series;
+ALTER TABLE cairn_readings ADD CONSTRAINT cairn_readings_pkey
+  PRIMARY KEY (table_name, device_id, measure_name, dimensions, timestamp_ns);
+ALTER TABLE cairn_series ADD CONSTRAINT cairn_series_pkey
+  PRIMARY KEY (table_name, device_id, measure_name, dimensions, shard);
+)sql";
+
+// Rows per multi-row statement: 500 rows of 9 parameters stay far below
 // PostgreSQL's 65535 parameters per statement.
 constexpr size_t kRowsPerStatement = 500;
 
@@ -137,15 +198,10 @@ class PostgresSink final : public IngestSink {
       return Status::Unavailable("PostgreSQL refused client encoding UTF8: " +
                                  Trimmed(PQerrorMessage(connection_.get())));
     }
-    // Several statements: the simple query protocol (PQexec) takes them at
-    // once, PQexecParams does not. Concurrent creation by two services can
-    // fail one of them; its caller retries (Unavailable).
-    PgResult created(PQexec(connection_.get(), kSchema));
-    if (created == nullptr || PQresultStatus(created.get()) != PGRES_COMMAND_OK) {
-      const std::string message = Trimmed(created != nullptr ? PQresultErrorMessage(created.get())
-                                                             : PQerrorMessage(connection_.get()));
+    Status created = CreateSchema();
+    if (!created.ok()) {
       connection_.reset();
-      return Status::Unavailable("cannot create the ingest schema in PostgreSQL: " + message);
+      return Status::Unavailable("cannot create the ingest schema in PostgreSQL: " + created.message());
     }
     return Status::Ok();
   }
@@ -173,9 +229,13 @@ class PostgresSink final : public IngestSink {
     CAIRN_ASSIGN_OR_RETURN(
         PgResult result,
         Execute(
-            "SELECT table_name, device_id, measure_name, shard, timestamp_ns, version::text, ttl, "
-            "fields::text FROM cairn_readings ORDER BY table_name COLLATE \"C\", device_id COLLATE \"C\", "
-            "measure_name COLLATE \"C\", timestamp_ns",
+            "SELECT r.table_name, r.device_id, r.measure_name, r.shard, r.timestamp_ns, r.version::text, "
+            "r.ttl, "
+            "r.fields::text, r.dimensions, s.attributes::text FROM cairn_readings AS r "
+            "LEFT JOIN cairn_series AS s ON s.table_name = r.table_name AND s.device_id = r.device_id AND "
+            "s.measure_name = r.measure_name AND s.dimensions = r.dimensions AND s.shard = r.shard "
+            "ORDER BY r.table_name COLLATE \"C\", r.device_id COLLATE \"C\", r.measure_name COLLATE \"C\", "
+            "r.dimensions COLLATE \"C\", r.timestamp_ns",
             {}));
     std::vector<StoredReading> readings;
     const int rows = PQntuples(result.get());
@@ -192,6 +252,10 @@ class PostgresSink final : public IngestSink {
                              ParseNumber<uint64_t>(PQgetvalue(result.get(), i, 5), "version"));
       CAIRN_ASSIGN_OR_RETURN(reading.row.ttl, ParseNumber<int64_t>(PQgetvalue(result.get(), i, 6), "ttl"));
       CAIRN_ASSIGN_OR_RETURN(reading.row.fields, ingest::FieldsFromJson(PQgetvalue(result.get(), i, 7)));
+      CAIRN_ASSIGN_OR_RETURN(reading.row.dimensions, ingest::TagsFromJson(PQgetvalue(result.get(), i, 8)));
+      if (PQgetisnull(result.get(), i, 9) == 0) {
+        CAIRN_ASSIGN_OR_RETURN(reading.row.attributes, ingest::TagsFromJson(PQgetvalue(result.get(), i, 9)));
+      }
       readings.push_back(std::move(reading));
     }
     return readings;
@@ -200,19 +264,20 @@ class PostgresSink final : public IngestSink {
   Result<std::vector<StoredSeries>> ReadSeries() override {
     CAIRN_ASSIGN_OR_RETURN(
         PgResult result,
-        Execute(
-            "SELECT table_name, device_id, measure_name, shard, dimensions::text FROM cairn_series "
-            "ORDER BY table_name COLLATE \"C\", device_id COLLATE \"C\", measure_name COLLATE \"C\", shard",
-            {}));
+        Execute("SELECT table_name, device_id, measure_name, shard, dimensions, attributes::text FROM "
+                "cairn_series "
+                "ORDER BY table_name COLLATE \"C\", device_id COLLATE \"C\", measure_name COLLATE \"C\", "
+                "dimensions COLLATE \"C\", shard",
+                {}));
     std::vector<StoredSeries> all;
     for (int i = 0; i < PQntuples(result.get()); ++i) {
       StoredSeries series;
       series.table = PQgetvalue(result.get(), i, 0);
-      series.series.device_id = PQgetvalue(result.get(), i, 1);
-      series.series.measure_name = PQgetvalue(result.get(), i, 2);
-      CAIRN_ASSIGN_OR_RETURN(series.series.shard, ParseNumber<int>(PQgetvalue(result.get(), i, 3), "shard"));
-      CAIRN_ASSIGN_OR_RETURN(series.series.dimensions,
-                             ingest::DimensionsFromJson(PQgetvalue(result.get(), i, 4)));
+      series.device_id = PQgetvalue(result.get(), i, 1);
+      series.measure_name = PQgetvalue(result.get(), i, 2);
+      CAIRN_ASSIGN_OR_RETURN(series.shard, ParseNumber<int>(PQgetvalue(result.get(), i, 3), "shard"));
+      CAIRN_ASSIGN_OR_RETURN(series.dimensions, ingest::TagsFromJson(PQgetvalue(result.get(), i, 4)));
+      CAIRN_ASSIGN_OR_RETURN(series.attributes, ingest::TagsFromJson(PQgetvalue(result.get(), i, 5)));
       all.push_back(std::move(series));
     }
     return all;
@@ -256,6 +321,38 @@ class PostgresSink final : public IngestSink {
   std::string_view kind() const override { return "postgresql"; }
 
  private:
+  // Creates the schema, migrating a version 1 schema first, in one
+  // transaction under an advisory lock: services starting together neither
+  // migrate twice nor race each other's CREATE TABLE.
+  Status CreateSchema() {
+    CAIRN_RETURN_IF_ERROR(Execute("BEGIN", {}).status());
+    Status status = Execute("SELECT pg_advisory_xact_lock(427087358574)", {}).status();  // "cairn"
+    bool version1 = false;
+    if (status.ok()) {
+      Result<PgResult> probe = Execute(kSchemaProbe, {});
+      status = probe.status();
+      if (status.ok()) {
+        version1 = std::string_view(PQgetvalue(probe->get(), 0, 0)) == "t" &&
+                   std::string_view(PQgetvalue(probe->get(), 0, 1)) == "f";
+      }
+    }
+    if (status.ok() && version1)
+      status = RunScript(kMigrationFromVersion1).WithContext("migrating version 1");
+    if (status.ok()) status = RunScript(kSchema);
+    if (status.ok()) status = Execute("COMMIT", {}).status();
+    if (!status.ok()) (void)Execute("ROLLBACK", {});
+    return status;
+  }
+
+  // Several statements: the simple query protocol (PQexec) takes them at
+  // once, PQexecParams does not.
+  Status RunScript(const char* sql) {
+    PgResult result(PQexec(connection_.get(), sql));
+    if (result != nullptr && PQresultStatus(result.get()) == PGRES_COMMAND_OK) return Status::Ok();
+    return Status::Unavailable(
+        Trimmed(result != nullptr ? PQresultErrorMessage(result.get()) : PQerrorMessage(connection_.get())));
+  }
+
   // Runs `sql` with text parameters. Errors: InvalidArgument when PostgreSQL
   // refuses the data itself (SQLSTATE classes 22 data exception, 23
   // integrity constraint, 54 program limit: retrying cannot help);
@@ -325,21 +422,25 @@ class PostgresSink final : public IngestSink {
   // versions read back for them afterwards are the ones it compared with.
   Status UpsertReadings(const std::string& table, const std::vector<RecordRow>& records,
                         const std::vector<size_t>& winners, size_t start, size_t end, SinkCounts* counts) {
-    using Identity = std::tuple<std::string, std::string, int64_t>;
+    using Identity = std::tuple<std::string, std::string, std::string, int64_t>;
     std::map<Identity, size_t> pending;  // identity -> record index, until accounted for
     std::string sql =
-        "INSERT INTO cairn_readings AS stored (table_name, device_id, measure_name, timestamp_ns, shard, "
-        "partition_key, version, ttl, fields) VALUES ";
+        "INSERT INTO cairn_readings AS stored (table_name, device_id, measure_name, dimensions, "
+        "timestamp_ns, "
+        "shard, partition_key, version, ttl, fields) VALUES ";
     std::vector<std::string> params{table};
     int next = 1;
-    const std::vector<std::string_view> casts{"", "", "bigint", "integer", "", "numeric", "bigint", "jsonb"};
+    const std::vector<std::string_view> casts{"", "",        "",       "bigint", "integer",
+                                              "", "numeric", "bigint", "jsonb"};
     for (size_t i = start; i < end; ++i) {
       const RecordRow& row = records[winners[i]];
-      pending.emplace(Identity{row.device_id, row.measure_name, row.timestamp}, winners[i]);
+      std::string dimensions = ingest::TagsToJson(row.dimensions);
+      pending.emplace(Identity{row.device_id, row.measure_name, dimensions, row.timestamp}, winners[i]);
       if (i > start) sql += ", ";
       AppendRowPlaceholders(&sql, "$1, ", casts, &next);
       params.push_back(row.device_id);
       params.push_back(row.measure_name);
+      params.push_back(std::move(dimensions));
       params.push_back(std::to_string(row.timestamp));
       params.push_back(std::to_string(row.shard));
       params.push_back(PartitionKey(row.device_id, row.shard));
@@ -348,16 +449,17 @@ class PostgresSink final : public IngestSink {
       params.push_back(ingest::FieldsToJson(row.fields));
     }
     sql +=
-        " ON CONFLICT (table_name, device_id, measure_name, timestamp_ns) DO UPDATE SET "
+        " ON CONFLICT (table_name, device_id, measure_name, dimensions, timestamp_ns) DO UPDATE SET "
         "shard = EXCLUDED.shard, partition_key = EXCLUDED.partition_key, version = EXCLUDED.version, "
         "ttl = EXCLUDED.ttl, fields = EXCLUDED.fields WHERE stored.version < EXCLUDED.version "
-        "RETURNING device_id, measure_name, timestamp_ns, (xmax = 0) AS inserted";
+        "RETURNING device_id, measure_name, dimensions, timestamp_ns, (xmax = 0) AS inserted";
     CAIRN_ASSIGN_OR_RETURN(PgResult written, Execute(sql, params));
     for (int i = 0; i < PQntuples(written.get()); ++i) {
       CAIRN_ASSIGN_OR_RETURN(int64_t timestamp,
-                             ParseNumber<int64_t>(PQgetvalue(written.get(), i, 2), "timestamp"));
-      pending.erase(Identity{PQgetvalue(written.get(), i, 0), PQgetvalue(written.get(), i, 1), timestamp});
-      if (std::string_view(PQgetvalue(written.get(), i, 3)) == "t") {
+                             ParseNumber<int64_t>(PQgetvalue(written.get(), i, 3), "timestamp"));
+      pending.erase(Identity{PQgetvalue(written.get(), i, 0), PQgetvalue(written.get(), i, 1),
+                             PQgetvalue(written.get(), i, 2), timestamp});
+      if (std::string_view(PQgetvalue(written.get(), i, 4)) == "t") {
         ++counts->inserted;
       } else {
         ++counts->replaced;
@@ -368,11 +470,11 @@ class PostgresSink final : public IngestSink {
     // The rows left alone: a duplicate when the stored version is ours,
     // older when it is higher.
     std::string select =
-        "SELECT device_id, measure_name, timestamp_ns, version::text FROM cairn_readings "
-        "WHERE table_name = $1 AND (device_id, measure_name, timestamp_ns) IN (VALUES ";
+        "SELECT device_id, measure_name, dimensions, timestamp_ns, version::text FROM cairn_readings "
+        "WHERE table_name = $1 AND (device_id, measure_name, dimensions, timestamp_ns) IN (VALUES ";
     std::vector<std::string> select_params{table};
     int select_next = 1;
-    const std::vector<std::string_view> key_casts{"", "", "bigint"};
+    const std::vector<std::string_view> key_casts{"", "", "", "bigint"};
     bool first = true;
     for (const auto& [identity, index] : pending) {
       if (!first) select += ", ";
@@ -380,17 +482,18 @@ class PostgresSink final : public IngestSink {
       AppendRowPlaceholders(&select, "", key_casts, &select_next);
       select_params.push_back(std::get<0>(identity));
       select_params.push_back(std::get<1>(identity));
-      select_params.push_back(std::to_string(std::get<2>(identity)));
+      select_params.push_back(std::get<2>(identity));
+      select_params.push_back(std::to_string(std::get<3>(identity)));
     }
     select += ")";
     CAIRN_ASSIGN_OR_RETURN(PgResult stored, Execute(select, select_params));
     for (int i = 0; i < PQntuples(stored.get()); ++i) {
       CAIRN_ASSIGN_OR_RETURN(int64_t timestamp,
-                             ParseNumber<int64_t>(PQgetvalue(stored.get(), i, 2), "timestamp"));
+                             ParseNumber<int64_t>(PQgetvalue(stored.get(), i, 3), "timestamp"));
       CAIRN_ASSIGN_OR_RETURN(uint64_t version,
-                             ParseNumber<uint64_t>(PQgetvalue(stored.get(), i, 3), "version"));
-      const auto found =
-          pending.find(Identity{PQgetvalue(stored.get(), i, 0), PQgetvalue(stored.get(), i, 1), timestamp});
+                             ParseNumber<uint64_t>(PQgetvalue(stored.get(), i, 4), "version"));
+      const auto found = pending.find(Identity{PQgetvalue(stored.get(), i, 0), PQgetvalue(stored.get(), i, 1),
+                                               PQgetvalue(stored.get(), i, 2), timestamp});
       if (found == pending.end()) continue;
       if (version == records[found->second].version) {
         ++counts->duplicates;
@@ -406,61 +509,32 @@ class PostgresSink final : public IngestSink {
     return Status::Ok();
   }
 
-  // Every series of the batch gets a row; dimensions sent with the batch
-  // replace the stored ones (latest wins), absent ones leave them alone.
+  // Every series of the batch gets a row; attributes sent with the batch
+  // replace the stored ones (latest wins), none leave them alone. Rows go in
+  // statements of kRowsPerStatement; SeriesOf names each series once, so no
+  // statement touches a row twice.
   Status UpsertSeries(const DecodedEnvelope& batch) {
-    using SeriesKey = std::tuple<std::string_view, std::string_view, int>;
-    std::set<SeriesKey> with_dimensions;
-    std::vector<SeriesRow> dimensioned_rows;
-    for (const SeriesDimensions& series : batch.dimensions) {
-      if (series.dimensions.empty()) continue;
-      if (with_dimensions.emplace(series.device_id, series.measure_name, series.shard).second) {
-        dimensioned_rows.push_back({&series.device_id, &series.measure_name, series.shard,
-                                    ingest::DimensionsToJson(series.dimensions)});
-      }
-    }
-    std::set<SeriesKey> plain;
-    std::vector<SeriesRow> plain_rows;
-    for (const RecordRow& row : batch.records) {
-      const SeriesKey key{row.device_id, row.measure_name, row.shard};
-      if (with_dimensions.count(key) == 0 && plain.insert(key).second) {
-        plain_rows.push_back({&row.device_id, &row.measure_name, row.shard, "{}"});
-      }
-    }
-    CAIRN_RETURN_IF_ERROR(InsertSeriesRows(batch.header.table, plain_rows, "DO NOTHING"));
-    return InsertSeriesRows(batch.header.table, dimensioned_rows,
-                            "DO UPDATE SET dimensions = EXCLUDED.dimensions");
-  }
-
-  // One cairn_series row to insert; the strings belong to the batch.
-  struct SeriesRow {
-    const std::string* device_id;
-    const std::string* measure_name;
-    int shard;
-    std::string dimensions_json;
-  };
-
-  // Inserts `rows` in statements of kRowsPerStatement rows, `on_conflict`
-  // deciding what happens to a series already stored.
-  Status InsertSeriesRows(const std::string& table, const std::vector<SeriesRow>& rows,
-                          std::string_view on_conflict) {
-    const std::vector<std::string_view> casts{"", "", "", "integer", "", "jsonb"};
-    for (size_t start = 0; start < rows.size(); start += kRowsPerStatement) {
-      const size_t end = std::min(rows.size(), start + kRowsPerStatement);
+    const std::vector<ingest::BatchSeries> series = ingest::SeriesOf(batch.records);
+    const std::vector<std::string_view> casts{"", "", "", "", "integer", "", "jsonb"};
+    for (size_t start = 0; start < series.size(); start += kRowsPerStatement) {
+      const size_t end = std::min(series.size(), start + kRowsPerStatement);
       std::string sql =
-          "INSERT INTO cairn_series (table_name, device_id, measure_name, shard, partition_key, "
-          "dimensions) VALUES ";
+          "INSERT INTO cairn_series (table_name, device_id, measure_name, dimensions, shard, partition_key, "
+          "attributes) VALUES ";
       std::vector<std::string> params;
       int next = 0;
       for (size_t i = start; i < end; ++i) {
-        const SeriesRow& row = rows[i];
+        const RecordRow& row = *series[i].row;
         if (i > start) sql += ", ";
         AppendRowPlaceholders(&sql, "", casts, &next);
-        params.insert(params.end(), {table, *row.device_id, *row.measure_name, std::to_string(row.shard),
-                                     PartitionKey(*row.device_id, row.shard), row.dimensions_json});
+        params.insert(params.end(),
+                      {batch.header.table, row.device_id, row.measure_name,
+                       ingest::TagsToJson(row.dimensions), std::to_string(row.shard),
+                       PartitionKey(row.device_id, row.shard), ingest::TagsToJson(*series[i].attributes)});
       }
-      sql += " ON CONFLICT (table_name, device_id, measure_name, shard) ";
-      sql += on_conflict;
+      sql +=
+          " ON CONFLICT (table_name, device_id, measure_name, dimensions, shard) DO UPDATE SET "
+          "attributes = EXCLUDED.attributes WHERE EXCLUDED.attributes <> '{}'::jsonb";
       CAIRN_RETURN_IF_ERROR(Execute(sql, params).status());
     }
     return Status::Ok();

@@ -2,8 +2,6 @@
 // every SQLite file of cairn; each batch is one IMMEDIATE transaction in
 // which the version rule is applied record by record with cached statements.
 #include <cstdio>
-#include <set>
-#include <tuple>
 #include <utility>
 
 #include "cairn/ingest/ingest_sink.h"
@@ -16,28 +14,35 @@
 namespace cairn {
 namespace {
 
-constexpr char kSchema[] = R"sql(
-CREATE TABLE IF NOT EXISTS cairn_readings (
+// The columns of the readings and series tables (ingest_schema.md §1), kept
+// apart from their CREATE statements so that the migration of §5 can create
+// the same tables under another name.
+constexpr char kReadingsColumns[] = R"sql((
   table_name    TEXT    NOT NULL,
   device_id     TEXT    NOT NULL,
   measure_name  TEXT    NOT NULL,
+  dimensions    TEXT    NOT NULL,
   timestamp_ns  INTEGER NOT NULL,
   shard         INTEGER NOT NULL,
   partition_key TEXT    NOT NULL,
   version       INTEGER NOT NULL,
   ttl           INTEGER NOT NULL,
   fields        TEXT    NOT NULL,
-  PRIMARY KEY (table_name, device_id, measure_name, timestamp_ns)
+  PRIMARY KEY (table_name, device_id, measure_name, dimensions, timestamp_ns)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS cairn_series (
+)sql";
+constexpr char kSeriesColumns[] = R"sql((
   table_name    TEXT    NOT NULL,
   device_id     TEXT    NOT NULL,
   measure_name  TEXT    NOT NULL,
+  dimensions    TEXT    NOT NULL,
   shard         INTEGER NOT NULL,
   partition_key TEXT    NOT NULL,
-  dimensions    TEXT    NOT NULL,
-  PRIMARY KEY (table_name, device_id, measure_name, shard)
+  attributes    TEXT    NOT NULL,
+  PRIMARY KEY (table_name, device_id, measure_name, dimensions, shard)
 ) WITHOUT ROWID;
+)sql";
+constexpr char kBatchesTable[] = R"sql(
 CREATE TABLE IF NOT EXISTS cairn_batches (
   gateway_id       TEXT    NOT NULL,
   table_name       TEXT    NOT NULL,
@@ -56,6 +61,34 @@ CREATE TABLE IF NOT EXISTS cairn_batches (
   PRIMARY KEY (gateway_id, table_name, lane, batch_sequence)
 ) WITHOUT ROWID;
 )sql";
+
+std::string Schema() {
+  return std::string("CREATE TABLE IF NOT EXISTS cairn_readings ") + kReadingsColumns +
+         "CREATE TABLE IF NOT EXISTS cairn_series " + kSeriesColumns + kBatchesTable;
+}
+
+// Schema version 1 (ingest_schema.md §5) to 2: a version 1 series' dimensions
+// become its identity and its readings'; attributes start empty. The old
+// sink wrote dimensions with the same canonical writer (TagsToJson), so the
+// text is copied as it is.
+std::string MigrationFromVersion1() {
+  return std::string("CREATE TABLE cairn_readings_v2 ") + kReadingsColumns + "CREATE TABLE cairn_series_v2 " +
+         kSeriesColumns + R"sql(
+INSERT INTO cairn_series_v2 (table_name, device_id, measure_name, dimensions, shard, partition_key, attributes)
+  SELECT table_name, device_id, measure_name, dimensions, shard, partition_key, '{}' FROM cairn_series;
+INSERT INTO cairn_readings_v2 (table_name, device_id, measure_name, dimensions, timestamp_ns, shard,
+                               partition_key, version, ttl, fields)
+  SELECT r.table_name, r.device_id, r.measure_name, COALESCE(s.dimensions, '{}'), r.timestamp_ns, r.shard,
+         r.partition_key, r.version, r.ttl, r.fields
+  FROM cairn_readings AS r LEFT JOIN cairn_series AS s
+    ON s.table_name = r.table_name AND s.device_id = r.device_id AND s.measure_name = r.measure_name
+       AND s.shard = r.shard;
+DROP TABLE cairn_readings;
+DROP TABLE cairn_series;
+ALTER TABLE cairn_readings_v2 RENAME TO cairn_readings;
+ALTER TABLE cairn_series_v2 RENAME TO cairn_series;
+)sql";
+}
 
 // SQLite integers are signed: unsigned 64-bit values (versions, sequences,
 // LSNs) are stored as the signed integer with the same bits.
@@ -77,7 +110,14 @@ class SqliteSink final : public IngestSink {
     db_.reset();
     CAIRN_ASSIGN_OR_RETURN(db_, SqliteDb::Open(path_, vfs_name_, /*read_only=*/false, /*cache_kib=*/8192,
                                                SqliteSynchronous::kFull));
-    return db_->Exec(kSchema);
+    CAIRN_RETURN_IF_ERROR(db_->Begin());
+    Status created = CreateOrMigrate();
+    if (created.ok()) created = db_->Commit();
+    if (!created.ok()) {
+      (void)db_->Rollback();
+      return created.WithContext("the ingest schema of " + path_);
+    }
+    return Status::Ok();
   }
 
   Result<SinkCounts> ApplyBatch(const DecodedEnvelope& batch, int64_t received_at) override {
@@ -102,10 +142,14 @@ class SqliteSink final : public IngestSink {
 
   Result<std::vector<StoredReading>> ReadReadings() override {
     if (db_ == nullptr) return Status::Unavailable("the SQLite sink " + path_ + " is not open");
-    CAIRN_ASSIGN_OR_RETURN(Statement * select,
-                           db_->Prepare("SELECT table_name, device_id, measure_name, shard, timestamp_ns, "
-                                        "version, ttl, fields FROM cairn_readings "
-                                        "ORDER BY table_name, device_id, measure_name, timestamp_ns"));
+    CAIRN_ASSIGN_OR_RETURN(
+        Statement * select,
+        db_->Prepare("SELECT r.table_name, r.device_id, r.measure_name, r.shard, r.timestamp_ns, r.version, "
+                     "r.ttl, r.fields, r.dimensions, s.attributes FROM cairn_readings AS r "
+                     "LEFT JOIN cairn_series AS s ON s.table_name = r.table_name AND "
+                     "s.device_id = r.device_id AND s.measure_name = r.measure_name AND "
+                     "s.dimensions = r.dimensions AND s.shard = r.shard "
+                     "ORDER BY r.table_name, r.device_id, r.measure_name, r.dimensions, r.timestamp_ns"));
     StatementResetter resetter(select);
     std::vector<StoredReading> readings;
     while (true) {
@@ -120,6 +164,10 @@ class SqliteSink final : public IngestSink {
       reading.row.version = FromStored(select->ColumnInt64(5));
       reading.row.ttl = select->ColumnInt64(6);
       CAIRN_ASSIGN_OR_RETURN(reading.row.fields, ingest::FieldsFromJson(select->ColumnText(7)));
+      CAIRN_ASSIGN_OR_RETURN(reading.row.dimensions, ingest::TagsFromJson(select->ColumnText(8)));
+      if (!select->ColumnIsNull(9)) {
+        CAIRN_ASSIGN_OR_RETURN(reading.row.attributes, ingest::TagsFromJson(select->ColumnText(9)));
+      }
       readings.push_back(std::move(reading));
     }
     return readings;
@@ -129,8 +177,8 @@ class SqliteSink final : public IngestSink {
     if (db_ == nullptr) return Status::Unavailable("the SQLite sink " + path_ + " is not open");
     CAIRN_ASSIGN_OR_RETURN(
         Statement * select,
-        db_->Prepare("SELECT table_name, device_id, measure_name, shard, dimensions "
-                     "FROM cairn_series ORDER BY table_name, device_id, measure_name, shard"));
+        db_->Prepare("SELECT table_name, device_id, measure_name, shard, dimensions, attributes "
+                     "FROM cairn_series ORDER BY table_name, device_id, measure_name, dimensions, shard"));
     StatementResetter resetter(select);
     std::vector<StoredSeries> all;
     while (true) {
@@ -138,10 +186,11 @@ class SqliteSink final : public IngestSink {
       if (!row) break;
       StoredSeries series;
       series.table = select->ColumnText(0);
-      series.series.device_id = select->ColumnText(1);
-      series.series.measure_name = select->ColumnText(2);
-      series.series.shard = static_cast<int>(select->ColumnInt64(3));
-      CAIRN_ASSIGN_OR_RETURN(series.series.dimensions, ingest::DimensionsFromJson(select->ColumnText(4)));
+      series.device_id = select->ColumnText(1);
+      series.measure_name = select->ColumnText(2);
+      series.shard = static_cast<int>(select->ColumnInt64(3));
+      CAIRN_ASSIGN_OR_RETURN(series.dimensions, ingest::TagsFromJson(select->ColumnText(4)));
+      CAIRN_ASSIGN_OR_RETURN(series.attributes, ingest::TagsFromJson(select->ColumnText(5)));
       all.push_back(std::move(series));
     }
     return all;
@@ -185,6 +234,25 @@ class SqliteSink final : public IngestSink {
   std::string_view kind() const override { return "sqlite"; }
 
  private:
+  // Creates the schema, first migrating a version 1 schema (its readings
+  // table has no dimensions column) to the current one.
+  Status CreateOrMigrate() {
+    CAIRN_ASSIGN_OR_RETURN(
+        Statement * probe,
+        db_->Prepare("SELECT (SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND "
+                     "name = 'cairn_readings'), (SELECT COUNT(*) FROM pragma_table_info('cairn_readings') "
+                     "WHERE name = 'dimensions')"));
+    bool version1 = false;
+    {
+      StatementResetter resetter(probe);
+      CAIRN_ASSIGN_OR_RETURN(bool row, probe->Step());
+      version1 = row && probe->ColumnInt64(0) == 1 && probe->ColumnInt64(1) == 0;
+    }
+    if (version1)
+      CAIRN_RETURN_IF_ERROR(db_->Exec(MigrationFromVersion1()).WithContext("migrating version 1"));
+    return db_->Exec(Schema());
+  }
+
   Result<SinkCounts> ApplyInTransaction(const DecodedEnvelope& batch, int64_t received_at) {
     const std::string& table = batch.header.table;
     const ingest::BatchPlan plan = ingest::PlanBatch(batch.records);
@@ -192,18 +260,21 @@ class SqliteSink final : public IngestSink {
 
     CAIRN_ASSIGN_OR_RETURN(Statement * select,
                            db_->Prepare("SELECT version FROM cairn_readings WHERE table_name = ?1 AND "
-                                        "device_id = ?2 AND measure_name = ?3 AND timestamp_ns = ?4"));
+                                        "device_id = ?2 AND measure_name = ?3 AND dimensions = ?4 AND "
+                                        "timestamp_ns = ?5"));
     CAIRN_ASSIGN_OR_RETURN(
         Statement * upsert,
         db_->Prepare("INSERT OR REPLACE INTO cairn_readings (table_name, device_id, measure_name, "
-                     "timestamp_ns, shard, partition_key, version, ttl, fields) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
+                     "dimensions, timestamp_ns, shard, partition_key, version, ttl, fields) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"));
     for (size_t index : plan.winners) {
       const RecordRow& row = batch.records[index];
+      const std::string dimensions = ingest::TagsToJson(row.dimensions);
       CAIRN_RETURN_IF_ERROR(select->BindText(1, table));
       CAIRN_RETURN_IF_ERROR(select->BindText(2, row.device_id));
       CAIRN_RETURN_IF_ERROR(select->BindText(3, row.measure_name));
-      CAIRN_RETURN_IF_ERROR(select->BindInt64(4, row.timestamp));
+      CAIRN_RETURN_IF_ERROR(select->BindText(4, dimensions));
+      CAIRN_RETURN_IF_ERROR(select->BindInt64(5, row.timestamp));
       CAIRN_ASSIGN_OR_RETURN(bool found, select->Step());
       bool write = true;
       if (found) {
@@ -225,42 +296,33 @@ class SqliteSink final : public IngestSink {
       CAIRN_RETURN_IF_ERROR(upsert->BindText(1, table));
       CAIRN_RETURN_IF_ERROR(upsert->BindText(2, row.device_id));
       CAIRN_RETURN_IF_ERROR(upsert->BindText(3, row.measure_name));
-      CAIRN_RETURN_IF_ERROR(upsert->BindInt64(4, row.timestamp));
-      CAIRN_RETURN_IF_ERROR(upsert->BindInt64(5, row.shard));
-      CAIRN_RETURN_IF_ERROR(upsert->BindText(6, PartitionKey(row.device_id, row.shard)));
-      CAIRN_RETURN_IF_ERROR(upsert->BindInt64(7, ToStored(row.version)));
-      CAIRN_RETURN_IF_ERROR(upsert->BindInt64(8, row.ttl));
-      CAIRN_RETURN_IF_ERROR(upsert->BindText(9, ingest::FieldsToJson(row.fields)));
+      CAIRN_RETURN_IF_ERROR(upsert->BindText(4, dimensions));
+      CAIRN_RETURN_IF_ERROR(upsert->BindInt64(5, row.timestamp));
+      CAIRN_RETURN_IF_ERROR(upsert->BindInt64(6, row.shard));
+      CAIRN_RETURN_IF_ERROR(upsert->BindText(7, PartitionKey(row.device_id, row.shard)));
+      CAIRN_RETURN_IF_ERROR(upsert->BindInt64(8, ToStored(row.version)));
+      CAIRN_RETURN_IF_ERROR(upsert->BindInt64(9, row.ttl));
+      CAIRN_RETURN_IF_ERROR(upsert->BindText(10, ingest::FieldsToJson(row.fields)));
       CAIRN_RETURN_IF_ERROR(upsert->Run());
     }
 
-    // Every series of the batch gets a row; dimensions sent with the batch
-    // replace the stored ones (latest wins), absent ones leave them alone.
-    CAIRN_ASSIGN_OR_RETURN(Statement * add_series,
-                           db_->Prepare("INSERT OR IGNORE INTO cairn_series (table_name, device_id, "
-                                        "measure_name, shard, partition_key, dimensions) "
-                                        "VALUES (?1, ?2, ?3, ?4, ?5, '{}')"));
-    std::set<std::tuple<std::string_view, std::string_view, int>> seen;
-    for (const RecordRow& row : batch.records) {
-      if (!seen.emplace(row.device_id, row.measure_name, row.shard).second) continue;
+    // Every series of the batch gets a row; attributes sent with the batch
+    // replace the stored ones (latest wins), none leave them alone.
+    CAIRN_ASSIGN_OR_RETURN(
+        Statement * add_series,
+        db_->Prepare("INSERT INTO cairn_series (table_name, device_id, measure_name, dimensions, shard, "
+                     "partition_key, attributes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+                     "ON CONFLICT (table_name, device_id, measure_name, dimensions, shard) DO UPDATE SET "
+                     "attributes = excluded.attributes WHERE excluded.attributes <> '{}'"));
+    for (const ingest::BatchSeries& series : ingest::SeriesOf(batch.records)) {
       CAIRN_RETURN_IF_ERROR(add_series->BindText(1, table));
-      CAIRN_RETURN_IF_ERROR(add_series->BindText(2, row.device_id));
-      CAIRN_RETURN_IF_ERROR(add_series->BindText(3, row.measure_name));
-      CAIRN_RETURN_IF_ERROR(add_series->BindInt64(4, row.shard));
-      CAIRN_RETURN_IF_ERROR(add_series->BindText(5, PartitionKey(row.device_id, row.shard)));
+      CAIRN_RETURN_IF_ERROR(add_series->BindText(2, series.row->device_id));
+      CAIRN_RETURN_IF_ERROR(add_series->BindText(3, series.row->measure_name));
+      CAIRN_RETURN_IF_ERROR(add_series->BindText(4, ingest::TagsToJson(series.row->dimensions)));
+      CAIRN_RETURN_IF_ERROR(add_series->BindInt64(5, series.row->shard));
+      CAIRN_RETURN_IF_ERROR(add_series->BindText(6, PartitionKey(series.row->device_id, series.row->shard)));
+      CAIRN_RETURN_IF_ERROR(add_series->BindText(7, ingest::TagsToJson(*series.attributes)));
       CAIRN_RETURN_IF_ERROR(add_series->Run());
-    }
-    CAIRN_ASSIGN_OR_RETURN(Statement * set_dimensions,
-                           db_->Prepare("UPDATE cairn_series SET dimensions = ?5 WHERE table_name = ?1 AND "
-                                        "device_id = ?2 AND measure_name = ?3 AND shard = ?4"));
-    for (const SeriesDimensions& series : batch.dimensions) {
-      if (series.dimensions.empty()) continue;
-      CAIRN_RETURN_IF_ERROR(set_dimensions->BindText(1, table));
-      CAIRN_RETURN_IF_ERROR(set_dimensions->BindText(2, series.device_id));
-      CAIRN_RETURN_IF_ERROR(set_dimensions->BindText(3, series.measure_name));
-      CAIRN_RETURN_IF_ERROR(set_dimensions->BindInt64(4, series.shard));
-      CAIRN_RETURN_IF_ERROR(set_dimensions->BindText(5, ingest::DimensionsToJson(series.dimensions)));
-      CAIRN_RETURN_IF_ERROR(set_dimensions->Run());
     }
 
     CAIRN_ASSIGN_OR_RETURN(

@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cstdio>
 #include <memory>
+#include <set>
+#include <tuple>
 #include <utility>
 
 #include <zstd.h>
@@ -258,9 +260,8 @@ Result<std::string> Decompress(std::string_view frame, size_t block_size) {
 // Binary envelope
 
 Result<std::string> EncodeBinaryEnvelope(const EnvelopeHeader& header, std::span<const RecordRow> records,
-                                         std::span<const SeriesDimensions> dimensions, std::string_view key,
-                                         const EnvelopeLimits& limits) {
-  CAIRN_ASSIGN_OR_RETURN(std::string block, EncodeRecordBlock(records, dimensions, limits.records));
+                                         std::string_view key, const EnvelopeLimits& limits) {
+  CAIRN_ASSIGN_OR_RETURN(std::string block, EncodeRecordBlock(records, limits.records));
   if (block.size() > limits.max_decoded_bytes || block.size() > UINT32_MAX) {
     return Status::ResourceExhausted("record block of " + std::to_string(block.size()) +
                                      " bytes exceeds the limit of " +
@@ -370,7 +371,6 @@ Result<DecodedEnvelope> DecodeBinaryEnvelope(std::string_view payload, std::stri
                               " records, the block holds " + std::to_string(decoded->records.size()));
   }
   envelope.records = std::move(decoded->records);
-  envelope.dimensions = std::move(decoded->dimensions);
   return envelope;
 }
 
@@ -404,6 +404,19 @@ void WriteSeriesMembers(JsonWriter* json, std::string_view device_id, std::strin
   json->String(measure_name);
   json->Key("shard");
   json->Int(shard);
+}
+
+// An object member name -> string value; left out when `tags` is empty, so
+// a record without tags reads as it did before records carried them.
+void WriteTags(JsonWriter* json, std::string_view member, const TagMap& tags) {
+  if (tags.empty()) return;
+  json->Key(member);
+  json->BeginObject();
+  for (const auto& [name, value] : tags) {
+    json->Key(name);
+    json->String(value);
+  }
+  json->EndObject();
 }
 
 void WriteValue(JsonWriter* json, const Value& value) {
@@ -597,6 +610,30 @@ Result<Value> ReadTypedValue(const JsonValue& json, const std::string& field_nam
   return reader.Error("has unknown type \"" + type_name + "\"");
 }
 
+// Reads the optional object member `member` of name -> string value into
+// `tags`, each name and value checked as the record block checks them
+// (`what` names one entry in messages).
+Status ReadTags(MemberReader* reader, std::string_view member, const std::string& what, TagMap* tags) {
+  const JsonValue* object = reader->Optional(member);
+  if (object == nullptr) return Status::Ok();
+  if (!object->is_object()) return reader->Error("member \"" + std::string(member) + "\" is not an object");
+  if (object->members().size() > kMaxDimensionsPerSeries) {
+    return reader->Error("has " + std::to_string(object->members().size()) + " " + std::string(member) +
+                         "; the limit is " + std::to_string(kMaxDimensionsPerSeries));
+  }
+  for (const auto& [name, value] : object->members()) {
+    if (!value.is_string()) return reader->Error(what + " \"" + name + "\" is not a string");
+    Status valid = ValidateIdentifier(what + " name", name, kMaxFieldNameBytes);
+    if (valid.ok() && !value.text().empty()) {
+      valid = ValidateIdentifier(what + " '" + name + "' value", value.text(), kMaxDimensionBytes);
+    }
+    if (!valid.ok()) return reader->Error(valid.message());
+    if (!tags->emplace(name, value.text()).second)
+      return reader->Error("repeats " + what + " \"" + name + "\"");
+  }
+  return Status::Ok();
+}
+
 Result<RecordRow> ReadRecord(const JsonValue& json, size_t index) {
   MemberReader reader(json, "envelope: record " + std::to_string(index));
   if (!json.is_object()) return reader.Error("is not an object");
@@ -604,6 +641,8 @@ Result<RecordRow> ReadRecord(const JsonValue& json, size_t index) {
   CAIRN_ASSIGN_OR_RETURN(row.device_id, reader.String("device_id"));
   CAIRN_ASSIGN_OR_RETURN(row.measure_name, reader.String("measure_name"));
   CAIRN_ASSIGN_OR_RETURN(row.shard, ReadShard(&reader));
+  CAIRN_RETURN_IF_ERROR(ReadTags(&reader, "dimensions", "dimension", &row.dimensions));
+  CAIRN_RETURN_IF_ERROR(ReadTags(&reader, "attributes", "attribute", &row.attributes));
   CAIRN_ASSIGN_OR_RETURN(row.timestamp, reader.Signed("timestamp"));
   CAIRN_ASSIGN_OR_RETURN(row.version, reader.OptionalUnsigned("version"));
   CAIRN_ASSIGN_OR_RETURN(row.ttl, reader.OptionalSigned("ttl"));
@@ -621,32 +660,61 @@ Result<RecordRow> ReadRecord(const JsonValue& json, size_t index) {
   return row;
 }
 
-Result<SeriesDimensions> ReadSeriesDimensions(const JsonValue& json, size_t index) {
+// One entry of the top-level "dimensions" list that envelopes of older
+// gateways carry (envelope_format.md §5.1): the dimensions of one
+// (device_id, measure_name, shard), which are now its records' identity.
+struct LegacySeriesDimensions {
+  std::string device_id;
+  std::string measure_name;
+  int shard = 0;
+  TagMap dimensions;
+};
+
+Result<LegacySeriesDimensions> ReadLegacyDimensions(const JsonValue& json, size_t index) {
   MemberReader reader(json, "envelope: dimensions entry " + std::to_string(index));
   if (!json.is_object()) return reader.Error("is not an object");
-  SeriesDimensions entry;
+  LegacySeriesDimensions entry;
   CAIRN_ASSIGN_OR_RETURN(entry.device_id, reader.String("device_id"));
   CAIRN_ASSIGN_OR_RETURN(entry.measure_name, reader.String("measure_name"));
   CAIRN_ASSIGN_OR_RETURN(entry.shard, ReadShard(&reader));
-  CAIRN_ASSIGN_OR_RETURN(const JsonValue* dimensions, reader.Required("dimensions"));
-  if (!dimensions->is_object() || dimensions->members().empty()) {
-    return reader.Error("member \"dimensions\" is not a non-empty object");
-  }
-  for (const auto& [name, value] : dimensions->members()) {
-    if (!value.is_string()) return reader.Error("dimension \"" + name + "\" is not a string");
-    entry.dimensions.emplace(name, value.text());
-  }
+  CAIRN_RETURN_IF_ERROR(ReadTags(&reader, "dimensions", "dimension", &entry.dimensions));
+  if (entry.dimensions.empty()) return reader.Error("member \"dimensions\" is not a non-empty object");
   CAIRN_RETURN_IF_ERROR(reader.CheckNoOtherMembers());
   return entry;
+}
+
+// Gives the records of each series named in an older gateway's top-level
+// "dimensions" list those dimensions, as the identity of its records.
+Status ApplyLegacyDimensions(const JsonValue& list, std::vector<RecordRow>* records) {
+  std::set<std::tuple<std::string, std::string, int>> named;
+  for (size_t i = 0; i < list.elements().size(); ++i) {
+    CAIRN_ASSIGN_OR_RETURN(LegacySeriesDimensions entry, ReadLegacyDimensions(list.elements()[i], i));
+    const std::string context = "envelope: dimensions entry " + std::to_string(i);
+    if (!named.emplace(entry.device_id, entry.measure_name, entry.shard).second) {
+      return Status::Corruption(context + " names a series named before");
+    }
+    bool found = false;
+    for (RecordRow& row : *records) {
+      if (row.device_id == entry.device_id && row.measure_name == entry.measure_name &&
+          row.shard == entry.shard) {
+        if (!row.dimensions.empty()) {
+          return Status::Corruption(context + ": the records of its series carry dimensions themselves");
+        }
+        row.dimensions = entry.dimensions;
+        found = true;
+      }
+    }
+    if (!found) return Status::Corruption(context + " names a series without records in the batch");
+  }
+  return Status::Ok();
 }
 
 // ---------------------------------------------------------------------------
 // JSON envelope
 
 Result<std::string> EncodeJsonEnvelope(const EnvelopeHeader& header, std::span<const RecordRow> records,
-                                       std::span<const SeriesDimensions> dimensions, std::string_view key,
-                                       const EnvelopeLimits& limits) {
-  CAIRN_RETURN_IF_ERROR(ValidateRecordBlock(records, dimensions, limits.records));
+                                       std::string_view key, const EnvelopeLimits& limits) {
+  CAIRN_RETURN_IF_ERROR(ValidateRecordBlock(records, limits.records));
   JsonWriter json;
   json.BeginObject();
   WriteHeaderMembers(&json, kEnvelopeType, header);
@@ -657,6 +725,8 @@ Result<std::string> EncodeJsonEnvelope(const EnvelopeHeader& header, std::span<c
   for (const RecordRow& row : records) {
     json.BeginObject();
     WriteSeriesMembers(&json, row.device_id, row.measure_name, row.shard);
+    WriteTags(&json, "dimensions", row.dimensions);
+    WriteTags(&json, "attributes", row.attributes);
     json.Key("timestamp");
     json.Int(row.timestamp);
     json.Key("version");
@@ -668,22 +738,6 @@ Result<std::string> EncodeJsonEnvelope(const EnvelopeHeader& header, std::span<c
     for (const Field& field : row.fields) {
       json.Key(field.name);
       WriteValue(&json, field.value);
-    }
-    json.EndObject();
-    json.EndObject();
-  }
-  json.EndArray();
-  json.Key("dimensions");
-  json.BeginArray();
-  for (const SeriesDimensions& entry : dimensions) {
-    if (entry.dimensions.empty()) continue;
-    json.BeginObject();
-    WriteSeriesMembers(&json, entry.device_id, entry.measure_name, entry.shard);
-    json.Key("dimensions");
-    json.BeginObject();
-    for (const auto& [name, value] : entry.dimensions) {
-      json.Key(name);
-      json.String(value);
     }
     json.EndObject();
     json.EndObject();
@@ -726,14 +780,8 @@ Result<DecodedEnvelope> DecodeJsonEnvelope(std::string_view payload, std::string
     CAIRN_ASSIGN_OR_RETURN(RecordRow row, ReadRecord(records->elements()[i], i));
     envelope.records.push_back(std::move(row));
   }
-  if (dimensions != nullptr) {
-    for (size_t i = 0; i < dimensions->elements().size(); ++i) {
-      CAIRN_ASSIGN_OR_RETURN(SeriesDimensions entry, ReadSeriesDimensions(dimensions->elements()[i], i));
-      envelope.dimensions.push_back(std::move(entry));
-    }
-  }
-  CAIRN_RETURN_IF_ERROR(
-      AsCorruption(ValidateRecordBlock(envelope.records, envelope.dimensions, limits.records), "envelope"));
+  if (dimensions != nullptr) CAIRN_RETURN_IF_ERROR(ApplyLegacyDimensions(*dimensions, &envelope.records));
+  CAIRN_RETURN_IF_ERROR(AsCorruption(ValidateRecordBlock(envelope.records, limits.records), "envelope"));
   return envelope;
 }
 
@@ -880,26 +928,20 @@ Status ValidateGatewayId(std::string_view gateway_id) {
 }
 
 Result<std::string> EncodeEnvelope(const EnvelopeHeader& header, std::span<const RecordRow> records,
-                                   std::span<const SeriesDimensions> dimensions, std::string_view key,
-                                   EnvelopeEncoding encoding, const EnvelopeLimits& limits) {
+                                   std::string_view key, EnvelopeEncoding encoding,
+                                   const EnvelopeLimits& limits) {
   CAIRN_RETURN_IF_ERROR(ValidateKey(key));
   CAIRN_RETURN_IF_ERROR(ValidateHeader(header));
   CAIRN_RETURN_IF_ERROR(ValidateRecordCount(header, records.size()));
   Result<std::string> payload = encoding == EnvelopeEncoding::kJson
-                                    ? EncodeJsonEnvelope(header, records, dimensions, key, limits)
-                                    : EncodeBinaryEnvelope(header, records, dimensions, key, limits);
+                                    ? EncodeJsonEnvelope(header, records, key, limits)
+                                    : EncodeBinaryEnvelope(header, records, key, limits);
   if (payload.ok() && payload->size() > limits.max_payload_bytes) {
     return Status::ResourceExhausted("envelope of " + std::to_string(payload->size()) +
                                      " bytes exceeds the limit of " +
                                      std::to_string(limits.max_payload_bytes));
   }
   return payload;
-}
-
-Result<std::string> EncodeEnvelope(const EnvelopeHeader& header, std::span<const RecordRow> records,
-                                   std::string_view key, EnvelopeEncoding encoding,
-                                   const EnvelopeLimits& limits) {
-  return EncodeEnvelope(header, records, {}, key, encoding, limits);
 }
 
 Result<DecodedEnvelope> DecodeEnvelope(std::string_view payload, std::string_view key,

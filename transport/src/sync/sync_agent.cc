@@ -423,8 +423,8 @@ class SyncAgentImpl final : public SyncAgent {
     header.batch_sequence = next;
     header.first_lsn = after + 1;
     header.last_lsn = changes.covered_through;
-    CAIRN_ASSIGN_OR_RETURN(std::string payload, EncodeEnvelope(header, changes.records, changes.dimensions,
-                                                               options_.key, options_.encoding));
+    CAIRN_ASSIGN_OR_RETURN(std::string payload,
+                           EncodeEnvelope(header, changes.records, options_.key, options_.encoding));
     CAIRN_ASSIGN_OR_RETURN(std::string topic,
                            SyncTopic(options_.topic_prefix, options_.gateway_id, table.name, lane));
     ++next;
@@ -450,7 +450,7 @@ class SyncAgentImpl final : public SyncAgent {
     for (;;) {
       CAIRN_ASSIGN_OR_RETURN(ChangeBatch changes, engine_->ReadChanges(table, after, through, max_records));
       if (changes.records.empty() || max_records == 1) return changes;
-      Status fits = ValidateRecordBlock(changes.records, changes.dimensions);
+      Status fits = ValidateRecordBlock(changes.records);
       if (fits.ok()) return changes;
       if (!fits.Is(StatusCode::kResourceExhausted)) return fits;
       max_records /= 2;

@@ -74,17 +74,15 @@ struct EnvelopeLimits {
   RecordBlockLimits records;                    // what the record block may hold
 };
 
-// Encodes and signs a batch. `records` must be non-empty (an empty batch
-// has nothing to confirm: the sender advances its watermark itself), hold at
-// most last_lsn - first_lsn + 1 records (one LSN each), and pass
-// ValidateRecordBlock together with `dimensions`; the header's identifiers
-// must be valid and first_lsn <= last_lsn; `key` must hold at least
-// kMinSyncKeyBytes bytes. InvalidArgument naming the problem otherwise;
-// ResourceExhausted past `limits`.
-Result<std::string> EncodeEnvelope(const EnvelopeHeader& header, std::span<const RecordRow> records,
-                                   std::span<const SeriesDimensions> dimensions, std::string_view key,
-                                   EnvelopeEncoding encoding, const EnvelopeLimits& limits = {});
-// The same without dimensions.
+// Encodes and signs a batch. Each record carries its series' dimensions
+// (identity) and attributes (metadata); the binary encoding sends a series'
+// attributes once, as its last record in `records` has them. `records` must
+// be non-empty (an empty batch has nothing to confirm: the sender advances
+// its watermark itself), hold at most last_lsn - first_lsn + 1 records (one
+// LSN each), and pass ValidateRecordBlock; the header's identifiers must be
+// valid and first_lsn <= last_lsn; `key` must hold at least kMinSyncKeyBytes
+// bytes. InvalidArgument naming the problem otherwise; ResourceExhausted past
+// `limits`.
 Result<std::string> EncodeEnvelope(const EnvelopeHeader& header, std::span<const RecordRow> records,
                                    std::string_view key, EnvelopeEncoding encoding,
                                    const EnvelopeLimits& limits = {});
@@ -92,9 +90,12 @@ Result<std::string> EncodeEnvelope(const EnvelopeHeader& header, std::span<const
 struct DecodedEnvelope {
   EnvelopeHeader header;
   EnvelopeEncoding encoding = EnvelopeEncoding::kBinary;
-  // Binary: in record block order (record_codec.h); JSON: in payload order.
+  // Binary: in record block order (record_codec.h), every record of a series
+  // with the series' attributes; JSON: in payload order, each record with
+  // the attributes it was sent with. An envelope of an older gateway (a
+  // version 1 record block, or JSON with a top-level "dimensions" list) has
+  // its series' dimensions in each record's `dimensions` and no attributes.
   std::vector<RecordRow> records;
-  std::vector<SeriesDimensions> dimensions;
 };
 
 // Verifies and decodes an envelope in either encoding (told apart by the

@@ -1,8 +1,9 @@
 // IngestSink: where the ingest service stores the batches it accepts.
 //
 // A sink applies one verified envelope in one database transaction: its
-// records under the identity and version rule of DESIGN §3, the dimensions
-// of its series, and a row naming the batch. Applying the same batch again
+// records under the identity and version rule of DESIGN §3 (the identity
+// includes the series' dimensions), its series with their attributes, and a
+// row naming the batch. Applying the same batch again
 // changes nothing and counts its records as duplicates, so a gateway that
 // re-sends a batch whose receipt it never saw does no harm.
 //
@@ -38,13 +39,20 @@ struct SinkCounts {
 // One stored reading, as read back from a sink.
 struct StoredReading {
   std::string table;
-  RecordRow row;  // fields sorted by name
+  // Fields sorted by name; attributes are those stored for its series
+  // (table, device_id, measure_name, dimensions, shard), empty without one.
+  RecordRow row;
 };
 
-// The stored dimensions of one series.
+// One stored series: its identity and its attributes as last sent.
 struct StoredSeries {
   std::string table;
-  SeriesDimensions series;
+  std::string device_id;
+  std::string measure_name;
+  TagMap dimensions;
+  int shard = 0;
+  TagMap attributes;
+  friend bool operator==(const StoredSeries&, const StoredSeries&) = default;
 };
 
 // The row a sink keeps per batch it applied.
@@ -62,11 +70,11 @@ class IngestSink {
   virtual ~IngestSink() = default;
 
   // Stores `batch` in one transaction: every record whose identity (table,
-  // device_id, measure_name, timestamp) is new, or whose version is higher
-  // than the stored one; the dimensions of its series (latest wins); and the
-  // batch row (an existing one only counts the delivery). Returns what
-  // happened to the records once the transaction committed; on an error
-  // nothing of the batch is stored. Errors:
+  // device_id, measure_name, dimensions, timestamp) is new, or whose version
+  // is higher than the stored one; a row per series, whose attributes the
+  // batch's replace when it carries any (latest wins); and the batch row (an existing one only counts the
+  // delivery). Returns what happened to the records once the transaction committed; on an error nothing of
+  // the batch is stored. Errors:
   //   InvalidArgument  the sink can never store this batch (a value the
   //                    database cannot hold); retrying will not help;
   //   anything else    transient (connection lost, serialization failure,
@@ -79,9 +87,11 @@ class IngestSink {
   virtual Status Reconnect() = 0;
 
   // Everything stored, ordered by (table, device_id, measure_name,
-  // timestamp); for tests and tools.
+  // dimensions, timestamp), dimensions by their stored text
+  // (ingest_schema.md §1); for tests and tools.
   virtual Result<std::vector<StoredReading>> ReadReadings() = 0;
-  // Every series, ordered by (table, device_id, measure_name, shard).
+  // Every series, ordered by (table, device_id, measure_name, dimensions,
+  // shard).
   virtual Result<std::vector<StoredSeries>> ReadSeries() = 0;
   // Every batch row, ordered by (gateway, table, lane, batch_sequence).
   virtual Result<std::vector<StoredBatch>> ReadBatches() = 0;
