@@ -28,28 +28,54 @@ constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
 constexpr int64_t kSecond = 1'000'000'000;
 constexpr int64_t kStart = 1'700'000'000 * kSecond;
 
-// The order record_codec.h promises: series by first appearance, records by
-// timestamp (ties in input order), fields by name.
+// `row` with these dimensions and attributes.
+RecordRow Tagged(RecordRow row, TagMap dimensions, TagMap attributes = {}) {
+  row.dimensions = std::move(dimensions);
+  row.attributes = std::move(attributes);
+  return row;
+}
+
+// ExpectSameRows, dimensions and attributes included.
+void ExpectSameTaggedRows(const std::vector<RecordRow>& expected, const std::vector<RecordRow>& actual) {
+  ExpectSameRows(expected, actual);
+  for (size_t i = 0; i < std::min(expected.size(), actual.size()); ++i) {
+    EXPECT_EQ(expected[i].dimensions, actual[i].dimensions) << "row " << i;
+    EXPECT_EQ(expected[i].attributes, actual[i].attributes) << "row " << i;
+  }
+}
+
+using SeriesKey = std::tuple<std::string, std::string, int, TagMap>;
+
+SeriesKey SeriesOf(const RecordRow& row) {
+  return SeriesKey(row.device_id, row.measure_name, row.shard, row.dimensions);
+}
+
+// The order record_codec.h promises: series (device, measure, shard,
+// dimensions) by first appearance, records by timestamp (ties in input
+// order), fields by name; every record with its series' last attributes.
 std::vector<RecordRow> InBlockOrder(std::vector<RecordRow> rows) {
-  std::map<std::tuple<std::string, std::string, int>, size_t> first_seen;
-  for (const RecordRow& row : rows)
-    first_seen.emplace(std::tuple(row.device_id, row.measure_name, row.shard), first_seen.size());
+  std::map<SeriesKey, size_t> first_seen;
+  std::map<SeriesKey, TagMap> attributes;
+  for (const RecordRow& row : rows) {
+    first_seen.emplace(SeriesOf(row), first_seen.size());
+    attributes[SeriesOf(row)] = row.attributes;
+  }
   for (RecordRow& row : rows) {
+    row.attributes = attributes.at(SeriesOf(row));
     std::stable_sort(row.fields.begin(), row.fields.end(),
                      [](const Field& a, const Field& b) { return a.name < b.name; });
   }
   std::stable_sort(rows.begin(), rows.end(), [&](const RecordRow& a, const RecordRow& b) {
-    const size_t series_a = first_seen.at(std::tuple(a.device_id, a.measure_name, a.shard));
-    const size_t series_b = first_seen.at(std::tuple(b.device_id, b.measure_name, b.shard));
+    const size_t series_a = first_seen.at(SeriesOf(a));
+    const size_t series_b = first_seen.at(SeriesOf(b));
     if (series_a != series_b) return series_a < series_b;
     return a.timestamp < b.timestamp;
   });
   return rows;
 }
 
-RecordBlock RoundTrip(const std::vector<RecordRow>& rows,
-                      const std::vector<SeriesDimensions>& dimensions = {}) {
-  Result<std::string> bytes = EncodeRecordBlock(rows, dimensions);
+RecordBlock RoundTrip(const std::vector<RecordRow>& rows) {
+  Result<std::string> bytes = EncodeRecordBlock(rows);
   EXPECT_TRUE(bytes.ok()) << bytes.status().ToString();
   if (!bytes.ok()) return {};
   Result<RecordBlock> block = DecodeRecordBlock(*bytes);
@@ -74,8 +100,7 @@ TEST(RecordCodecTest, MixedSeriesRoundTripInBlockOrder) {
   rows.push_back(Row("pump-1", "state", kStart + 1, {{"seen", Timestamp{kStart}}}));
 
   RecordBlock block = RoundTrip(rows);
-  ExpectSameRows(InBlockOrder(rows), block.records);
-  EXPECT_TRUE(block.dimensions.empty());
+  ExpectSameTaggedRows(InBlockOrder(rows), block.records);
 }
 
 TEST(RecordCodecTest, EmptyInputIsAnEmptyBlock) {
@@ -84,7 +109,6 @@ TEST(RecordCodecTest, EmptyInputIsAnEmptyBlock) {
   Result<RecordBlock> block = DecodeRecordBlock(*bytes);
   ASSERT_TRUE(block.ok()) << block.status().ToString();
   EXPECT_TRUE(block->records.empty());
-  EXPECT_TRUE(block->dimensions.empty());
 }
 
 TEST(RecordCodecTest, ExtremeIntegersAndTimestamps) {
@@ -167,33 +191,55 @@ TEST(RecordCodecTest, AFieldMayHaveDifferentTypesInDifferentSeries) {
   ExpectSameRows(InBlockOrder(rows), RoundTrip(rows).records);
 }
 
-TEST(RecordCodecTest, DimensionsTravelOncePerSeries) {
-  std::vector<RecordRow> rows = {Row("a", "m", kStart, {{"x", 1.0}}), Row("b", "m", kStart, {{"x", 2.0}}),
-                                 Row("a", "m", kStart + 1, {{"x", 3.0}})};
-  std::vector<SeriesDimensions> dimensions = {
-      {"b", "m", 0, {{"site", "north"}, {"rack", ""}}},
-      {"a", "m", 0, {}},  // empty: dropped
-      {"a", "m", 0, {{"firmware", "1.2.3"}, {"ort", "Zürich"}}},
-  };
-  RecordBlock block = RoundTrip(rows, dimensions);
-  ExpectSameRows(InBlockOrder(rows), block.records);
-  // Series order: a before b.
-  ASSERT_EQ(block.dimensions.size(), 2u);
-  EXPECT_EQ(block.dimensions[0], dimensions[2]);
-  EXPECT_EQ(block.dimensions[1], dimensions[0]);
+TEST(RecordCodecTest, DimensionsAndAttributesRoundTrip) {
+  std::vector<RecordRow> rows = {
+      Tagged(Row("a", "m", kStart, {{"x", 1.0}}), {{"firmware", "1.2.3"}, {"ort", "Zürich"}}),
+      Tagged(Row("b", "m", kStart, {{"x", 2.0}}), {{"site", "north"}, {"rack", ""}}, {{"owner", "ops"}}),
+      Tagged(Row("a", "m", kStart + 1, {{"x", 3.0}}), {{"firmware", "1.2.3"}, {"ort", "Zürich"}},
+             {{"model", "X1"}}),
+      Row("c", "m", kStart, {{"x", 4.0}}, 0, 0, 2)};
+  RecordBlock block = RoundTrip(rows);
+  ExpectSameTaggedRows(InBlockOrder(rows), block.records);
+  // The series' attributes as its last record carried them, on every record.
+  ASSERT_EQ(block.records.size(), 4u);
+  EXPECT_EQ(block.records[0].attributes, (TagMap{{"model", "X1"}}));
+  EXPECT_EQ(block.records[1].attributes, (TagMap{{"model", "X1"}}));
 }
 
-TEST(RecordCodecTest, RejectsDimensionsWithoutRecordsOrTwice) {
-  std::vector<RecordRow> rows = {Row("a", "m", kStart, {{"x", 1.0}})};
-  std::vector<SeriesDimensions> orphan = {{"a", "m", 1, {{"site", "n"}}}};
-  EXPECT_TRUE(EncodeRecordBlock(rows, orphan).status().Is(StatusCode::kInvalidArgument));
-  std::vector<SeriesDimensions> twice = {{"a", "m", 0, {{"site", "n"}}}, {"a", "m", 0, {{"rack", "2"}}}};
-  EXPECT_TRUE(EncodeRecordBlock(rows, twice).status().Is(StatusCode::kInvalidArgument));
-  std::vector<SeriesDimensions> bad_value = {{"a", "m", 0, {{"site", "a\nb"}}}};
-  EXPECT_TRUE(EncodeRecordBlock(rows, bad_value).status().Is(StatusCode::kInvalidArgument));
-  std::vector<SeriesDimensions> long_value = {
-      {"a", "m", 0, {{"site", std::string(kMaxDimensionBytes + 1, 'v')}}}};
-  EXPECT_TRUE(EncodeRecordBlock(rows, long_value).status().Is(StatusCode::kInvalidArgument));
+TEST(RecordCodecTest, SeriesDifferingOnlyInADimensionStayApart) {
+  // One device, measure, shard and timestamp; the sensor tells them apart.
+  std::vector<RecordRow> rows = {Tagged(Row("gw1", "env", kStart, {{"t", 1.0}}), {{"sensor", "a"}}),
+                                 Tagged(Row("gw1", "env", kStart, {{"t", 2.0}}), {{"sensor", "b"}}),
+                                 Row("gw1", "env", kStart, {{"t", 3.0}}),
+                                 Tagged(Row("gw1", "env", kStart + 1, {{"t", 4.0}}), {{"sensor", "a"}})};
+  RecordBlock block = RoundTrip(rows);
+  ExpectSameTaggedRows(InBlockOrder(rows), block.records);
+  ASSERT_EQ(block.records.size(), 4u);
+  EXPECT_EQ(block.records[0].dimensions, (TagMap{{"sensor", "a"}}));
+  EXPECT_EQ(block.records[1].dimensions, (TagMap{{"sensor", "a"}}));
+  EXPECT_EQ(block.records[2].dimensions, (TagMap{{"sensor", "b"}}));
+  EXPECT_TRUE(block.records[3].dimensions.empty());
+}
+
+TEST(RecordCodecTest, RejectsInvalidTags) {
+  const RecordRow row = Row("a", "m", kStart, {{"x", 1.0}});
+  EXPECT_TRUE(EncodeRecordBlock(std::vector<RecordRow>{Tagged(row, {{"site", "a\nb"}})})
+                  .status()
+                  .Is(StatusCode::kInvalidArgument));
+  EXPECT_TRUE(EncodeRecordBlock(
+                  std::vector<RecordRow>{Tagged(row, {{"site", std::string(kMaxDimensionBytes + 1, 'v')}})})
+                  .status()
+                  .Is(StatusCode::kInvalidArgument));
+  EXPECT_TRUE(EncodeRecordBlock(std::vector<RecordRow>{Tagged(row, {}, {{"", "x"}})})
+                  .status()
+                  .Is(StatusCode::kInvalidArgument));
+  TagMap many;
+  for (size_t i = 0; i <= kMaxDimensionsPerSeries; ++i) many["t" + std::to_string(i)] = "v";
+  EXPECT_TRUE(
+      EncodeRecordBlock(std::vector<RecordRow>{Tagged(row, many)}).status().Is(StatusCode::kInvalidArgument));
+  EXPECT_TRUE(EncodeRecordBlock(std::vector<RecordRow>{Tagged(row, {}, many)})
+                  .status()
+                  .Is(StatusCode::kInvalidArgument));
 }
 
 TEST(RecordCodecTest, RejectsInvalidRecords) {
@@ -239,15 +285,15 @@ TEST(RecordCodecTest, EncoderEnforcesLimits) {
   }
   RecordBlockLimits limits;
   limits.max_records = 9;
-  EXPECT_TRUE(EncodeRecordBlock(rows, {}, limits).status().Is(StatusCode::kResourceExhausted));
+  EXPECT_TRUE(EncodeRecordBlock(rows, limits).status().Is(StatusCode::kResourceExhausted));
   limits = {};
   limits.max_cells = 19;  // 10 records x 2 fields
-  EXPECT_TRUE(EncodeRecordBlock(rows, {}, limits).status().Is(StatusCode::kResourceExhausted));
+  EXPECT_TRUE(EncodeRecordBlock(rows, limits).status().Is(StatusCode::kResourceExhausted));
   limits.max_cells = 20;
-  EXPECT_TRUE(EncodeRecordBlock(rows, {}, limits).ok());
+  EXPECT_TRUE(EncodeRecordBlock(rows, limits).ok());
   limits = {};
   limits.max_string_bytes = 99;
-  EXPECT_TRUE(EncodeRecordBlock(rows, {}, limits).status().Is(StatusCode::kResourceExhausted));
+  EXPECT_TRUE(EncodeRecordBlock(rows, limits).status().Is(StatusCode::kResourceExhausted));
 }
 
 TEST(RecordCodecTest, DecoderEnforcesLimitsBeforeExpandingAChunk) {
@@ -279,8 +325,9 @@ std::string SampleBlock() {
       Row("pump-1", "env", kStart + kSecond, {{"temperature", 21.25}, {"label", std::string("x")}}),
       Row("pump-2", "env", kStart, {{"count", int64_t{-4}}}, 0, 0, 2),
   };
-  std::vector<SeriesDimensions> dimensions = {{"pump-2", "env", 2, {{"site", "north"}}}};
-  Result<std::string> bytes = EncodeRecordBlock(rows, dimensions);
+  rows[2].dimensions = {{"site", "north"}};
+  rows[2].attributes = {{"firmware", "7"}};
+  Result<std::string> bytes = EncodeRecordBlock(rows);
   EXPECT_TRUE(bytes.ok());
   return bytes.ok() ? *bytes : std::string();
 }
@@ -320,7 +367,7 @@ TEST(RecordCodecTest, BitFlipsNeverCrashAndAreMostlyCaught) {
 // Builds blocks by hand, per envelope_format.md §4.
 class BlockBuilder {
  public:
-  BlockBuilder& Magic(std::string_view magic = "CR", uint8_t version = 1) {
+  BlockBuilder& Magic(std::string_view magic = "CR", uint8_t version = 2) {
     bytes_.append(magic);
     bytes_.push_back(static_cast<char>(version));
     return *this;
@@ -352,12 +399,53 @@ std::string OneChunk(const std::vector<ChunkField>& schema, const std::vector<Ch
 TEST(RecordCodecTest, HandBuiltBlockDecodes) {
   const std::string chunk = OneChunk({{"v", FieldType::kDouble}}, {{kStart, 0, 0, {Value(1.5)}}});
   BlockBuilder builder;
-  builder.Magic().Varint(1).Series("d", "m", 7).Varint(1).Text("site").Text("n").Varint(1).Text(chunk);
+  builder.Magic()
+      .Varint(1)
+      .Series("d", "m", 7)
+      .Varint(1)
+      .Text("site")
+      .Text("n")
+      .Varint(1)
+      .Text("fw")
+      .Text("2")
+      .Varint(1)
+      .Text(chunk);
   Result<RecordBlock> block = DecodeRecordBlock(builder.bytes());
   ASSERT_TRUE(block.ok()) << block.status().ToString();
-  ExpectSameRows({Row("d", "m", kStart, {{"v", 1.5}}, 0, 0, 7)}, block->records);
-  ASSERT_EQ(block->dimensions.size(), 1u);
-  EXPECT_EQ(block->dimensions[0], (SeriesDimensions{"d", "m", 7, {{"site", "n"}}}));
+  ExpectSameTaggedRows({Tagged(Row("d", "m", kStart, {{"v", 1.5}}, 0, 0, 7), {{"site", "n"}}, {{"fw", "2"}})},
+                       block->records);
+}
+
+// The previous release's gateways send version 1 blocks: no attribute list,
+// and their dimensions (then metadata) are read as the series' identity.
+TEST(RecordCodecTest, Version1BlockDecodesWithItsDimensionsAsIdentity) {
+  const std::string chunk = OneChunk({{"v", FieldType::kDouble}}, {{kStart, 0, 0, {Value(1.5)}}});
+  const std::string later = OneChunk({{"v", FieldType::kDouble}}, {{kStart, 0, 0, {Value(2.5)}}});
+  BlockBuilder builder;
+  builder.Magic("CR", 1)
+      .Varint(2)
+      .Series("d", "m", 7)
+      .Varint(1)
+      .Text("site")
+      .Text("n")
+      .Varint(1)
+      .Text(chunk)
+      .Series("e", "m", 0)
+      .Varint(0)
+      .Varint(1)
+      .Text(later);
+  Result<RecordBlock> block = DecodeRecordBlock(builder.bytes());
+  ASSERT_TRUE(block.ok()) << block.status().ToString();
+  ExpectSameTaggedRows({Tagged(Row("d", "m", kStart, {{"v", 1.5}}, 0, 0, 7), {{"site", "n"}}),
+                        Row("e", "m", kStart, {{"v", 2.5}})},
+                       block->records);
+  // Re-encoded, it is a version 2 block with the same content.
+  Result<std::string> again = EncodeRecordBlock(block->records);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ((*again)[2], '\x02');
+  Result<RecordBlock> redecoded = DecodeRecordBlock(*again);
+  ASSERT_TRUE(redecoded.ok()) << redecoded.status().ToString();
+  ExpectSameTaggedRows(block->records, redecoded->records);
 }
 
 TEST(RecordCodecTest, RejectsMalformedBlocks) {
@@ -382,10 +470,66 @@ TEST(RecordCodecTest, RejectsMalformedBlocks) {
     std::string bytes;
     StatusCode code;
   };
-  auto block = [] { return BlockBuilder().Magic(); };
+  // Version 1 blocks, whose series have no attribute list; the checks are
+  // the same for both versions.
+  auto block = [] { return BlockBuilder().Magic("CR", 1); };
+  auto block2 = [] { return BlockBuilder().Magic("CR", 2); };
   const std::vector<Case> cases = {
       {"bad magic", BlockBuilder().Magic("CK").Varint(0).bytes(), StatusCode::kCorruption},
-      {"unknown version", BlockBuilder().Magic("CR", 2).Varint(0).bytes(), StatusCode::kInvalidArgument},
+      {"unknown version", BlockBuilder().Magic("CR", 3).Varint(0).bytes(), StatusCode::kInvalidArgument},
+      {"version 0", BlockBuilder().Magic("CR", 0).Varint(0).bytes(), StatusCode::kInvalidArgument},
+      {"duplicate series with the same dimensions",
+       block2()
+           .Varint(2)
+           .Series("d", "m", 0)
+           .Varint(1)
+           .Text("s")
+           .Text("a")
+           .Varint(0)
+           .Varint(1)
+           .Text(chunk)
+           .Series("d", "m", 0)
+           .Varint(1)
+           .Text("s")
+           .Text("a")
+           .Varint(1)
+           .Text("fw")
+           .Text("1")
+           .Varint(1)
+           .Text(chunk)
+           .bytes(),
+       StatusCode::kCorruption},
+      {"attributes out of order",
+       block2()
+           .Varint(1)
+           .Series("d", "m", 0)
+           .Varint(0)
+           .Varint(2)
+           .Text("z")
+           .Text("1")
+           .Text("a")
+           .Text("2")
+           .Varint(1)
+           .Text(chunk)
+           .bytes(),
+       StatusCode::kCorruption},
+      {"too many attributes",
+       block2().Varint(1).Series("d", "m", 0).Varint(0).Varint(kMaxDimensionsPerSeries + 1).bytes(),
+       StatusCode::kCorruption},
+      {"control character in an attribute value",
+       block2()
+           .Varint(1)
+           .Series("d", "m", 0)
+           .Varint(0)
+           .Varint(1)
+           .Text("fw")
+           .Text("a\x01")
+           .Varint(1)
+           .Text(chunk)
+           .bytes(),
+       StatusCode::kCorruption},
+      {"truncated attribute count", block2().Varint(1).Series("d", "m", 0).Varint(0).bytes(),
+       StatusCode::kCorruption},
       {"series without chunks", block().Varint(1).Series("d", "m", 0).Varint(0).Varint(0).bytes(),
        StatusCode::kCorruption},
       {"duplicate series",
