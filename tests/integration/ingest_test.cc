@@ -6,6 +6,7 @@
 // of this file; each test starts from empty tables.
 #include <condition_variable>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -41,6 +42,7 @@ using ingest_test::kSecond;
 using ingest_test::kStart;
 using ingest_test::MakeBatch;
 using ingest_test::Row;
+using ingest_test::Tagged;
 
 constexpr int64_t kWaitMs = 60'000;
 constexpr char kPrefix[] = "cairn/v1";
@@ -215,7 +217,7 @@ TEST_F(IngestTest, PostgresStoresEveryFieldTypeBitExactly) {
   ASSERT_TRUE(binary.ok()) << binary.status().ToString();
   EXPECT_EQ(Apply(sink.get(), *binary), (SinkCounts{rows.size(), 0, 0, 0}));
   // The JSON encoding of the same records changes nothing.
-  Result<DecodedEnvelope> json = MakeBatch(HeaderFor(2, rows.size()), rows, {}, EnvelopeEncoding::kJson);
+  Result<DecodedEnvelope> json = MakeBatch(HeaderFor(2, rows.size()), rows, EnvelopeEncoding::kJson);
   ASSERT_TRUE(json.ok()) << json.status().ToString();
   EXPECT_EQ(Apply(sink.get(), *json), (SinkCounts{0, 0, rows.size(), 0}));
 
@@ -268,18 +270,177 @@ TEST_F(IngestTest, PostgresSameBatchTwiceIsOneCopyAndVersionsDecide) {
   ASSERT_EQ(readings.size(), 3u);
   EXPECT_EQ(std::get<double>(readings[2].row.fields[0].value), 31.0);
 
-  // Dimensions: latest wins; a batch without them leaves them alone.
-  batch = MakeBatch(HeaderFor(3, 1), {Row("pump-7", "env", kStart + 3 * kSecond, {{"t", 4.0}})},
-                    {{"pump-7", "env", 0, {{"site", "north"}}}});
+  // Attributes: latest wins; a batch without them leaves them alone.
+  batch = MakeBatch(HeaderFor(3, 1),
+                    {Tagged(Row("pump-7", "env", kStart + 3 * kSecond, {{"t", 4.0}}), {}, {{"fw", "1.0"}})});
   ASSERT_TRUE(batch.ok());
   Apply(sink.get(), *batch);
-  batch = MakeBatch(HeaderFor(4, 1), {Row("pump-7", "env", kStart + 4 * kSecond, {{"t", 5.0}})});
+  batch = MakeBatch(HeaderFor(4, 1),
+                    {Tagged(Row("pump-7", "env", kStart + 4 * kSecond, {{"t", 5.0}}), {}, {{"fw", "1.1"}})});
+  ASSERT_TRUE(batch.ok());
+  Apply(sink.get(), *batch);
+  batch = MakeBatch(HeaderFor(5, 1), {Row("pump-7", "env", kStart + 5 * kSecond, {{"t", 6.0}})});
   ASSERT_TRUE(batch.ok());
   Apply(sink.get(), *batch);
   Result<std::vector<StoredSeries>> series = sink->ReadSeries();
   ASSERT_TRUE(series.ok()) << series.status().ToString();
   ASSERT_EQ(series->size(), 1u);
-  EXPECT_EQ((*series)[0].series, (SeriesDimensions{"pump-7", "env", 0, {{"site", "north"}}}));
+  EXPECT_EQ((*series)[0], (StoredSeries{"sensors", "pump-7", "env", {}, 0, {{"fw", "1.1"}}}));
+  Result<QueryRows> stored = cluster_->Query("SELECT attributes->>'fw' FROM cairn_series");
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  EXPECT_EQ((*stored)[0][0], "1.1");
+}
+
+TEST_F(IngestTest, PostgresReadingsToldApartByADimensionAreTwoRows) {
+  std::unique_ptr<IngestSink> sink = OpenSink();
+  ASSERT_NE(sink, nullptr);
+  // One device, measure and timestamp, three sensors, across encodings; then
+  // a rewrite of one sensor's reading leaves the others alone.
+  const std::vector<RecordRow> rows = {
+      Tagged(Row("gw1", "env", kStart, {{"t", 1.0}}), {{"sensor", "a"}, {"site", "x"}}, {{"fw", "1"}}),
+      Tagged(Row("gw1", "env", kStart, {{"t", 2.0}}), {{"sensor", "b"}, {"site", "x"}}),
+      Row("gw1", "env", kStart, {{"t", 3.0}})};
+  Result<DecodedEnvelope> batch = MakeBatch(HeaderFor(1, rows.size()), rows);
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  EXPECT_EQ(Apply(sink.get(), *batch), (SinkCounts{3, 0, 0, 0}));
+  batch = MakeBatch(HeaderFor(2, rows.size()), rows, EnvelopeEncoding::kJson);
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  EXPECT_EQ(Apply(sink.get(), *batch), (SinkCounts{0, 0, 3, 0}));
+  const std::vector<RecordRow> rewrite = {
+      Tagged(Row("gw1", "env", kStart, {{"t", 20.0}}, 1), {{"sensor", "b"}, {"site", "x"}})};
+  batch = MakeBatch(HeaderFor(3, rewrite.size()), rewrite);
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  EXPECT_EQ(Apply(sink.get(), *batch), (SinkCounts{0, 1, 0, 0}));
+
+  std::vector<RecordRow> all = rows;
+  all.insert(all.end(), rewrite.begin(), rewrite.end());
+  EXPECT_EQ(CompareReadings(Expected("sensors", all), Readings()), "");
+  Result<QueryRows> stored = cluster_->Query(
+      "SELECT dimensions, dimensions::jsonb->>'sensor', fields->'t'->>'double' FROM cairn_readings "
+      "ORDER BY dimensions COLLATE \"C\"");
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  ASSERT_EQ(stored->size(), 3u);
+  EXPECT_EQ((*stored)[0], (std::vector<std::string>{"{\"sensor\":\"a\",\"site\":\"x\"}", "a", "1"}));
+  EXPECT_EQ((*stored)[1], (std::vector<std::string>{"{\"sensor\":\"b\",\"site\":\"x\"}", "b", "20"}));
+  EXPECT_EQ((*stored)[2][0], "{}");
+}
+
+// A database of schema version 1 (ingest_schema.md §5), made with that
+// version's own CREATE statements, is migrated when the sink connects.
+TEST_F(IngestTest, PostgresMigratesASchemaVersion1Database) {
+  Result<QueryRows> created = cluster_->Query(R"sql(
+CREATE TABLE IF NOT EXISTS cairn_readings (
+  table_name    text           NOT NULL,
+  device_id     text           NOT NULL,
+  measure_name  text           NOT NULL,
+  timestamp_ns  bigint         NOT NULL,
+  shard         integer        NOT NULL,
+  partition_key text           NOT NULL,
+  version       numeric(20, 0) NOT NULL,
+  ttl           bigint         NOT NULL,
+  fields        jsonb          NOT NULL,
+  PRIMARY KEY (table_name, device_id, measure_name, timestamp_ns)
+);
+CREATE TABLE IF NOT EXISTS cairn_series (
+  table_name    text    NOT NULL,
+  device_id     text    NOT NULL,
+  measure_name  text    NOT NULL,
+  shard         integer NOT NULL,
+  partition_key text    NOT NULL,
+  dimensions    jsonb   NOT NULL,
+  PRIMARY KEY (table_name, device_id, measure_name, shard)
+);
+CREATE TABLE IF NOT EXISTS cairn_batches (
+  gateway_id       text           NOT NULL,
+  table_name       text           NOT NULL,
+  lane             text           NOT NULL,
+  batch_sequence   numeric(20, 0) NOT NULL,
+  first_lsn        numeric(20, 0) NOT NULL,
+  last_lsn         numeric(20, 0) NOT NULL,
+  records          bigint         NOT NULL,
+  inserted         bigint         NOT NULL,
+  replaced         bigint         NOT NULL,
+  duplicates       bigint         NOT NULL,
+  older            bigint         NOT NULL,
+  received_at      bigint         NOT NULL,
+  last_received_at bigint         NOT NULL,
+  deliveries       bigint         NOT NULL,
+  PRIMARY KEY (gateway_id, table_name, lane, batch_sequence)
+);
+INSERT INTO cairn_readings VALUES
+  ('sensors', 'pump-7', 'env', 1700000000000000000, 0, 'pump-7#00', 18446744073709551615, 0,
+   '{"t": {"double": 1.5}}'),
+  ('sensors', 'pump-7', 'env', 1700000001000000000, 0, 'pump-7#00', 0, 0, '{"t": {"double": 2.5}}'),
+  ('sensors', 'pump-8', 'env', 1700000000000000000, 0, 'pump-8#00', 0, 0, '{"n": {"int64": 7}}');
+INSERT INTO cairn_series VALUES
+  ('sensors', 'pump-7', 'env', 0, 'pump-7#00', '{"site": "north", "ort": "Zürich", "q": "a\"b\\c"}'),
+  ('sensors', 'pump-8', 'env', 0, 'pump-8#00', '{}');
+INSERT INTO cairn_batches VALUES ('gw-7', 'sensors', 'live', 1, 1000, 1002, 3, 3, 0, 0, 0, 5, 5, 1);
+)sql");
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+
+  const TagMap old_dimensions = {{"ort", "Zürich"}, {"q", "a\"b\\c"}, {"site", "north"}};
+  std::vector<RecordRow> old = {
+      Tagged(Row("pump-7", "env", kStart, {{"t", 1.5}}, std::numeric_limits<uint64_t>::max()),
+             old_dimensions),
+      Tagged(Row("pump-7", "env", kStart + kSecond, {{"t", 2.5}}), old_dimensions),
+      Row("pump-8", "env", kStart, {{"n", int64_t{7}}})};
+  {
+    std::unique_ptr<IngestSink> sink = OpenSink();
+    ASSERT_NE(sink, nullptr);
+    EXPECT_EQ(CompareReadings(Expected("sensors", old), Readings()), "");
+    // The text the sink itself would key this series by: a re-sent reading
+    // meets the migrated row, another sensor's is a new row.
+    const std::vector<RecordRow> again = {
+        Tagged(Row("pump-7", "env", kStart, {{"t", 1.5}}, std::numeric_limits<uint64_t>::max()),
+               old_dimensions),
+        Tagged(Row("pump-7", "env", kStart, {{"t", 9.5}}), {{"site", "south"}}, {{"fw", "2"}})};
+    Result<DecodedEnvelope> batch = MakeBatch(HeaderFor(2, again.size()), again);
+    ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+    EXPECT_EQ(Apply(sink.get(), *batch), (SinkCounts{1, 0, 1, 0}));
+  }
+  old.push_back(Tagged(Row("pump-7", "env", kStart, {{"t", 9.5}}), {{"site", "south"}}, {{"fw", "2"}}));
+  // A second start finds version 2 and changes nothing.
+  std::unique_ptr<IngestSink> sink = OpenSink();
+  ASSERT_NE(sink, nullptr);
+  EXPECT_EQ(CompareReadings(Expected("sensors", old), Readings()), "");
+  Result<std::vector<StoredSeries>> series = sink->ReadSeries();
+  ASSERT_TRUE(series.ok()) << series.status().ToString();
+  ASSERT_EQ(series->size(), 3u);
+  EXPECT_EQ((*series)[0], (StoredSeries{"sensors", "pump-7", "env", old_dimensions, 0, {}}));
+  EXPECT_EQ((*series)[1], (StoredSeries{"sensors", "pump-7", "env", {{"site", "south"}}, 0, {{"fw", "2"}}}));
+  EXPECT_EQ((*series)[2], (StoredSeries{"sensors", "pump-8", "env", {}, 0, {}}));
+  Result<std::vector<StoredBatch>> batches = sink->ReadBatches();
+  ASSERT_TRUE(batches.ok()) << batches.status().ToString();
+  ASSERT_EQ(batches->size(), 2u);
+  EXPECT_EQ((*batches)[0].counts, (SinkCounts{3, 0, 0, 0}));
+  // The canonical text, and the schema of a new database, primary keys by
+  // their usual names.
+  Result<QueryRows> stored = cluster_->Query(
+      "SELECT DISTINCT dimensions FROM cairn_readings WHERE device_id = "
+      "'pump-7' AND dimensions LIKE '%ort%'");
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  ASSERT_EQ(stored->size(), 1u);
+  EXPECT_EQ((*stored)[0][0], "{\"ort\":\"Zürich\",\"q\":\"a\\\"b\\\\c\",\"site\":\"north\"}");
+  stored = cluster_->Query(
+      "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint "
+      "WHERE contype = 'p' AND conrelid::regclass::text IN ('cairn_readings', 'cairn_series') ORDER BY 1");
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  ASSERT_EQ(stored->size(), 2u);
+  EXPECT_EQ((*stored)[0],
+            (std::vector<std::string>{
+                "cairn_readings", "cairn_readings_pkey",
+                "PRIMARY KEY (table_name, device_id, measure_name, dimensions, timestamp_ns)"}));
+  EXPECT_EQ((*stored)[1], (std::vector<std::string>{"cairn_series", "cairn_series_pkey",
+                                                    "PRIMARY KEY (table_name, device_id, measure_name, "
+                                                    "dimensions, shard)"}));
+  stored = cluster_->Query(
+      "SELECT string_agg(column_name || ' ' || data_type, ', ' ORDER BY ordinal_position) FROM "
+      "information_schema.columns WHERE table_name = 'cairn_readings'");
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  EXPECT_EQ((*stored)[0][0],
+            "table_name text, device_id text, measure_name text, dimensions text, timestamp_ns bigint, "
+            "shard integer, partition_key text, version numeric, ttl bigint, fields jsonb");
 }
 
 TEST_F(IngestTest, PostgresManyRecordsSpanSeveralStatements) {
@@ -287,8 +448,11 @@ TEST_F(IngestTest, PostgresManyRecordsSpanSeveralStatements) {
   ASSERT_NE(sink, nullptr);
   std::vector<RecordRow> rows;
   for (int i = 0; i < 1234; ++i) {
-    rows.push_back(
-        Row("dev-" + std::to_string(i % 7), "env", kStart + i * kSecond, {{"n", int64_t{i}}}, i % 3));
+    // 7 devices x 5 sensors, whose readings of one timestamp are told apart
+    // by their sensor alone; attributes alternate, the last sent wins.
+    rows.push_back(Tagged(
+        Row("dev-" + std::to_string(i % 7), "env", kStart + (i / 5) * kSecond, {{"n", int64_t{i}}}, i % 3),
+        {{"sensor", std::to_string(i % 5)}}, {{"fw", std::to_string(i % 2)}}));
   }
   Result<DecodedEnvelope> batch = MakeBatch(HeaderFor(1, rows.size()), rows);
   ASSERT_TRUE(batch.ok()) << batch.status().ToString();
