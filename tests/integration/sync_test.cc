@@ -308,6 +308,58 @@ TEST_F(SyncTest, WrittenReadingsReachPostgresExactlyOnceAndSyncShowsIt) {
   StopDaemon();
 }
 
+// Readings of one device, measure and timestamp told apart by a tag are
+// series of their own on the gateway and rows of their own in the cloud:
+// none replaces another on the way.
+TEST_F(SyncTest, ReadingsToldApartByATagAllReachPostgres) {
+  StartIngest();
+  StartDaemon();
+  const std::string t = std::to_string(base_ns_);
+  const std::string body = "env,device=gw1,sensor=a temperature=1.5 " + t + "\n" +
+                           "env,device=gw1,sensor=b temperature=2.5 " + t + "\n" +
+                           "env,device=gw1,sensor=a,site=north temperature=3.5 " + t + "\n" +
+                           "env,device=gw1 temperature=4.5 " + t + "\n";
+  Result<HttpTestClient> client = HttpTestClient::Connect("127.0.0.1", port_);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  Result<HttpTestResponse> response =
+      client->Request("POST", "/write?db=sensors", {{"Authorization", "Bearer " + token_}}, body);
+  ASSERT_TRUE(response.ok()) << response.status().ToString();
+  ASSERT_EQ(response->status, 204) << response->body;
+
+  Result<std::unique_ptr<IngestSink>> sink = OpenPostgresSink(postgres_.connection_string());
+  ASSERT_TRUE(sink.ok()) << sink.status().ToString();
+  std::vector<StoredReading> stored;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTimeoutMs);
+  while (std::chrono::steady_clock::now() < deadline && stored.size() < 4) {
+    Result<std::vector<StoredReading>> readings = (*sink)->ReadReadings();
+    ASSERT_TRUE(readings.ok()) << readings.status().ToString();
+    stored = std::move(readings).value();
+    if (stored.size() < 4) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_EQ(stored.size(), 4u) << "cairnd log:\n"
+                               << daemon_->Stderr() << "\ningest log:\n"
+                               << ReadFileFrom(ingest_log_, 0);
+  // ReadReadings order: by the dimensions' canonical text, bytewise (","
+  // sorts before "}", and "{}" last).
+  const std::vector<std::pair<TagMap, double>> expected = {{{{"sensor", "a"}, {"site", "north"}}, 3.5},
+                                                           {{{"sensor", "a"}}, 1.5},
+                                                           {{{"sensor", "b"}}, 2.5},
+                                                           {{}, 4.5}};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const RecordRow& row = stored[i].row;
+    EXPECT_EQ(row.device_id, "gw1");
+    EXPECT_EQ(row.measure_name, "env");
+    EXPECT_EQ(row.timestamp, base_ns_);
+    EXPECT_EQ(row.dimensions, expected[i].first) << "reading " << i;
+    ASSERT_EQ(row.fields.size(), 1u);
+    EXPECT_EQ(std::get<double>(row.fields[0].value), expected[i].second) << "reading " << i;
+  }
+  Result<std::vector<StoredSeries>> series = (*sink)->ReadSeries();
+  ASSERT_TRUE(series.ok()) << series.status().ToString();
+  EXPECT_EQ(series->size(), 4u);
+  StopDaemon();
+}
+
 TEST_F(SyncTest, ABrokerOutageLosesNothing) {
   StartIngest();
   StartDaemon();
