@@ -23,6 +23,12 @@ namespace {
 
 using test_rows::Row;
 
+// `row` with these dimensions.
+RecordRow Tagged(RecordRow row, TagMap dimensions) {
+  row.dimensions = std::move(dimensions);
+  return row;
+}
+
 constexpr int64_t kSecond = 1'000'000'000;
 constexpr int64_t kMillisecond = 1'000'000;
 constexpr int64_t kStart = 1'700'000'000 * kSecond;
@@ -42,17 +48,15 @@ struct Batch {
   std::string name;
   EnvelopeHeader header;
   std::vector<RecordRow> records;
-  std::vector<SeriesDimensions> dimensions;
 };
 
 std::vector<Batch> Batches() {
   std::vector<Batch> batches;
   batches.push_back({"single",
                      {"gw-1", "sensors", SyncLane::kLive, 1, 10, 10},
-                     {Row("pump-1", "env", kStart, {{"temperature", 21.5}})},
-                     {}});
+                     {Row("pump-1", "env", kStart, {{"temperature", 21.5}})}});
 
-  Batch sensors{"sensors", {"gw-1", "sensors", SyncLane::kLive, 2, 100, 199}, {}, {}};
+  Batch sensors{"sensors", {"gw-1", "sensors", SyncLane::kLive, 2, 100, 199}, {}};
   for (int i = 0; i < 30; ++i) {
     for (int d = 0; d < 3; ++d) {
       sensors.records.push_back(
@@ -61,7 +65,12 @@ std::vector<Batch> Batches() {
               {{"celsius", 18.0 + d + (i % 7) * 0.01}, {"battery", int64_t{90 - i / 10}}}));
     }
   }
-  sensors.dimensions = {{"sensor-0", "env#temperature", 0, {{"site", "north"}, {"rack", "2"}}}};
+  // Two series of sensor-0 told apart by a dimension, with attributes.
+  for (RecordRow& row : sensors.records) {
+    if (row.device_id != "sensor-0") continue;
+    row.dimensions = {{"site", "north"}, {"rack", (row.timestamp / kSecond) % 2 ? "2" : "3"}};
+    row.attributes = {{"firmware", "1.4"}};
+  }
   batches.push_back(std::move(sensors));
 
   batches.push_back(
@@ -73,16 +82,14 @@ std::vector<Batch> Batches() {
             {{"i", std::numeric_limits<int64_t>::max()}, {"d", -DBL_MAX}, {"z", -0.0}},
             std::numeric_limits<uint64_t>::max(), std::numeric_limits<int64_t>::max()),
         Row("edge", "limits", std::numeric_limits<int64_t>::max(), {{"t", DBL_TRUE_MIN}}),
-        Row("温度", "室内#温度", kStart, {{"值", 1.0 / 3}}, 0, 0, 13)},
-       {{"温度", "室内#温度", 13, {{"ort", "Zürich"}}}}});
+        Tagged(Row("温度", "室内#温度", kStart, {{"值", 1.0 / 3}}, 0, 0, 13), {{"ort", "Zürich"}})}});
 
   batches.push_back({"rewrites",
                      {"gw-2", "t", SyncLane::kBackfill, 4, 1, 1000},
                      {Row("d", "m", kStart, {{"v", 1.0}}, 1), Row("d", "m", kStart, {{"v", 2.0}}, 2),
-                      Row("d", "m", kStart, {{"v", 2.0}}, 2), Row("d", "m", kStart - 1, {{"v", 0.5}})},
-                     {}});
+                      Row("d", "m", kStart, {{"v", 2.0}}, 2), Row("d", "m", kStart - 1, {{"v", 0.5}})}});
 
-  Batch archive{"archive", {"gw-3", "archive_me", SyncLane::kArchive, 5, 5000, 5100}, {}, {}};
+  Batch archive{"archive", {"gw-3", "archive_me", SyncLane::kArchive, 5, 5000, 5100}, {}};
   for (int i = 0; i < 40; ++i) {
     archive.records.push_back(Row("logger", "events", kStart + i * 60 * kSecond,
                                   {{"code", int64_t{i % 4}}, {"text", std::string(i % 2 ? "ok" : "retry")}},
@@ -103,13 +110,13 @@ int Run(const std::string& dir) {
     if (!WriteFile(dir + "/" + name, *bytes)) ++failures;
   };
   for (const Batch& batch : Batches()) {
-    write(batch.name + ".bin", EncodeEnvelope(batch.header, batch.records, batch.dimensions, kSyncFuzzKey,
-                                              EnvelopeEncoding::kBinary));
-    write(batch.name + ".json", EncodeEnvelope(batch.header, batch.records, batch.dimensions, kSyncFuzzKey,
-                                               EnvelopeEncoding::kJson));
+    write(batch.name + ".bin",
+          EncodeEnvelope(batch.header, batch.records, kSyncFuzzKey, EnvelopeEncoding::kBinary));
+    write(batch.name + ".json",
+          EncodeEnvelope(batch.header, batch.records, kSyncFuzzKey, EnvelopeEncoding::kJson));
   }
   const std::vector<Batch> batches = Batches();
-  write("sensors.block", EncodeRecordBlock(batches[1].records, batches[1].dimensions));
+  write("sensors.block", EncodeRecordBlock(batches[1].records));
 
   const SyncReceipt ok{batches[1].header, ReceiptStatus::kOk, ""};
   const SyncReceipt rejected{batches[2].header, ReceiptStatus::kRejected, "record 2: field 'v' changes type"};
