@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "cairn/ingest/ingest_sink.h"
+#include "cairn/platform/crypto.h"
 
 #include "ingest_batches.h"
 #include "test_dirs.h"
@@ -23,6 +24,7 @@ using ingest_test::kGatewayKey;
 using ingest_test::kSecond;
 using ingest_test::kStart;
 using ingest_test::Row;
+using ingest_test::Tagged;
 
 constexpr std::string_view kOtherKey = "the key of gateway gw-8, 32 bytes";
 
@@ -67,6 +69,41 @@ class IngestHandlerTest : public ::testing::Test {
 
 const std::vector<RecordRow> kRows = {Row("pump-7", "env", kStart, {{"t", 21.5}, {"ok", true}}),
                                       Row("pump-7", "env", kStart + kSecond, {{"t", -0.0}, {"ok", false}})};
+
+// A gateway of the previous release sends JSON envelopes whose dimensions
+// sit in a top-level list: they are stored as the identity of the series'
+// readings, so the same gateway after its upgrade (dimensions in each record,
+// its catalog migrated the same way) re-sends them as duplicates.
+TEST_F(IngestHandlerTest, StoresAnOlderGatewaysDimensionsAsIdentity) {
+  const EnvelopeHeader header = HeaderFor(1, 2);
+  std::string text =
+      "{\"type\":\"cairn.sync.envelope\",\"version\":1,\"gateway_id\":\"gw-7\",\"table\":\"sensors\","
+      "\"lane\":\"live\",\"batch_sequence\":1,\"first_lsn\":1000,\"last_lsn\":1001,\"record_count\":2,"
+      "\"records\":[{\"device_id\":\"pump-7\",\"measure_name\":\"env\",\"shard\":0,"
+      "\"timestamp\":1700000000000000000,\"version\":0,\"ttl\":0,\"fields\":{\"t\":{\"double\":21.5}}},"
+      "{\"device_id\":\"pump-8\",\"measure_name\":\"env\",\"shard\":0,"
+      "\"timestamp\":1700000000000000000,\"version\":0,\"ttl\":0,\"fields\":{\"t\":{\"double\":3}}}],"
+      "\"dimensions\":[{\"device_id\":\"pump-7\",\"measure_name\":\"env\",\"shard\":0,"
+      "\"dimensions\":{\"site\":\"north\"}}]}";
+  text.pop_back();
+  const Sha256Digest mac = HmacSha256(kGatewayKey, text);
+  text += ",\"mac\":\"" + LowercaseHex(mac) + "\"}";
+  HandledMessage handled = handler_->Handle(Topic(header), text);
+  ASSERT_EQ(handled.outcome, IngestOutcome::kStored) << handled.detail;
+  const std::vector<RecordRow> rows = {
+      Tagged(Row("pump-7", "env", kStart, {{"t", 21.5}}), {{"site", "north"}}),
+      Row("pump-8", "env", kStart, {{"t", 3.0}})};
+  EXPECT_EQ(CompareReadings(Expected("sensors", rows), Readings()), "");
+
+  const EnvelopeHeader upgraded = HeaderFor(2, rows.size());
+  handled = handler_->Handle(Topic(upgraded), Envelope(upgraded, rows));
+  ASSERT_EQ(handled.outcome, IngestOutcome::kStored) << handled.detail;
+  EXPECT_EQ(CompareReadings(Expected("sensors", rows), Readings()), "");
+  Result<std::vector<StoredBatch>> batches = sink_->ReadBatches();
+  ASSERT_TRUE(batches.ok()) << batches.status().ToString();
+  ASSERT_EQ(batches->size(), 2u);
+  EXPECT_EQ((*batches)[1].counts, (SinkCounts{0, 0, 2, 0}));
+}
 
 TEST_F(IngestHandlerTest, StoresBatchAndReturnsSignedReceiptInTheEnvelopesEncoding) {
   for (EnvelopeEncoding encoding : {EnvelopeEncoding::kBinary, EnvelopeEncoding::kJson}) {
