@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <set>
 #include <tuple>
@@ -684,8 +685,14 @@ Result<LegacySeriesDimensions> ReadLegacyDimensions(const JsonValue& json, size_
 }
 
 // Gives the records of each series named in an older gateway's top-level
-// "dimensions" list those dimensions, as the identity of its records.
+// "dimensions" list those dimensions, as the identity of its records. The
+// records are indexed by series once, so a long list costs no more than a
+// short one per entry.
 Status ApplyLegacyDimensions(const JsonValue& list, std::vector<RecordRow>* records) {
+  using SeriesKey = std::tuple<std::string_view, std::string_view, int>;
+  std::map<SeriesKey, std::vector<RecordRow*>> series;
+  for (RecordRow& row : *records)
+    series[SeriesKey(row.device_id, row.measure_name, row.shard)].push_back(&row);
   std::set<std::tuple<std::string, std::string, int>> named;
   for (size_t i = 0; i < list.elements().size(); ++i) {
     CAIRN_ASSIGN_OR_RETURN(LegacySeriesDimensions entry, ReadLegacyDimensions(list.elements()[i], i));
@@ -693,18 +700,15 @@ Status ApplyLegacyDimensions(const JsonValue& list, std::vector<RecordRow>* reco
     if (!named.emplace(entry.device_id, entry.measure_name, entry.shard).second) {
       return Status::Corruption(context + " names a series named before");
     }
-    bool found = false;
-    for (RecordRow& row : *records) {
-      if (row.device_id == entry.device_id && row.measure_name == entry.measure_name &&
-          row.shard == entry.shard) {
-        if (!row.dimensions.empty()) {
-          return Status::Corruption(context + ": the records of its series carry dimensions themselves");
-        }
-        row.dimensions = entry.dimensions;
-        found = true;
+    const auto found = series.find(SeriesKey(entry.device_id, entry.measure_name, entry.shard));
+    if (found == series.end())
+      return Status::Corruption(context + " names a series without records in the batch");
+    for (RecordRow* row : found->second) {
+      if (!row->dimensions.empty()) {
+        return Status::Corruption(context + ": the records of its series carry dimensions themselves");
       }
+      row->dimensions = entry.dimensions;
     }
-    if (!found) return Status::Corruption(context + " names a series without records in the batch");
   }
   return Status::Ok();
 }
