@@ -148,8 +148,8 @@ TEST(LineProtocolTest, MalformedNumbersAreRefused) {
   }
   EXPECT_EQ(
       Reason("m,device=d v=hello"),
-      "field 'v' has an invalid value 'hello' (expected a number, an integer like 12i or 12u, a boolean, "
-      "or a string in double quotes) (column 14)");
+      "field 'v' has an invalid value 'hello' (expected a number, an integer like 12i or 12u, a timestamp "
+      "like 1700000000t, a boolean, or a string in double quotes) (column 14)");
 }
 
 TEST(LineProtocolTest, StringFieldEscapes) {
@@ -190,17 +190,22 @@ TEST(LineProtocolTest, BackslashesBeforeOrdinaryBytesAreKept) {
   EXPECT_EQ(record.device_id, R"(C:\data)");
   EXPECT_EQ(record.dimensions.at("k"), R"(a\\b)");
   EXPECT_EQ(record.fields[0].name, R"(v\q)");
-  // In a measurement an equals sign needs no escape, and "\=" is kept as typed.
-  EXPECT_EQ(Parse(R"(a=b\=c,device=d v=1)").measure_name, R"(a=b\=c)");
-  // An escaped space joins the tag value, leaving no fields.
-  EXPECT_EQ(Reason(R"(m,device=d\ v=1)"),
-            "no fields (expected a space, then field=value after the measurement and tags) (column 16)");
+  // In a measurement an equals sign needs no escape; "\=" is one all the same
+  // (InfluxDB 1.x's point name unescapes it).
+  EXPECT_EQ(Parse(R"(a=b\=c,device=d v=1)").measure_name, "a=b=c");
+  // An escaped space joins the tag value, which then holds an unescaped '='.
+  EXPECT_EQ(Reason(R"(m,device=d\ v=1)"), "tag 'device' has an unescaped '=' in its value (write \\=) (column 14)");
+  EXPECT_EQ(Reason(R"(m,device=d\ v)"),
+            "no fields (expected a space, then field=value after the measurement and tags) (column 14)");
   // A trailing backslash escapes nothing and is kept.
   EXPECT_TRUE(HasText(Reason(R"(m,device=d v=1\)"), R"(invalid value '1\')"));
 }
 
-TEST(LineProtocolTest, TagValuesMayHoldAnUnescapedEqualsSign) {
-  EXPECT_EQ(Parse("m,device=a=b v=1").device_id, "a=b");
+TEST(LineProtocolTest, AnUnescapedEqualsSignInATagValueIsRefusedAfterItsFirstByte) {
+  EXPECT_EQ(Reason("m,device=a=b v=1"), "tag 'device' has an unescaped '=' in its value (write \\=) (column 11)");
+  EXPECT_EQ(Parse(R"(m,device=a\=b v=1)").device_id, "a=b");
+  // InfluxDB's scanner checks from the second byte on.
+  EXPECT_EQ(Parse("m,device==b v=1").device_id, "=b");
 }
 
 TEST(LineProtocolTest, Timestamps) {
@@ -411,13 +416,32 @@ TEST(LineProtocolTest, ABodyEndingWithANewlineHasNoExtraLine) {
   EXPECT_TRUE(ParseLineProtocol("\n\n\r\n", Options()).errors.empty());
 }
 
-TEST(LineProtocolTest, ANewlineInsideQuotesStillEndsTheLine) {
-  const LineProtocolBatch batch = ParseLineProtocol("m,device=d s=\"two\nlines\" 1\n", Options());
-  EXPECT_TRUE(batch.records.empty());
-  ASSERT_EQ(batch.errors.size(), 2u);
-  EXPECT_EQ(batch.errors[0].line_number, 1u);
-  EXPECT_TRUE(HasText(batch.errors[0].reason, "has no closing quote"));
-  EXPECT_EQ(batch.errors[1].line_number, 2u);
+TEST(LineProtocolTest, ANewlineInsideAQuotedFieldValueBelongsToTheValue) {
+  const LineProtocolBatch batch =
+      ParseLineProtocol("m,device=d s=\"two\nlines\" 1\nm,device=d v=2 2\n", Options());
+  ASSERT_TRUE(batch.errors.empty()) << batch.errors[0].reason;
+  ASSERT_EQ(batch.records.size(), 2u);
+  EXPECT_EQ(batch.records[0].line_number, 1u);
+  EXPECT_EQ(*FieldValue(batch.records[0].record, "s"), Value(std::string("two\nlines")));
+  // Line numbers keep counting the newlines of the body.
+  EXPECT_EQ(batch.records[1].line_number, 3u);
+  // Quotes in the measurement, tags or field keys do not open a value.
+  const LineProtocolBatch tags =
+      ParseLineProtocol("m,device=\"a x=1 1\nm,device=a y=1 2\nm,device=b \"k=1 3\n", Options());
+  ASSERT_EQ(tags.records.size(), 3u);
+  EXPECT_EQ(tags.records[0].record.device_id, "\"a");
+  EXPECT_EQ(tags.records[2].record.fields[0].name, "\"k");
+  // An unclosed quote takes the rest of the body, as in InfluxDB.
+  const LineProtocolBatch open = ParseLineProtocol("m,device=d s=\"open 1\nm,device=d v=2 2\n", Options());
+  EXPECT_TRUE(open.records.empty());
+  ASSERT_EQ(open.errors.size(), 1u);
+  EXPECT_TRUE(HasText(open.errors[0].reason, "has no closing quote"));
+}
+
+TEST(LineProtocolTest, ACommentEndsAtItsNewlineEvenAfterABackslash) {
+  const LineProtocolBatch batch = ParseLineProtocol("# C:\\\nm,device=d v=1 1\n", Options());
+  ASSERT_EQ(batch.records.size(), 1u);
+  EXPECT_EQ(batch.records[0].line_number, 2u);
 }
 
 }  // namespace
