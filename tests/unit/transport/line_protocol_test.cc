@@ -444,5 +444,67 @@ TEST(LineProtocolTest, ACommentEndsAtItsNewlineEvenAfterABackslash) {
   EXPECT_EQ(batch.records[0].line_number, 2u);
 }
 
+TEST(LineProtocolTest, TtlAndVersionAreReservedFields) {
+  const Record record = Parse("m,device=d v=1,_ttl=1800000000i,_version=7u 1700000000000000000");
+  EXPECT_EQ(record.ttl, 1'800'000'000);
+  EXPECT_EQ(record.version, 7u);
+  ASSERT_EQ(record.fields.size(), 1u);  // neither is an ordinary field
+  EXPECT_EQ(record.fields[0].name, "v");
+  EXPECT_EQ(Parse("m,device=d _version=3i,v=1").version, 3u);
+  EXPECT_EQ(Parse("m,device=d v=1,_version=18446744073709551615u").version,
+            std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(Parse("m,device=d v=1,_ttl=0i 1700000000000000000").ttl, 0);  // none: the table's default
+}
+
+TEST(LineProtocolTest, AReservedFieldUsedWronglyRefusesTheLine) {
+  EXPECT_EQ(Reason("m,device=d v=1,_ttl=1800000000"),
+            "reserved field _ttl must be an integer (the absolute expiry in Unix seconds, e.g. "
+            "_ttl=1700003600i), not '1800000000' (column 21)");
+  EXPECT_TRUE(HasText(Reason("m,device=d v=1,_ttl=\"soon\""), "reserved field _ttl must be an integer"));
+  EXPECT_TRUE(HasText(Reason("m,device=d v=1,_ttl=true"), "reserved field _ttl must be an integer"));
+  EXPECT_TRUE(HasText(Reason("m,device=d v=1,_version=2.5"), "reserved field _version must be an integer"));
+  EXPECT_TRUE(HasText(Reason("m,device=d v=1,_version=5t"), "reserved field _version must be an integer"));
+  EXPECT_TRUE(HasText(Reason("m,device=d v=1,_version=-1i"), "reserved field _version must not be negative"));
+  EXPECT_TRUE(HasText(Reason("m,device=d v=1,_ttl=-5i"), "reserved field _ttl must not be negative"));
+  EXPECT_TRUE(HasText(Reason("m,device=d v=1,_version=18446744073709551616u"), "overflows uint64"));
+  EXPECT_EQ(Reason("m,device=d v=1,_ttl=9223372036854775808u"), "_ttl 9223372036854775808 is beyond int64 seconds");
+  EXPECT_EQ(Reason("m,device=d v=1,_version=1i,_version=2i"), "field '_version' appears twice");
+  // A duration where the absolute time belongs would expire the record at once.
+  EXPECT_EQ(Reason("m,device=d v=1,_ttl=3600i 1700000000000000000"),
+            "_ttl 3600 is not after the record's time (1700000000 s): _ttl is an absolute Unix time in "
+            "seconds, not a duration");
+  EXPECT_EQ(Reason("m,device=d _ttl=1800000000i,_version=1i"), "no fields besides _ttl and _version");
+}
+
+TEST(LineProtocolTest, OtherFieldNamesStartingWithAnUnderscoreAreRefused) {
+  EXPECT_EQ(Reason("m,device=d v=1,_value=2"),
+            "field names starting with '_' are reserved (_ttl and _version are defined); '_value' is not one "
+            "(column 16)");
+  EXPECT_TRUE(HasText(Reason("m,device=d _TTL=1i"), "'_TTL' is not one"));
+  // Tags and measurements may start with one.
+  const Record record = Parse("_m,device=d,_site=a v=1");
+  EXPECT_EQ(record.measure_name, "_m");
+  EXPECT_EQ(record.dimensions.at("_site"), "a");
+}
+
+TEST(LineProtocolTest, TimestampFieldsTakeATSuffixInTheWritesPrecision) {
+  EXPECT_EQ(*FieldValue(Parse("m,device=d started=1700000000000000000t"), "started"),
+            Value(Timestamp{1'700'000'000'000'000'000}));
+  EXPECT_EQ(*FieldValue(Parse("m,device=d started=-1t"), "started"), Value(Timestamp{-1}));
+  EXPECT_EQ(*FieldValue(Parse("m,device=d started=1700000000t", Options(TimestampPrecision::kSeconds)), "started"),
+            Value(Timestamp{1'700'000'000'000'000'000}));
+  EXPECT_EQ(*FieldValue(Parse("m,device=d started=1700000000123t", Options(TimestampPrecision::kMilliseconds)),
+                        "started"),
+            Value(Timestamp{1'700'000'000'123'000'000}));
+  EXPECT_EQ(Reason("m,device=d started=9223372037t", Options(TimestampPrecision::kSeconds)),
+            "field 'started': timestamp '9223372037t' at precision s is out of range (int64 nanoseconds reach "
+            "from 1677-09-21 to 2262-04-11)");
+  // A lone t is still the boolean true; other spellings are refused.
+  EXPECT_EQ(*FieldValue(Parse("m,device=d b=t"), "b"), Value(true));
+  for (const char* bad : {"1.5t", "1et", "t1", "12tt", "+1t", "0x1t"}) {
+    EXPECT_TRUE(HasText(Reason(std::string("m,device=d s=") + bad), "invalid value")) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace cairn
