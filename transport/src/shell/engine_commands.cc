@@ -652,6 +652,9 @@ class EngineCommands {
         {"device", point.device_id},
         {"measure", point.measure_name},
     };
+    // What the line's reserved fields _version and _ttl set.
+    if (point.version != 0) entries.emplace_back("version", Count(point.version));
+    if (point.ttl != 0) entries.emplace_back("ttl", ExpiryValue(point.ttl));
     if (held) {
       entries.emplace_back("time", std::string("stamped when the clock is trusted"));
     } else {
@@ -913,8 +916,9 @@ Status RegisterEngineCommands(CommandRegistry* registry, Engine* engine, Env* en
       add({.name = "put",
            .arguments = "TABLE LINE",
            .summary = "write one line-protocol point: MEASURE," + options.device_tag +
-                      "=D[,TAG=V...] FIELD=V[,...] [TIME]",
-           .options = {{"precision", "P", "unit of the line's time: ns (default), us, ms, s, m, h"}},
+                      "=D[,TAG=V...] FIELD=V[,...][,_version=Ni][,_ttl=UNIX_SECONDSi] [TIME]",
+           .options = {{"precision", "P",
+                        "unit of the line's time and t-suffixed values: ns (default), us, ms, s, m, h"}},
            .min_arguments = 2,
            .max_arguments = 2,
            .verbatim_last_argument = true},
