@@ -56,6 +56,76 @@ def get_json(port, path, token):
         return json.loads(response.read())
 
 
+def iso(seconds):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def check_backslash_tag(client, port, token, now):
+    """A tag key written with a backslash before an escaped equals sign is
+    stored as InfluxDB reads it: the backslash stays, the escape goes."""
+    if not client.write_points(["escapes,device=bs,reg\\\\=ion=east,path=C:\\data v=1i %d" % now],
+                               time_precision="s", protocol="line"):
+        fail("backslash tag: write returned False")
+    measures = get_json(port, "/v1/tables/sensors/measures", token)["measures"]
+    row = [m for m in measures if m["measure"] == "escapes"]
+    if len(row) != 1 or row[0]["dimensions"] != "path=C:\\data, reg\\=ion=east":
+        fail("backslash tag: %r" % row)
+    print("backslash tag read as InfluxDB reads it: %s" % row[0]["dimensions"])
+
+
+def check_reserved_fields(client, port, token, now):
+    """_ttl, _version and a t-suffixed timestamp value set a record's expiry,
+    version and a timestamp field; used wrongly they refuse the line."""
+    expiry = now + 365 * 86400
+    started = now - 3600
+    # The client's own point dicts: integers become 3i, so _version and _ttl
+    # need nothing special.
+    if not client.write_points([{"measurement": "rsv", "tags": {"device": "rv"}, "time": now - 2,
+                                 "fields": {"v": 1.5, "_version": 3, "_ttl": expiry}}], time_precision="s"):
+        fail("reserved fields: write_points returned False")
+    # A timestamp field has no Python type of its own: written as a line.
+    if not client.write_points(["rsv,device=rv v=2.5,_version=1i,started=%dt %d" % (started, now - 1)],
+                               time_precision="s", protocol="line"):
+        fail("timestamp field: write returned False")
+    records = get_json(port, "/v1/tables/sensors/devices/rv/readings?measure=rsv&from=-1h", token)["records"]
+    if len(records) != 2:
+        fail("reserved fields: %r" % records)
+    first, second = records
+    if first.get("version") != 3 or first.get("ttl") != iso(expiry) or first.get("v") != 1.5:
+        fail("reserved fields: %r" % first)
+    if "_version" in first or "_ttl" in first:
+        fail("reserved fields stored as fields: %r" % first)
+    if second.get("version") != 1 or second.get("started") != iso(started) or second.get("v") != 2.5:
+        fail("timestamp field: %r" % second)
+    print("_version, _ttl and a timestamp field read back: %r" % first)
+
+    # A lower version of a stored point is rejected, not stored silently.
+    try:
+        client.write_points([{"measurement": "rsv", "tags": {"device": "rv"}, "time": now - 2,
+                              "fields": {"v": 9.5, "_version": 2}}], time_precision="s")
+        fail("a lower version was accepted")
+    except InfluxDBClientError as error:
+        if error.code != 400:
+            fail("lower version: expected 400, got %r" % error.code)
+    for bad in ({"v": 1.0, "_ttl": "soon"}, {"v": 1.0, "_version": -1}, {"v": 1.0, "_version": 2.5},
+                {"v": 1.0, "_other": 1}):
+        try:
+            client.write_points([{"measurement": "rsv", "tags": {"device": "rv-bad"}, "time": now,
+                                  "fields": bad}], time_precision="s")
+            fail("a misused reserved field was accepted: %r" % bad)
+        except InfluxDBClientError as error:
+            if error.code != 400 or "reserved" not in str(error.content):
+                fail("misused reserved field %r: expected 400 naming it, got %r %r"
+                     % (bad, error.code, error.content))
+    devices = [d["device"] for d in get_json(port, "/v1/tables/sensors/devices", token)["devices"]]
+    if "rv-bad" in devices:
+        fail("a line with a misused reserved field was stored")
+    records = get_json(port, "/v1/tables/sensors/devices/rv/readings?measure=rsv&from=-1h", token)["records"]
+    if records[0].get("v") != 1.5:
+        fail("the lower version replaced the stored point: %r" % records)
+    print("lower version and misused reserved fields refused with 400")
+
+
 def main():
     command = sys.argv[2:] + [sys.argv[1]] if len(sys.argv) > 2 else [sys.argv[1]]
     work = tempfile.mkdtemp(prefix="cairn-influx-")
@@ -114,6 +184,8 @@ def main():
         if len(latest) != 1 or latest[0]["watts"] != 1234.5:
             fail("gzip point: %r" % latest)
         print("read back every point through /v1 with equal values")
+        check_backslash_tag(client, port, token, now)
+        check_reserved_fields(client, port, token, now)
 
         wrong = InfluxDBClient(host="127.0.0.1", port=port, username="telegraf", password=token + "x",
                                database="sensors", timeout=TIMEOUT)
