@@ -199,6 +199,12 @@ class LineParser {
       record.receiver_time = true;  // the engine stamps or holds it by its trusted clock
     }
 
+    return Finish(std::move(record), std::move(tags));
+  }
+
+ private:
+  // The device, the dimensions and the checks that need the whole line.
+  Result<std::optional<Record>> Finish(Record record, std::map<std::string, std::string> tags) const {
     auto device = tags.find(options_.device_tag);
     if (device == tags.end()) return Status::InvalidArgument("no '" + options_.device_tag + "' tag");
     record.device_id = std::move(device->second);
@@ -221,7 +227,6 @@ class LineParser {
     return std::optional<Record>(std::move(record));
   }
 
- private:
   // NUL bytes and ill-formed UTF-8 are refused before any parsing, so that
   // no element (string values included) can carry them.
   Status CheckBytes() const {
