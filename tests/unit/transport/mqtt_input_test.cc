@@ -207,6 +207,8 @@ TEST(MqttInputPayloadTest, BadTtlVersionAndTimestampFieldsRefuseTheReading) {
       {"\"version\": 2.5, \"fields\": {\"t\": 1}}", "within uint64"},
       {"\"fields\": {\"t\": {\"timestamp\": 1.5}}}", "{\"timestamp\": ...} must be an integer within int64"},
       {"\"fields\": {\"t\": {\"timestamp\": 1, \"int\": 1}}}", "{\"timestamp\": integer}"},
+      {"\"fields\": {\"_ttl\": {\"int\": 1800000000}, \"t\": 1}}",
+       "field names starting with '_' are reserved ('_ttl'); a reading's expiry and version are its \"ttl\""},
   };
   for (const auto& [tail, reason] : cases) {
     Parsed parsed = Parse(head + tail);

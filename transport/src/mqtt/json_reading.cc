@@ -106,6 +106,12 @@ Result<Record> JsonReadingToRecord(const JsonValue& reading, const LineProtocolO
     } else if (key == "fields") {
       if (!value.is_object()) return Status::InvalidArgument("\"fields\" must be an object");
       for (const auto& [name, field_value] : value.members()) {
+        // As in line protocol, where _ttl and _version are reserved: a field
+        // named so would read as one thing here and another there.
+        if (!name.empty() && name[0] == '_') {
+          return Status::InvalidArgument("field names starting with '_' are reserved ('" + name +
+                                         "'); a reading's expiry and version are its \"ttl\" and \"version\"");
+        }
         Result<Value> converted = FieldValue(name, field_value, options);
         if (!converted.ok()) return converted.status();
         record.fields.push_back(Field{name, std::move(*converted)});
