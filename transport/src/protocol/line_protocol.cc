@@ -103,7 +103,7 @@ bool IsFloatLiteral(std::string_view text) {
 // value. Quotes count only after the first space, in a field value (more
 // '=' than ',' seen since). A comment line ends at its first LF whatever it
 // holds, so that a trailing backslash cannot swallow the point below it.
-size_t LineEnd(std::string_view body, size_t start) {
+size_t FindLineEnd(std::string_view body, size_t start) {
   size_t i = start;
   while (i < body.size() && IsBlank(body[i])) ++i;
   if (i < body.size() && body[i] == '#') return std::min(body.find('\n', i), body.size());
@@ -551,12 +551,14 @@ Result<std::optional<Record>> ParseLineProtocolLine(std::string_view line,
   return LineParser(line, options).Parse();
 }
 
+size_t LineProtocolLineEnd(std::string_view body, size_t start) { return FindLineEnd(body, start); }
+
 LineProtocolBatch ParseLineProtocol(std::string_view body, const LineProtocolOptions& options) {
   LineProtocolBatch batch;
   size_t line_number = 1;
   size_t start = 0;
   while (start < body.size()) {
-    const size_t end = LineEnd(body, start);
+    const size_t end = FindLineEnd(body, start);
     const std::string_view line = body.substr(start, end - start);
     Result<std::optional<Record>> parsed = ParseLineProtocolLine(line, options);
     if (!parsed.ok()) {

@@ -103,6 +103,11 @@ struct LineProtocolBatch {
   std::vector<LineProtocolError> errors;    // in input order
 };
 
+// The end of the line that starts at offset `start` of `body`: the offset of
+// the LF that ends it (not one inside a quoted string value or after a
+// backslash), or body.size(). ParseLineProtocol splits a body with it.
+size_t LineProtocolLineEnd(std::string_view body, size_t start);
+
 // Parses a whole body. Never fails as a whole: see LineProtocolBatch.
 LineProtocolBatch ParseLineProtocol(std::string_view body, const LineProtocolOptions& options);
 
