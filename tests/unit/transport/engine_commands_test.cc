@@ -221,7 +221,8 @@ TEST_F(EngineCommandsTest, PutSetsVersionTtlAndTimestampFields) {
             "\"2023-11-14T22:13:10Z\",\"measure\":\"env\",\"version\":3,\"ttl\":\"2027-01-15T08:00:00Z\","
             "\"at\":\"2023-07-22T04:26:40Z\",\"v\":1}]}\n");
   // A lower version of the same point is rejected; --precision applies to t values.
-  EXPECT_TRUE(Contains(Run("put sensors env,device=d1 v=2,_version=2i 1699999990000000000"), "error: put: rejected"));
+  EXPECT_TRUE(
+      Contains(Run("put sensors env,device=d1 v=2,_version=2i 1699999990000000000"), "error: put: rejected"));
   EXPECT_TRUE(Contains(Run("put --precision s sensors env,device=d2 at=1690000000t 1699999990"),
                        "outcome  stored\n"));
   EXPECT_TRUE(Contains(Run("latest sensors d2 --json"), "\"at\":\"2023-07-22T04:26:40Z\""))

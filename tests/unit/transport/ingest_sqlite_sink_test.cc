@@ -90,11 +90,12 @@ TEST_F(SqliteSinkTest, TtlVersionAndTimestampFieldsFromTheEntryPointsReachTheClo
                                       "at=1690000000000000000t 1700000000000000000",
                                       options, &records, &errors)
                   .ok());
-  ASSERT_TRUE(MqttInput::ParsePayload("{\"device\": \"json\", \"measure\": \"env\", \"time\": 1700000000000000000,"
-                                      " \"ttl\": 4000000001, \"version\": 9,"
-                                      " \"fields\": {\"v\": 2, \"at\": {\"timestamp\": -5}}}",
-                                      options, &records, &errors)
-                  .ok());
+  ASSERT_TRUE(
+      MqttInput::ParsePayload("{\"device\": \"json\", \"measure\": \"env\", \"time\": 1700000000000000000,"
+                              " \"ttl\": 4000000001, \"version\": 9,"
+                              " \"fields\": {\"v\": 2, \"at\": {\"timestamp\": -5}}}",
+                              options, &records, &errors)
+          .ok());
   ASSERT_TRUE(errors.empty()) << errors[0];
   ASSERT_EQ(records.size(), 2u);
   Result<WriteResult> written = (*engine)->Write("sensors", records);
@@ -107,8 +108,8 @@ TEST_F(SqliteSinkTest, TtlVersionAndTimestampFieldsFromTheEntryPointsReachTheClo
 
   uint64_t sequence = 1;
   for (EnvelopeEncoding encoding : {EnvelopeEncoding::kBinary, EnvelopeEncoding::kJson}) {
-    Result<DecodedEnvelope> batch =
-        MakeBatch(HeaderFor(sequence++, changes->records.size()), changes->records, changes->dimensions, encoding);
+    Result<DecodedEnvelope> batch = MakeBatch(HeaderFor(sequence++, changes->records.size()),
+                                              changes->records, changes->dimensions, encoding);
     ASSERT_TRUE(batch.ok()) << batch.status().ToString();
     Apply(*batch);
   }

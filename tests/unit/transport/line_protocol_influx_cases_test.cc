@@ -30,13 +30,14 @@ struct Point {
 };
 
 struct Case {
-  std::string source;          // the points_test.go test it mirrors
-  std::string body;            // one line, or a few
-  std::vector<Point> points;   // expected, in order
-  std::string error;           // a part of the reason of the body's one refused line; empty: none refused
-  std::string influx;          // InfluxDB's answer where cairn's documented rule differs
+  std::string source;         // the points_test.go test it mirrors
+  std::string body;           // one line, or a few
+  std::vector<Point> points;  // expected, in order
+  std::string error;          // a part of the reason of the body's one refused line; empty: none refused
+  std::string influx;         // InfluxDB's answer where cairn's documented rule differs
   TimestampPrecision precision = TimestampPrecision::kNanoseconds;
-  int64_t now = 0;             // the default time of lines without one
+  // The default time of lines without one.
+  int64_t now = 0;
 };
 
 Value S(const char* text) { return Value(std::string(text)); }
@@ -82,9 +83,12 @@ std::vector<Case> TagCases() {
                P("cpu", {{"tag0", "v0"}, {"tag1", "v0"}}, {{"value", 1.0}})),
       Accepted("TestPoint_Tags", R"(cpu,device=d,tag0=v\ 0\ 1,tag1=v2 value=1)",
                P("cpu", {{"tag0", "v 0 1"}, {"tag1", "v2"}}, {{"value", 1.0}})),
-      Accepted("TestPoint_Tags", R"(cpu,device=d,tag0=\, value=1)", P("cpu", {{"tag0", ","}}, {{"value", 1.0}})),
-      Accepted("TestPoint_Tags", R"(cpu,device=d,ta\ g0=\, value=1)", P("cpu", {{"ta g0", ","}}, {{"value", 1.0}})),
-      Accepted("TestPoint_Tags", R"(cpu,device=d,tag0=\,1 value=1)", P("cpu", {{"tag0", ",1"}}, {{"value", 1.0}})),
+      Accepted("TestPoint_Tags", R"(cpu,device=d,tag0=\, value=1)",
+               P("cpu", {{"tag0", ","}}, {{"value", 1.0}})),
+      Accepted("TestPoint_Tags", R"(cpu,device=d,ta\ g0=\, value=1)",
+               P("cpu", {{"ta g0", ","}}, {{"value", 1.0}})),
+      Accepted("TestPoint_Tags", R"(cpu,device=d,tag0=\,1 value=1)",
+               P("cpu", {{"tag0", ",1"}}, {{"value", 1.0}})),
       Accepted("TestPoint_Tags", R"(cpu,device=d,tag0=1\"\",t=k value=1)",
                P("cpu", {{"tag0", R"(1\"\")"}, {"t", "k"}}, {{"value", 1.0}})),
       Accepted("TestPoint_Tags", "cpu,device=d,_measurement=v0,_field=v1 value=1",
@@ -96,7 +100,8 @@ std::vector<Case> TagCases() {
               "accepts NUL bytes in tag keys and values and field keys"),
       Accepted("TestPoint_EqPattern_Measurement", "measurement=withEq,device=d,tag0=v0 value=1",
                P("measurement=withEq", {{"tag0", "v0"}}, {{"value", 1.0}})),
-      Accepted("TestPoint_EqPattern_Measurement", "tag0=v0,device=d value=1", P("tag0=v0", {}, {{"value", 1.0}})),
+      Accepted("TestPoint_EqPattern_Measurement", "tag0=v0,device=d value=1",
+               P("tag0=v0", {}, {{"value", 1.0}})),
       Refused("TestParsePointNoFields", "cpu_load_short,device=server01,region=us-west", "no fields"),
       Refused("TestParsePointNoFields", "cpu", "no fields"),
       Refused("TestParsePointNoFields", "cpu,device==", "no fields"),
@@ -114,7 +119,8 @@ std::vector<Case> TagCases() {
       Refused("TestParsePointMissingTagValue", "cpu,device,", "tag 'device' has no '=' and value"),
       Refused("TestParsePointMissingTagValue", "cpu,device=", "tag 'device' has an empty value"),
       Refused("TestParsePointMissingTagValue", "cpu,device value=1i", "tag 'device' has no '=' and value"),
-      Refused("TestParsePointMissingTagValue", "cpu,device=serverA,region value=1i", "tag 'region' has no '='"),
+      Refused("TestParsePointMissingTagValue", "cpu,device=serverA,region value=1i",
+              "tag 'region' has no '='"),
       Refused("TestParsePointMissingTagValue", "cpu,device=serverA,region= value=1i",
               "tag 'region' has an empty value"),
       Refused("TestParsePointMissingTagValue", "cpu,device=serverA,region=,zone=us-west value=1i",
@@ -129,9 +135,11 @@ std::vector<Case> TagCases() {
               "tag 'b' appears twice"),
       Accepted("TestParsePointKeyUnsorted", "cpu,device=d,last=1,first=2 value=1i",
                P("cpu", {{"first", "2"}, {"last", "1"}}, {{"value", I(1)}})),
-      Accepted("TestParsePointQuotedTags", R"(cpu,device=d,"host"="serverA",region=us-east value=1.0 1000000000)",
-               P("cpu", {{R"("host")", R"("serverA")"}, {"region", "us-east"}}, {{"value", 1.0}}, 1000000000)),
-      Accepted("TestParsePointQuotedMeasurement", R"("cpu",device=serverA,region=us-east value=1.0 1000000000)",
+      Accepted(
+          "TestParsePointQuotedTags", R"(cpu,device=d,"host"="serverA",region=us-east value=1.0 1000000000)",
+          P("cpu", {{R"("host")", R"("serverA")"}, {"region", "us-east"}}, {{"value", 1.0}}, 1000000000)),
+      Accepted("TestParsePointQuotedMeasurement",
+               R"("cpu",device=serverA,region=us-east value=1.0 1000000000)",
                Point{R"("cpu")", {{"region", "us-east"}}, {{"value", 1.0}}, 1000000000, "serverA"}),
       Accepted("TestParseKeyBytes", R"(m\ q,device=d,k\ q=v x=1)", P("m q", {{"k q", "v"}}, {{"x", 1.0}})),
   };
@@ -171,7 +179,8 @@ std::vector<Case> EscapeCases() {
                P("cpu", {{"regions", "east"}}, {{"value,ms", 1.0}})),
       Accepted(source, R"(cpu,device=d,regions=east value\ ms=1.0)",
                P("cpu", {{"regions", "east"}}, {{"value ms", 1.0}})),
-      Accepted(source, R"(cpu,device=d,regions=east value="1")", P("cpu", {{"regions", "east"}}, {{"value", S("1")}})),
+      Accepted(source, R"(cpu,device=d,regions=east value="1")",
+               P("cpu", {{"regions", "east"}}, {{"value", S("1")}})),
       Accepted(source, R"(cpu,device=d,regions=east value="1,0")",
                P("cpu", {{"regions", "east"}}, {{"value", S("1,0")}})),
       Accepted(source, R"(cpu,device=d,regions=eas\t value=1.0)",
@@ -216,10 +225,12 @@ std::vector<Case> FieldCases() {
       Refused("TestParsePointMinInt64", value("-9223372036854775809i"), "overflows int64"),
       number("TestParsePointMinInt64", "-9223372036854775808i", I(kMinInt64)),
       number("TestParsePointMinInt64", "-0009223372036854775808i", I(kMinInt64)),
-      Refused("TestParsePointMaxFloat64", value(("1" + max_float).c_str()), "out of the range of a 64-bit float"),
+      Refused("TestParsePointMaxFloat64", value(("1" + max_float).c_str()),
+              "out of the range of a 64-bit float"),
       number("TestParsePointMaxFloat64", max_float.c_str(), Value(DBL_MAX)),
       number("TestParsePointMaxFloat64", ("0000" + max_float).c_str(), Value(DBL_MAX)),
-      Refused("TestParsePointMinFloat64", value(("-1" + max_float).c_str()), "out of the range of a 64-bit float"),
+      Refused("TestParsePointMinFloat64", value(("-1" + max_float).c_str()),
+              "out of the range of a 64-bit float"),
       number("TestParsePointMinFloat64", ("-" + max_float).c_str(), Value(-DBL_MAX)),
       number("TestParsePointMinFloat64", ("-0000000" + max_float).c_str(), Value(-DBL_MAX)),
       Refused("TestParsePointMaxUint64", value("18446744073709551616u"), "does not fit in int64"),
@@ -260,28 +271,41 @@ std::vector<Case> FieldCases() {
                P("cpu", {}, {{"value", 6632243.0}}, 1000000000)),
       Accepted("TestNewPointLargeInteger", "cpu,device=d value=6632243i 1000000000",
                P("cpu", {}, {{"value", I(6632243)}}, 1000000000)),
-      Accepted("TestParsePointIntsFloats", "cpu,device=d,region=us-east int=10i,float=11.0,float2=12.1 1000000000",
-               P("cpu", {{"region", "us-east"}}, {{"int", I(10)}, {"float", 11.0}, {"float2", 12.1}}, 1000000000)),
-      Accepted("TestParsePointWithBoolField",
-               "cpu,device=d true=true,t=t,T=T,TRUE=TRUE,True=True,false=false,f=f,F=F,FALSE=FALSE,False=False 1",
-               P("cpu", {},
-                 {{"true", true}, {"t", true}, {"T", true}, {"TRUE", true}, {"True", true}, {"false", false},
-                  {"f", false}, {"F", false}, {"FALSE", false}, {"False", false}},
-                 1)),
+      Accepted(
+          "TestParsePointIntsFloats", "cpu,device=d,region=us-east int=10i,float=11.0,float2=12.1 1000000000",
+          P("cpu", {{"region", "us-east"}}, {{"int", I(10)}, {"float", 11.0}, {"float2", 12.1}}, 1000000000)),
+      Accepted(
+          "TestParsePointWithBoolField",
+          "cpu,device=d true=true,t=t,T=T,TRUE=TRUE,True=True,false=false,f=f,F=F,FALSE=FALSE,False=False 1",
+          P("cpu", {},
+            {{"true", true},
+             {"t", true},
+             {"T", true},
+             {"TRUE", true},
+             {"True", true},
+             {"false", false},
+             {"f", false},
+             {"F", false},
+             {"FALSE", false},
+             {"False", false}},
+            1)),
       Accepted("TestPoint_FieldIterator_FieldMap", "m,device=d v=42i,f=42,g=42.314,u=123u",
                P("m", {}, {{"v", I(42)}, {"f", 42.0}, {"g", 42.314}, {"u", I(123)}})),
-      Accepted("TestPoint_FieldIterator_FieldMap", "m,device=d a=2i,b=3i,c=true,d=\"stuff\",e=-0.23,f=123.456",
-               P("m", {}, {{"a", I(2)}, {"b", I(3)}, {"c", true}, {"d", S("stuff")}, {"e", -0.23}, {"f", 123.456}})),
+      Accepted("TestPoint_FieldIterator_FieldMap",
+               "m,device=d a=2i,b=3i,c=true,d=\"stuff\",e=-0.23,f=123.456",
+               P("m", {},
+                 {{"a", I(2)}, {"b", I(3)}, {"c", true}, {"d", S("stuff")}, {"e", -0.23}, {"f", 123.456}})),
       // InfluxDB 1.x drops a field named time (the point too if it has no
       // other): cairn refuses the line rather than drop data unreported.
-      Refused("tsdb shard: field named time", "cpu,device=d time=1", 
+      Refused("tsdb shard: field named time", "cpu,device=d time=1",
               R"(invalid field name: input field "time" on measurement "cpu" is invalid)"),
       Refused("tsdb shard: field named time", "cpu,device=d value=1,time=2",
               R"(invalid field name: input field "time" on measurement "cpu" is invalid)",
               "stores value=1 and drops the time field without saying so"),
   };
   for (const char* bad : {"-", "-i", "-.", ".", "1.0i", "1ii", "1a", "-e-e-e", "42+3", "-123u"}) {
-    cases.push_back(Refused("TestParsePointBadNumber", std::string("cpu,device=d v=") + bad + " ", "invalid value"));
+    cases.push_back(
+        Refused("TestParsePointBadNumber", std::string("cpu,device=d v=") + bad + " ", "invalid value"));
   }
   cases.push_back(Refused("TestParsePointBadNumber", "cpu,device=d v= ", "has an empty value"));
   return cases;
@@ -337,13 +361,16 @@ std::vector<Case> TimeAndBodyCases() {
       Body("TestParsePointNoValue", ""),
       Body("TestParsePointWhitespaceValue", " "),
       Accepted("TestParsePointNoTimestamp", "cpu,device=d value=1", P("cpu", {}, {{"value", 1.0}}, 0)),
-      Accepted("TestParsePointNegativeTimestamp", "cpu,device=d value=1 -1", P("cpu", {}, {{"value", 1.0}}, -1)),
+      Accepted("TestParsePointNegativeTimestamp", "cpu,device=d value=1 -1",
+               P("cpu", {}, {{"value", 1.0}}, -1)),
       Accepted("TestParsePointMaxTimestamp", "cpu,device=d value=1 9223372036854775806",
                P("cpu", {}, {{"value", 1.0}}, kMaxInt64 - 1)),
       Accepted("TestParsePointMinTimestamp", "cpu,device=d value=1 -9223372036854775806",
                P("cpu", {}, {{"value", 1.0}}, kMinInt64 + 2)),
-      Accepted("SafeCalcTime", "cpu,device=d value=1 9223372036854775807", P("cpu", {}, {{"value", 1.0}}, kMaxInt64),
-               "refuses the highest and the two lowest int64 nanoseconds (its sentinels): time outside range"),
+      Accepted(
+          "SafeCalcTime", "cpu,device=d value=1 9223372036854775807",
+          P("cpu", {}, {{"value", 1.0}}, kMaxInt64),
+          "refuses the highest and the two lowest int64 nanoseconds (its sentinels): time outside range"),
       Refused("TestParsePoint_TrailingSlash", R"(a,device=d v=1 0\)", "is not an integer"),
       Accepted("TestParsePointsWithPrecision", line + " 946730096789012", at(946730096789012000)),
       Accepted("TestParsePointsWithPrecisionNoTime", line, at(946730096789012000)),
@@ -351,8 +378,8 @@ std::vector<Case> TimeAndBodyCases() {
                at(946730096789012345)),
       Accepted("TestParsePointsWithPrecisionComments", line + " 946730096789012345\n# end of points",
                at(946730096789012345)),
-      Accepted("TestParsePointsWithPrecisionComments", "\t# a point is below\n" + line + " 946730096789012345",
-               at(946730096789012345)),
+      Accepted("TestParsePointsWithPrecisionComments",
+               "\t# a point is below\n" + line + " 946730096789012345", at(946730096789012345)),
       Body("TestParsePointsWithPrecisionComments", "# comment only"),
       Body("TestParsePointsUnbalancedQuotedTags",
            "baz,device=d,mytag=\"a x=1 1441103862125\nbaz,device=d,mytag=a z=1 1441103862126",
@@ -372,13 +399,16 @@ std::vector<Case> TimeAndBodyCases() {
   cases[9].now = 946730096789012345;  // 2000-01-01T12:34:56.789012345Z, truncated to the precision
   for (const char* spaced :
        {"cpu,device=d    value=1.0 1257894000000000000", "cpu,device=d value=1.0     1257894000000000000",
-        "cpu,device=d      value=1.0     1257894000000000000", "cpu,device=d value=1.0 1257894000000000000   ",
-        "cpu,device=d value=1.0 1257894000000000000\n", "cpu,device=d   value=1.0 1257894000000000000\n"}) {
-    cases.push_back(Accepted("TestParsePointWhitespace", spaced, P("cpu", {}, {{"value", 1.0}}, 1257894000000000000)));
+        "cpu,device=d      value=1.0     1257894000000000000",
+        "cpu,device=d value=1.0 1257894000000000000   ", "cpu,device=d value=1.0 1257894000000000000\n",
+        "cpu,device=d   value=1.0 1257894000000000000\n"}) {
+    cases.push_back(
+        Accepted("TestParsePointWhitespace", spaced, P("cpu", {}, {{"value", 1.0}}, 1257894000000000000)));
   }
-  for (const char* bad : {"9223372036854775808", "-92233720368547758078", "-", "-/", "-1?", "1-",
-                          "9223372036854775807 12"}) {
-    cases.push_back(Refused("TestParsePointInvalidTimestamp", std::string("cpu,device=d value=1 ") + bad, "timestamp"));
+  for (const char* bad :
+       {"9223372036854775808", "-92233720368547758078", "-", "-/", "-1?", "1-", "9223372036854775807 12"}) {
+    cases.push_back(
+        Refused("TestParsePointInvalidTimestamp", std::string("cpu,device=d value=1 ") + bad, "timestamp"));
   }
   return cases;
 }
@@ -447,7 +477,8 @@ TEST(LineProtocolInfluxCasesTest, ManyTagsUpToTheDataModelsLimit) {
   EXPECT_EQ(fits.records[0].record.dimensions.size(), kMaxDimensionsPerSeries);
   const LineProtocolBatch over = ParseLineProtocol(line + ",one=more v=0", LineProtocolOptions());
   ASSERT_EQ(over.errors.size(), 1u);
-  EXPECT_NE(over.errors[0].reason.find("dimensions; the limit is"), std::string::npos) << over.errors[0].reason;
+  EXPECT_NE(over.errors[0].reason.find("dimensions; the limit is"), std::string::npos)
+      << over.errors[0].reason;
 }
 
 }  // namespace

@@ -194,7 +194,8 @@ TEST(LineProtocolTest, BackslashesBeforeOrdinaryBytesAreKept) {
   // (InfluxDB 1.x's point name unescapes it).
   EXPECT_EQ(Parse(R"(a=b\=c,device=d v=1)").measure_name, "a=b=c");
   // An escaped space joins the tag value, which then holds an unescaped '='.
-  EXPECT_EQ(Reason(R"(m,device=d\ v=1)"), "tag 'device' has an unescaped '=' in its value (write \\=) (column 14)");
+  EXPECT_EQ(Reason(R"(m,device=d\ v=1)"),
+            "tag 'device' has an unescaped '=' in its value (write \\=) (column 14)");
   EXPECT_EQ(Reason(R"(m,device=d\ v)"),
             "no fields (expected a space, then field=value after the measurement and tags) (column 14)");
   // A trailing backslash escapes nothing and is kept.
@@ -202,7 +203,8 @@ TEST(LineProtocolTest, BackslashesBeforeOrdinaryBytesAreKept) {
 }
 
 TEST(LineProtocolTest, AnUnescapedEqualsSignInATagValueIsRefusedAfterItsFirstByte) {
-  EXPECT_EQ(Reason("m,device=a=b v=1"), "tag 'device' has an unescaped '=' in its value (write \\=) (column 11)");
+  EXPECT_EQ(Reason("m,device=a=b v=1"),
+            "tag 'device' has an unescaped '=' in its value (write \\=) (column 11)");
   EXPECT_EQ(Parse(R"(m,device=a\=b v=1)").device_id, "a=b");
   // InfluxDB's scanner checks from the second byte on.
   EXPECT_EQ(Parse("m,device==b v=1").device_id, "=b");
@@ -467,7 +469,8 @@ TEST(LineProtocolTest, AReservedFieldUsedWronglyRefusesTheLine) {
   EXPECT_TRUE(HasText(Reason("m,device=d v=1,_version=-1i"), "reserved field _version must not be negative"));
   EXPECT_TRUE(HasText(Reason("m,device=d v=1,_ttl=-5i"), "reserved field _ttl must not be negative"));
   EXPECT_TRUE(HasText(Reason("m,device=d v=1,_version=18446744073709551616u"), "overflows uint64"));
-  EXPECT_EQ(Reason("m,device=d v=1,_ttl=9223372036854775808u"), "_ttl 9223372036854775808 is beyond int64 seconds");
+  EXPECT_EQ(Reason("m,device=d v=1,_ttl=9223372036854775808u"),
+            "_ttl 9223372036854775808 is beyond int64 seconds");
   EXPECT_EQ(Reason("m,device=d v=1,_version=1i,_version=2i"), "field '_version' appears twice");
   // A duration where the absolute time belongs would expire the record at once.
   EXPECT_EQ(Reason("m,device=d v=1,_ttl=3600i 1700000000000000000"),
@@ -491,14 +494,17 @@ TEST(LineProtocolTest, TimestampFieldsTakeATSuffixInTheWritesPrecision) {
   EXPECT_EQ(*FieldValue(Parse("m,device=d started=1700000000000000000t"), "started"),
             Value(Timestamp{1'700'000'000'000'000'000}));
   EXPECT_EQ(*FieldValue(Parse("m,device=d started=-1t"), "started"), Value(Timestamp{-1}));
-  EXPECT_EQ(*FieldValue(Parse("m,device=d started=1700000000t", Options(TimestampPrecision::kSeconds)), "started"),
-            Value(Timestamp{1'700'000'000'000'000'000}));
-  EXPECT_EQ(*FieldValue(Parse("m,device=d started=1700000000123t", Options(TimestampPrecision::kMilliseconds)),
-                        "started"),
-            Value(Timestamp{1'700'000'000'123'000'000}));
-  EXPECT_EQ(Reason("m,device=d started=9223372037t", Options(TimestampPrecision::kSeconds)),
-            "field 'started': timestamp '9223372037t' at precision s is out of range (int64 nanoseconds reach "
-            "from 1677-09-21 to 2262-04-11)");
+  EXPECT_EQ(
+      *FieldValue(Parse("m,device=d started=1700000000t", Options(TimestampPrecision::kSeconds)), "started"),
+      Value(Timestamp{1'700'000'000'000'000'000}));
+  EXPECT_EQ(
+      *FieldValue(Parse("m,device=d started=1700000000123t", Options(TimestampPrecision::kMilliseconds)),
+                  "started"),
+      Value(Timestamp{1'700'000'000'123'000'000}));
+  EXPECT_EQ(
+      Reason("m,device=d started=9223372037t", Options(TimestampPrecision::kSeconds)),
+      "field 'started': timestamp '9223372037t' at precision s is out of range (int64 nanoseconds reach "
+      "from 1677-09-21 to 2262-04-11)");
   // A lone t is still the boolean true; other spellings are refused.
   EXPECT_EQ(*FieldValue(Parse("m,device=d b=t"), "b"), Value(true));
   for (const char* bad : {"1.5t", "1et", "t1", "12tt", "+1t", "0x1t"}) {

@@ -177,7 +177,8 @@ TEST(MqttInputPayloadTest, BadJsonReadingsAreReportedAndGoodOnesKept) {
 TEST(MqttInputPayloadTest, JsonReadingSetsTtlVersionAndTimestampFields) {
   Parsed parsed = Parse(
       "[{\"device\": \"d\", \"measure\": \"env\", \"time\": 1700000000, \"ttl\": 1800000000,"
-      "  \"version\": 18446744073709551615, \"fields\": {\"t\": 1, \"started\": {\"timestamp\": 1690000000}}},"
+      "  \"version\": 18446744073709551615, \"fields\": {\"t\": 1, \"started\": {\"timestamp\": "
+      "1690000000}}},"
       " {\"device\": \"d\", \"measure\": \"env\", \"time\": 1700000001, \"ttl\": \"1800000000\","
       "  \"version\": \"7\", \"fields\": {\"started\": {\"timestamp\": \"-1\"}}}]",
       Options(TimestampPrecision::kSeconds));
@@ -202,7 +203,8 @@ TEST(MqttInputPayloadTest, BadTtlVersionAndTimestampFieldsRefuseTheReading) {
       {"\"ttl\": \"soon\", \"fields\": {\"t\": 1}}", "\"ttl\" must be an integer within uint64"},
       {"\"ttl\": true, \"fields\": {\"t\": 1}}", "\"ttl\" must be an integer"},
       {"\"ttl\": 9223372036854775808, \"fields\": {\"t\": 1}}", "beyond int64 seconds"},
-      {"\"ttl\": 3600, \"fields\": {\"t\": 1}}", "\"ttl\" 3600 is not after the record's time (1700000000 s)"},
+      {"\"ttl\": 3600, \"fields\": {\"t\": 1}}",
+       "\"ttl\" 3600 is not after the record's time (1700000000 s)"},
       {"\"version\": 18446744073709551616, \"fields\": {\"t\": 1}}", "within uint64"},
       {"\"version\": 2.5, \"fields\": {\"t\": 1}}", "within uint64"},
       {"\"fields\": {\"t\": {\"timestamp\": 1.5}}}", "{\"timestamp\": ...} must be an integer within int64"},
@@ -216,14 +218,16 @@ TEST(MqttInputPayloadTest, BadTtlVersionAndTimestampFieldsRefuseTheReading) {
     ASSERT_EQ(parsed.errors.size(), 1u) << tail;
     EXPECT_NE(parsed.errors[0].find(reason), std::string::npos) << parsed.errors[0];
   }
-  Parsed overflow = Parse("{\"device\": \"d\", \"measure\": \"env\", \"fields\": {\"t\": {\"timestamp\": 9300000000}}}",
-                          Options(TimestampPrecision::kSeconds));
+  Parsed overflow =
+      Parse("{\"device\": \"d\", \"measure\": \"env\", \"fields\": {\"t\": {\"timestamp\": 9300000000}}}",
+            Options(TimestampPrecision::kSeconds));
   ASSERT_EQ(overflow.errors.size(), 1u);
   EXPECT_NE(overflow.errors[0].find("out of range for precision s"), std::string::npos) << overflow.errors[0];
 }
 
 TEST(MqttInputPayloadTest, LineProtocolPayloadsSetTtlAndVersionByReservedFields) {
-  Parsed parsed = Parse("env,device=d t=1,_ttl=1800000000i,_version=4i,at=1700000000000000000t 1700000000000000000");
+  Parsed parsed =
+      Parse("env,device=d t=1,_ttl=1800000000i,_version=4i,at=1700000000000000000t 1700000000000000000");
   ASSERT_EQ(parsed.records.size(), 1u) << Joined(parsed.errors);
   EXPECT_EQ(parsed.records[0].ttl, 1'800'000'000);
   EXPECT_EQ(parsed.records[0].version, 4u);

@@ -31,7 +31,8 @@ Result<uint64_t> ParseUnsigned(const JsonValue& value, std::string_view what) {
   if (!value.is_number() && !value.is_string()) {
     return Status::InvalidArgument(std::string(what) + " must be an integer");
   }
-  if (!text.empty() && text[0] == '-') return Status::InvalidArgument(std::string(what) + " must not be negative");
+  if (!text.empty() && text[0] == '-')
+    return Status::InvalidArgument(std::string(what) + " must not be negative");
   uint64_t parsed = 0;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), parsed);
   if (error != std::errc() || end != text.data() + text.size() || text.empty()) {
@@ -41,7 +42,8 @@ Result<uint64_t> ParseUnsigned(const JsonValue& value, std::string_view what) {
   return parsed;
 }
 
-Result<Value> FieldValue(const std::string& name, const JsonValue& value, const LineProtocolOptions& options) {
+Result<Value> FieldValue(const std::string& name, const JsonValue& value,
+                         const LineProtocolOptions& options) {
   switch (value.kind()) {
     case JsonValue::Kind::kNumber: {
       const double number = value.number();
@@ -109,8 +111,9 @@ Result<Record> JsonReadingToRecord(const JsonValue& reading, const LineProtocolO
         // As in line protocol, where _ttl and _version are reserved: a field
         // named so would read as one thing here and another there.
         if (!name.empty() && name[0] == '_') {
-          return Status::InvalidArgument("field names starting with '_' are reserved ('" + name +
-                                         "'); a reading's expiry and version are its \"ttl\" and \"version\"");
+          return Status::InvalidArgument(
+              "field names starting with '_' are reserved ('" + name +
+              "'); a reading's expiry and version are its \"ttl\" and \"version\"");
         }
         Result<Value> converted = FieldValue(name, field_value, options);
         if (!converted.ok()) return converted.status();
@@ -151,8 +154,8 @@ Result<Record> JsonReadingToRecord(const JsonValue& reading, const LineProtocolO
   if (record.ttl != 0) {
     const int64_t seconds = record.timestamp / 1'000'000'000 - (record.timestamp % 1'000'000'000 < 0 ? 1 : 0);
     if (record.ttl <= seconds) {
-      return Status::InvalidArgument("\"ttl\" " + std::to_string(record.ttl) + " is not after the record's time (" +
-                                     std::to_string(seconds) +
+      return Status::InvalidArgument("\"ttl\" " + std::to_string(record.ttl) +
+                                     " is not after the record's time (" + std::to_string(seconds) +
                                      " s): \"ttl\" is an absolute Unix time in seconds, not a duration");
     }
   }

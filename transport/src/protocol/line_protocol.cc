@@ -175,8 +175,9 @@ class LineParser {
         reserved_.push_back(std::move(name));
       } else {
         if (!name.empty() && name[0] == '_') {
-          return SyntaxError("field names starting with '_' are reserved (" + std::string(kTtlField) + " and " +
-                                 std::string(kVersionField) + " are defined); " + Quote(name) + " is not one",
+          return SyntaxError("field names starting with '_' are reserved (" + std::string(kTtlField) +
+                                 " and " + std::string(kVersionField) + " are defined); " + Quote(name) +
+                                 " is not one",
                              key_start);
         }
         Field field{std::move(name), Value()};
@@ -293,7 +294,8 @@ class LineParser {
       if (pos_ == line_.size() || Contains(",= ", line_[pos_])) return SyntaxError("empty tag key");
       for (++pos_;; ++pos_) {
         if (pos_ == line_.size() || ((line_[pos_] == ' ' || line_[pos_] == ',') && !Escaped(pos_))) {
-          return SyntaxError("tag " + Quote(Unescape(line_.substr(key_start, pos_ - key_start), kTagEscapes)) +
+          return SyntaxError("tag " +
+                             Quote(Unescape(line_.substr(key_start, pos_ - key_start), kTagEscapes)) +
                              " has no '=' and value");
         }
         if (line_[pos_] == '=' && !Escaped(pos_)) break;
@@ -341,8 +343,9 @@ class LineParser {
     const size_t start = pos_;
     while (pos_ < line_.size() && line_[pos_] != ',' && line_[pos_] != ' ') ++pos_;
     const std::string_view text = line_.substr(start, pos_ - start);
-    const std::string usage = name == kTtlField ? " (the absolute expiry in Unix seconds, e.g. _ttl=1700003600i)"
-                                                : " (e.g. _version=3i or _version=3u)";
+    const std::string usage = name == kTtlField
+                                  ? " (the absolute expiry in Unix seconds, e.g. _ttl=1700003600i)"
+                                  : " (e.g. _version=3i or _version=3u)";
     const char suffix = text.empty() ? '\0' : text.back();
     const std::string_view digits = text.substr(0, text.empty() ? 0 : text.size() - 1);
     if ((suffix == 'i' || suffix == 'u') && IsIntegerLiteral(digits, /*allow_sign=*/suffix == 'i')) {
@@ -354,7 +357,8 @@ class LineParser {
       if (error == std::errc()) return value;
       return SyntaxError("reserved field " + name + ": " + Quote(text) + " overflows uint64", start);
     }
-    return SyntaxError("reserved field " + name + " must be an integer" + usage + ", not " + Quote(text), start);
+    return SyntaxError("reserved field " + name + " must be an integer" + usage + ", not " + Quote(text),
+                       start);
   }
 
   // A `_ttl` that is not after the record's own time would expire the
@@ -362,7 +366,8 @@ class LineParser {
   // meant.
   Status CheckReserved(const Record& record) const {
     if (std::find(reserved_.begin(), reserved_.end(), kTtlField) != reserved_.end() && record.ttl != 0) {
-      const int64_t seconds = record.timestamp / 1'000'000'000 - (record.timestamp % 1'000'000'000 < 0 ? 1 : 0);
+      const int64_t seconds =
+          record.timestamp / 1'000'000'000 - (record.timestamp % 1'000'000'000 < 0 ? 1 : 0);
       if (record.ttl <= seconds) {
         return Status::InvalidArgument("_ttl " + std::to_string(record.ttl) +
                                        " is not after the record's time (" + std::to_string(seconds) +
@@ -371,7 +376,8 @@ class LineParser {
     }
     for (size_t i = 0; i < reserved_.size(); ++i) {
       for (size_t j = i + 1; j < reserved_.size(); ++j) {
-        if (reserved_[i] == reserved_[j]) return Status::InvalidArgument("field '" + reserved_[i] + "' appears twice");
+        if (reserved_[i] == reserved_[j])
+          return Status::InvalidArgument("field '" + reserved_[i] + "' appears twice");
       }
     }
     if (record.fields.empty()) {
@@ -406,7 +412,8 @@ class LineParser {
       int64_t nanos = 0;
       const auto [end, error] = std::from_chars(text.data(), text.data() + text.size() - 1, value);
       if (error != std::errc() || __builtin_mul_overflow(value, NanosPerUnit(options_.precision), &nanos)) {
-        return Status::InvalidArgument("field " + Quote(name) + ": timestamp " + Quote(text) + " at precision " +
+        return Status::InvalidArgument("field " + Quote(name) + ": timestamp " + Quote(text) +
+                                       " at precision " +
                                        std::string(TimestampPrecisionName(options_.precision)) +
                                        " is out of range (int64 nanoseconds reach from 1677-09-21 to "
                                        "2262-04-11)");
