@@ -136,7 +136,7 @@ std::string ExactSum::ToString() const {
   const bool negative = high() < 0;
   Words w = negative ? Negate(Words{high_, low_}) : Words{high_, low_};
   constexpr uint64_t kChunk = 10'000'000'000'000'000'000u;  // 10^19, the largest power of ten in a word
-  std::string digits;  // least significant first
+  std::string digits;                                       // least significant first
   do {
     uint64_t part = DivideInPlace(&w, kChunk);
     const bool more = w.high != 0 || w.low != 0;

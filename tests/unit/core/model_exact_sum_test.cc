@@ -45,7 +45,8 @@ TEST(ExactSumTest, CarriesIntoTheHighWordAndKnowsWhenItLeavesInt64) {
   EXPECT_EQ(SumOf({kMin}).ToString(), "-9223372036854775808");
   EXPECT_EQ(SumOf({}).ToString(), "0");
   EXPECT_EQ(SumOf({kMax}).ToString(), "9223372036854775807");
-  EXPECT_EQ(ExactSum::FromWords(54210108624, 5076944270305263623u).ToString(), "1000000000000000000000000000007");
+  EXPECT_EQ(ExactSum::FromWords(54210108624, 5076944270305263623u).ToString(),
+            "1000000000000000000000000000007");
 }
 
 TEST(ExactSumTest, ProductMatchesRepeatedAddition) {
