@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "engine/aggregate_bucket.h"
 #include "engine/engine_impl.h"
 
 namespace cairn {
@@ -424,37 +425,17 @@ Result<AggregateResult> EngineImpl::Aggregate(const AggregateQuery& query) {
                                    "; aggregates need a double or int64 field");
   }
   const int64_t now = clock_->ExpiryNow();  // ttl by the deletion clock (clock_trust.h)
-  const auto as_double = [](const Value& v) {
-    return std::holds_alternative<double>(v) ? std::get<double>(v)
-                                             : static_cast<double>(std::get<int64_t>(v));
-  };
-  struct Accumulator {
-    uint64_t count = 0;
-    double sum = 0;
-    Value min, max, first, last;
-    int64_t first_ts = INT64_MAX, last_ts = INT64_MIN;
-  };
-  std::map<int64_t, Accumulator> buckets;  // bucket index -> accumulator
+  std::map<int64_t, BucketAccumulator> buckets;  // bucket index -> what it has seen (aggregate_bucket.h)
   const auto bucket_of = [&](int64_t ts) {
     return static_cast<int64_t>((static_cast<uint64_t>(ts) - static_cast<uint64_t>(query.from)) /
                                 static_cast<uint64_t>(query.step));
   };
-  const auto less = [&](const Value& a, const Value& b) { return as_double(a) < as_double(b); };
-  const auto add_stats = [&](int64_t bucket, uint64_t count, double sum, const Value& min, const Value& max,
-                             int64_t first_ts, const Value& first, int64_t last_ts, const Value& last) {
-    Accumulator& acc = buckets[bucket];
-    if (acc.count == 0 || less(min, acc.min)) acc.min = min;
-    if (acc.count == 0 || less(acc.max, max)) acc.max = max;
-    acc.count += count;
-    acc.sum += sum;
-    if (first_ts < acc.first_ts) acc.first_ts = first_ts, acc.first = first;
-    if (last_ts > acc.last_ts) acc.last_ts = last_ts, acc.last = last;
-  };
-  const auto add_record = [&](const ChunkRecord& r) {
-    if (field >= r.values.size() || std::holds_alternative<std::monostate>(r.values[field])) return;
-    const Value& v = r.values[field];
-    add_stats(bucket_of(r.timestamp), 1, as_double(v), v, v, r.timestamp, v, r.timestamp, v);
-  };
+  // Version 1 statistics hold an int64 field's sum as an inexact double:
+  // where a sum or mean is asked, such chunks are decoded instead.
+  const bool exact_sum_needed =
+      type == FieldType::kInt64 && std::any_of(query.functions.begin(), query.functions.end(), [](auto fn) {
+        return fn == AggregateFunction::kSum || fn == AggregateFunction::kAvg;
+      });
 
   AggregateResult result;
   // Chunks that lie inside one bucket, overlap no other chunk or head
@@ -514,10 +495,11 @@ Result<AggregateResult> EngineImpl::Aggregate(const AggregateQuery& query) {
         }
         const ChunkStats& stats = *decoded_stats;
         const FieldStats& fs = stats.fields[static_cast<size_t>(chunk_field - c.fields.begin())];
-        if (fs.count > 0) {
-          add_stats(bucket_of(c.start_ns), fs.count, fs.sum, fs.min, fs.max, c.start_ns, fs.first, c.end_ns,
-                    fs.last);
+        if (exact_sum_needed && !fs.integer_sum) {
+          need_data = true;
+          continue;
         }
+        if (fs.count > 0) buckets[bucket_of(c.start_ns)].AddStats(fs, c.start_ns, c.end_ns);
         from_stats[i] = true;
       } else {
         need_data = true;
@@ -538,37 +520,20 @@ Result<AggregateResult> EngineImpl::Aggregate(const AggregateQuery& query) {
     std::move(sealed.begin(), sealed.end(), std::back_inserter(records));
   }
   MergeVisible(&records, now);
-  for (const ChunkRecord& r : records) add_record(r);
+  for (const ChunkRecord& r : records) {
+    if (field < r.values.size() && !std::holds_alternative<std::monostate>(r.values[field])) {
+      buckets[bucket_of(r.timestamp)].Add(r.values[field], r.timestamp);
+    }
+  }
 
   for (auto& [index, acc] : buckets) {
     AggregateBucket bucket;
     bucket.start = static_cast<int64_t>(static_cast<uint64_t>(query.from) +
                                         static_cast<uint64_t>(index) * static_cast<uint64_t>(query.step));
-    bucket.count = acc.count;
+    bucket.count = acc.count();
     for (AggregateFunction fn : query.functions) {
-      switch (fn) {
-        case AggregateFunction::kMin:
-          bucket.values.push_back(acc.min);
-          break;
-        case AggregateFunction::kMax:
-          bucket.values.push_back(acc.max);
-          break;
-        case AggregateFunction::kAvg:
-          bucket.values.push_back(acc.sum / static_cast<double>(acc.count));
-          break;
-        case AggregateFunction::kSum:
-          bucket.values.push_back(acc.sum);
-          break;
-        case AggregateFunction::kCount:
-          bucket.values.push_back(static_cast<int64_t>(acc.count));
-          break;
-        case AggregateFunction::kFirst:
-          bucket.values.push_back(acc.first);
-          break;
-        case AggregateFunction::kLast:
-          bucket.values.push_back(acc.last);
-          break;
-      }
+      CAIRN_ASSIGN_OR_RETURN(Value value, acc.Answer(fn, bucket.start));
+      bucket.values.push_back(std::move(value));
     }
     result.buckets.push_back(std::move(bucket));
   }

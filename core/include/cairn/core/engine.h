@@ -200,6 +200,12 @@ struct RangeResult {
   std::vector<SkippedDamage> skipped;
 };
 
+// On an int64 field every function is exact: `sum` is an int64 (the total
+// is accumulated in 128 bits, and Aggregate fails with InvalidArgument
+// naming the bucket when it does not fit int64), `avg` is a double, the
+// exact sum divided by the count rounded once; `min`, `max`, `first`,
+// `last` are the stored int64 values and `count` an int64. On a double
+// field all but `count` are doubles.
 enum class AggregateFunction : uint8_t { kMin, kMax, kAvg, kSum, kCount, kFirst, kLast };
 
 std::string_view AggregateFunctionName(AggregateFunction fn);
