@@ -126,6 +126,61 @@ def check_reserved_fields(client, port, token, now):
     print("lower version and misused reserved fields refused with 400")
 
 
+def get_raw(port, path, token):
+    """(status, body text) of a GET, error statuses included."""
+    request = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path),
+                                     headers={"Authorization": "Bearer " + token})
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def check_exact_integer_aggregates(client, port, token, now):
+    """Integers written by the client aggregate exactly over HTTP: sums past
+    2^53 and at the int64 extremes come back as JSON integers, a sum leaving
+    int64 is a 400 naming the bucket."""
+    hour = (now // 3600 - 1) * 3600  # the previous whole hour: one bucket
+    cases = {
+        "exact-0": [9007199254740993, 1],               # 2^53 + 1 + 1: a double says ...992
+        "exact-1": [9223372036854775807, -9223372036854775808, 9007199254740993],
+        "exact-2": [9223372036854775807, 0],            # INT64_MAX: a double says 2^63
+        "exact-3": [9223372036854775807, 1],            # leaves int64
+    }
+    points = []
+    for device, values in cases.items():
+        for i, value in enumerate(values):
+            points.append({"measurement": "counter", "tags": {"device": device}, "time": hour + 10 + i,
+                           "fields": {"n": value}})
+    if not client.write_points(points, time_precision="s"):
+        fail("write_points of integers returned False")
+    query = "measure=counter&field=n&step=1h&fn=sum,avg,count,min,max&from=%d&to=%d" % (
+        hour * 10**9, (hour + 3600) * 10**9)
+    for device, values in cases.items():
+        status, body = get_raw(port, "/v1/tables/sensors/devices/%s/aggregate?%s" % (device, query), token)
+        total = sum(values)
+        if total > 2**63 - 1:
+            if status != 400 or "sum overflows int64 in the bucket starting at %d" % (hour * 10**9) not in body:
+                fail("%s: expected a 400 naming the bucket, got %d %s" % (device, status, body))
+            continue
+        if status != 200:
+            fail("%s: aggregate answered %d %s" % (device, status, body))
+        buckets = json.loads(body)["buckets"]
+        if len(buckets) != 1:
+            fail("%s: %d buckets: %s" % (device, len(buckets), body))
+        bucket = buckets[0]
+        if type(bucket["sum"]) is not int or bucket["sum"] != total or ('"sum":%d' % total) not in body:
+            fail("%s: sum %r, expected the integer %d: %s" % (device, bucket["sum"], total, body))
+        if bucket["count"] != len(values) or bucket["min"] != min(values) or bucket["max"] != max(values):
+            fail("%s: count/min/max wrong: %s" % (device, body))
+        # The exact sum divided by the count, rounded once to double.
+        expected_avg = total / len(values)  # Python's int / int rounds the exact quotient once
+        if bucket["avg"] != expected_avg:
+            fail("%s: avg %r, expected %r" % (device, bucket["avg"], expected_avg))
+    print("integer aggregates exact over HTTP, overflow reported")
+
+
 def main():
     command = sys.argv[2:] + [sys.argv[1]] if len(sys.argv) > 2 else [sys.argv[1]]
     work = tempfile.mkdtemp(prefix="cairn-influx-")
@@ -203,6 +258,7 @@ def main():
         except InfluxDBClientError as error:
             if error.code not in (403, 404):
                 fail("unknown table: expected 403/404, got %r" % error.code)
+        check_exact_integer_aggregates(client, port, token, now)
         print("PASS")
     finally:
         if process is not None:
