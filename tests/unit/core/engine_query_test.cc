@@ -1,6 +1,10 @@
+#include <filesystem>
 #include <set>
 
+#include "chunk/chunk_codec.h"
 #include "engine_test_util.h"
+#include "storage/env_vfs.h"
+#include "storage/period_file.h"
 
 namespace cairn::testing {
 namespace {
@@ -412,6 +416,55 @@ TEST_F(EngineQueryTest, ManyExtremeIntegersSumExactlyOverManyChunks) {
   EXPECT_EQ(result->buckets[0].values[0], Value(int64_t{-4999}));
   EXPECT_EQ(result->buckets[0].values[1], Value(-4999.0 / 10001.0));
   EXPECT_EQ(result->buckets[0].values[2], Value(int64_t{10001}));
+}
+
+// A chunk sealed by a release before exact int64 sums carries version 1
+// statistics, whose int64 sum is a double. Made here by rewriting a sealed
+// chunk's statistics as such a release wrote them: sum and avg decode the
+// chunk and stay exact; count and max still come from the statistics.
+TEST_F(EngineQueryTest, Version1ChunkStatisticsAreNotTrustedForIntegerSums) {
+  CreateTable();
+  const int64_t day = PeriodStart(Period::kDay, Now()) - 86400 * kSecond;
+  WriteOk({MakeRecord("d", "m", day + kSecond, {{"n", k2p53 + 1}}),
+           MakeRecord("d", "m", day + 2 * kSecond, {{"n", int64_t{1}}})});
+  ASSERT_TRUE(engine_->SealAll().ok());
+  ASSERT_TRUE(engine_->Close().ok());
+  engine_.reset();
+  std::string path;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(dir_.path()) / "t")) {
+    if (entry.path().extension() == ".db") path = entry.path().string();
+  }
+  ASSERT_FALSE(path.empty());
+  {
+    const std::string vfs = "cairn-test-v1-stats";
+    ASSERT_TRUE(RegisterEnvVfs(Env::Default(), vfs).ok());
+    auto file = PeriodFile::OpenWritable(Env::Default(), vfs, path, "t", Period::kDay, day, 256);
+    ASSERT_TRUE(file.ok()) << file.status().ToString();
+    auto series = (*file)->ListSeries();
+    ASSERT_TRUE(series.ok() && series->size() == 1);
+    auto chunks = (*file)->ReadChunks(series->front().series_id, INT64_MIN, INT64_MAX, /*with_data=*/true);
+    ASSERT_TRUE(chunks.ok() && chunks->size() == 1);
+    ChunkRow row = chunks->front();
+    auto stats = DecodeChunkStats(row.stats, row.fields);
+    ASSERT_TRUE(stats.ok() && stats->fields[0].integer_sum.has_value());
+    stats->fields[0].integer_sum.reset();
+    stats->fields[0].sum = static_cast<double>(k2p53 + 1) + 1.0;  // what version 1 stored: 2^53
+    row.stats = EncodeChunkStats(*stats, row.fields);
+    ASSERT_EQ(row.stats[0], 1) << "version 1 statistics";
+    std::vector<ChunkRow> added = {row};
+    ASSERT_TRUE((*file)->ReplaceChunks({{row.series_id, row.start_ns, row.seq}}, {}, added).ok());
+    ASSERT_TRUE((*file)->Close().ok());
+    file->reset();
+    ASSERT_TRUE(UnregisterEnvVfs(vfs).ok());
+  }
+  Open();
+  auto result = engine_->Aggregate(IntegerQuery(day, day + 86400 * kSecond, 86400 * kSecond));
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  ASSERT_EQ(result->buckets.size(), 1u);
+  EXPECT_EQ(result->buckets[0].values[0], Value(k2p53 + 2));
+  EXPECT_EQ(result->buckets[0].values[1], Value(4503599627370497.0));  // (2^53 + 2) / 2
+  EXPECT_EQ(result->buckets[0].values[2], Value(int64_t{2}));
+  EXPECT_EQ(result->buckets[0].values[4], Value(k2p53 + 1));
 }
 
 TEST_F(EngineQueryTest, ListDevicesAndMeasures) {
