@@ -54,7 +54,6 @@ void ComputeFieldStats(FieldType type, size_t field, std::span<const ChunkRecord
   size_t first = kNone, last = kNone, lowest = kNone, highest = kNone;
   const bool ordered = IsOrdered(type);
   const bool summed = IsSummed(type);
-  if (type == FieldType::kInt64) stats->integer_sum = ExactSum();
   for (size_t i = 0; i < records.size(); ++i) {
     if (field >= records[i].values.size()) continue;
     const Value& value = records[i].values[field];
@@ -200,6 +199,9 @@ Status ReadFieldStats(ByteReader* reader, uint8_t version, FieldType type, uint3
 ChunkStats ComputeChunkStats(const std::vector<ChunkField>& schema, std::span<const ChunkRecord> records) {
   ChunkStats stats;
   stats.fields.resize(schema.size());
+  for (size_t f = 0; f < schema.size(); ++f) {
+    if (schema[f].type == FieldType::kInt64) stats.fields[f].integer_sum = ExactSum();
+  }
   if (records.empty()) return stats;
   stats.count = static_cast<uint32_t>(records.size());
   stats.min_timestamp = records[0].timestamp;

@@ -129,6 +129,9 @@ TEST(ChunkStatsTest, EmptyRecordsAndMismatchedValues) {
   EXPECT_EQ(empty.count, 0u);
   EXPECT_EQ(empty.fields.size(), kSchema.size());
   EXPECT_FALSE(empty.all_have_ttl);
+  ASSERT_TRUE(empty.fields[1].integer_sum.has_value());  // int64: an exact sum of nothing
+  EXPECT_EQ(empty.fields[1].integer_sum->ToString(), "0");
+  EXPECT_EQ(EncodeChunkStats(empty, kSchema)[0], 2);
 
   // A value of the wrong type is ignored, not counted.
   const std::vector<ChunkField> schema = {{"d", FieldType::kDouble}};
