@@ -3,7 +3,10 @@
 //
 //   chunk_seed_generator <corpus dir>   (writes <dir>/chunk_decoder/*, <dir>/chunk_stats_decoder/*)
 //
-// Deterministic: rerunning it rewrites identical files.
+// Deterministic: rerunning it rewrites identical files. The corpus's
+// chunk_stats_decoder/v1_* seeds are not written here: they are the same
+// statistics as written before format version 2 (int64 sums as doubles),
+// kept so that the fuzzer starts from both versions.
 #include <cmath>
 #include <cstdio>
 #include <fstream>

@@ -81,6 +81,129 @@ def check_tags_tell_series_apart(client, port, token):
         fail("latest of two series: %r" % latest)
     print("two series told apart by a tag: both kept, filtered by tag.cpu")
 
+def iso(seconds):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def check_backslash_tag(client, port, token, now):
+    """A tag key written with a backslash before an escaped equals sign is
+    stored as InfluxDB reads it: the backslash stays, the escape goes."""
+    if not client.write_points(["escapes,device=bs,reg\\\\=ion=east,path=C:\\data v=1i %d" % now],
+                               time_precision="s", protocol="line"):
+        fail("backslash tag: write returned False")
+    rows = get_json(port, "/v1/tables/sensors/devices/bs/readings?measure=escapes&from=-1h", token)["records"]
+    if len(rows) != 1 or rows[0].get("reg\\=ion") != "east" or rows[0].get("path") != "C:\\data":
+        fail("backslash tag: %r" % rows)
+    print("backslash tag read as InfluxDB reads it: %r" % rows[0])
+
+
+def check_reserved_fields(client, port, token, now):
+    """_ttl, _version and a t-suffixed timestamp value set a record's expiry,
+    version and a timestamp field; used wrongly they refuse the line."""
+    expiry = now + 365 * 86400
+    started = now - 3600
+    # The client's own point dicts: integers become 3i, so _version and _ttl
+    # need nothing special.
+    if not client.write_points([{"measurement": "rsv", "tags": {"device": "rv"}, "time": now - 2,
+                                 "fields": {"v": 1.5, "_version": 3, "_ttl": expiry}}], time_precision="s"):
+        fail("reserved fields: write_points returned False")
+    # A timestamp field has no Python type of its own: written as a line.
+    if not client.write_points(["rsv,device=rv v=2.5,_version=1i,started=%dt %d" % (started, now - 1)],
+                               time_precision="s", protocol="line"):
+        fail("timestamp field: write returned False")
+    records = get_json(port, "/v1/tables/sensors/devices/rv/readings?measure=rsv&from=-1h", token)["records"]
+    if len(records) != 2:
+        fail("reserved fields: %r" % records)
+    first, second = records
+    if first.get("version") != 3 or first.get("ttl") != iso(expiry) or first.get("v") != 1.5:
+        fail("reserved fields: %r" % first)
+    if "_version" in first or "_ttl" in first:
+        fail("reserved fields stored as fields: %r" % first)
+    if second.get("version") != 1 or second.get("started") != iso(started) or second.get("v") != 2.5:
+        fail("timestamp field: %r" % second)
+    print("_version, _ttl and a timestamp field read back: %r" % first)
+
+    # A lower version of a stored point is rejected, not stored silently.
+    try:
+        client.write_points([{"measurement": "rsv", "tags": {"device": "rv"}, "time": now - 2,
+                              "fields": {"v": 9.5, "_version": 2}}], time_precision="s")
+        fail("a lower version was accepted")
+    except InfluxDBClientError as error:
+        if error.code != 400:
+            fail("lower version: expected 400, got %r" % error.code)
+    for bad in ({"v": 1.0, "_ttl": "soon"}, {"v": 1.0, "_version": -1}, {"v": 1.0, "_version": 2.5},
+                {"v": 1.0, "_other": 1}):
+        try:
+            client.write_points([{"measurement": "rsv", "tags": {"device": "rv-bad"}, "time": now,
+                                  "fields": bad}], time_precision="s")
+            fail("a misused reserved field was accepted: %r" % bad)
+        except InfluxDBClientError as error:
+            if error.code != 400 or "reserved" not in str(error.content):
+                fail("misused reserved field %r: expected 400 naming it, got %r %r"
+                     % (bad, error.code, error.content))
+    devices = [d["device"] for d in get_json(port, "/v1/tables/sensors/devices", token)["devices"]]
+    if "rv-bad" in devices:
+        fail("a line with a misused reserved field was stored")
+    records = get_json(port, "/v1/tables/sensors/devices/rv/readings?measure=rsv&from=-1h", token)["records"]
+    if records[0].get("v") != 1.5:
+        fail("the lower version replaced the stored point: %r" % records)
+    print("lower version and misused reserved fields refused with 400")
+
+
+def get_raw(port, path, token):
+    """(status, body text) of a GET, error statuses included."""
+    request = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path),
+                                     headers={"Authorization": "Bearer " + token})
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def check_exact_integer_aggregates(client, port, token, now):
+    """Integers written by the client aggregate exactly over HTTP: sums past
+    2^53 and at the int64 extremes come back as JSON integers, a sum leaving
+    int64 is a 400 naming the bucket."""
+    hour = (now // 3600 - 1) * 3600  # the previous whole hour: one bucket
+    cases = {
+        "exact-0": [9007199254740993, 1],               # 2^53 + 1 + 1: a double says ...992
+        "exact-1": [9223372036854775807, -9223372036854775808, 9007199254740993],
+        "exact-2": [9223372036854775807, 0],            # INT64_MAX: a double says 2^63
+        "exact-3": [9223372036854775807, 1],            # leaves int64
+    }
+    points = []
+    for device, values in cases.items():
+        for i, value in enumerate(values):
+            points.append({"measurement": "counter", "tags": {"device": device}, "time": hour + 10 + i,
+                           "fields": {"n": value}})
+    if not client.write_points(points, time_precision="s"):
+        fail("write_points of integers returned False")
+    query = "measure=counter&field=n&step=1h&fn=sum,avg,count,min,max&from=%d&to=%d" % (
+        hour * 10**9, (hour + 3600) * 10**9)
+    for device, values in cases.items():
+        status, body = get_raw(port, "/v1/tables/sensors/devices/%s/aggregate?%s" % (device, query), token)
+        total = sum(values)
+        if total > 2**63 - 1:
+            if status != 400 or "sum overflows int64 in the bucket starting at %d" % (hour * 10**9) not in body:
+                fail("%s: expected a 400 naming the bucket, got %d %s" % (device, status, body))
+            continue
+        if status != 200:
+            fail("%s: aggregate answered %d %s" % (device, status, body))
+        buckets = json.loads(body)["buckets"]
+        if len(buckets) != 1:
+            fail("%s: %d buckets: %s" % (device, len(buckets), body))
+        bucket = buckets[0]
+        if type(bucket["sum"]) is not int or bucket["sum"] != total or ('"sum":%d' % total) not in body:
+            fail("%s: sum %r, expected the integer %d: %s" % (device, bucket["sum"], total, body))
+        if bucket["count"] != len(values) or bucket["min"] != min(values) or bucket["max"] != max(values):
+            fail("%s: count/min/max wrong: %s" % (device, body))
+        # The exact sum divided by the count, rounded once to double.
+        expected_avg = total / len(values)  # Python's int / int rounds the exact quotient once
+        if bucket["avg"] != expected_avg:
+            fail("%s: avg %r, expected %r" % (device, bucket["avg"], expected_avg))
+    print("integer aggregates exact over HTTP, overflow reported")
+
 
 def main():
     command = sys.argv[2:] + [sys.argv[1]] if len(sys.argv) > 2 else [sys.argv[1]]
@@ -140,6 +263,8 @@ def main():
         if len(latest) != 1 or latest[0]["watts"] != 1234.5:
             fail("gzip point: %r" % latest)
         print("read back every point through /v1 with equal values")
+        check_backslash_tag(client, port, token, now)
+        check_reserved_fields(client, port, token, now)
 
         wrong = InfluxDBClient(host="127.0.0.1", port=port, username="telegraf", password=token + "x",
                                database="sensors", timeout=TIMEOUT)
@@ -158,6 +283,8 @@ def main():
             if error.code not in (403, 404):
                 fail("unknown table: expected 403/404, got %r" % error.code)
         check_tags_tell_series_apart(client, port, token)
+
+        check_exact_integer_aggregates(client, port, token, now)
         print("PASS")
     finally:
         if process is not None:

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -19,6 +20,7 @@
 
 #include "cairn/core/record.h"
 #include "cairn/platform/status.h"
+#include "model/exact_sum.h"
 
 namespace cairn {
 
@@ -48,8 +50,14 @@ struct ChunkRecord {
 struct FieldStats {
   uint64_t count = 0;  // records carrying the field
   Value min, max;      // for kDouble, kInt64, kTimestamp fields (monostate otherwise or when count==0)
-  double sum = 0;      // for kDouble and kInt64 (computed in double precision)
+  // kDouble fields: the sum in double precision, in record order. kInt64
+  // fields: integer_sum rounded once, or what statistics of format version
+  // 1 stored (a double sum, inexact past 2^53) when integer_sum is empty.
+  double sum = 0;
   Value first, last;   // value of the earliest / latest record carrying the field
+  // kInt64 fields: the exact sum. Empty only when read from version 1
+  // statistics; an exact answer then needs the chunk's records.
+  std::optional<ExactSum> integer_sum;
 };
 
 struct ChunkStats {

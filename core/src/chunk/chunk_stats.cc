@@ -22,7 +22,11 @@ using chunk_coding::PutVarint;
 
 namespace {
 
-constexpr uint8_t kStatsFormatVersion = 1;
+// Version 2 stores an int64 field's sum exactly (128 bits); version 1
+// stored it as a double. Both are read; version 1 is written only to give
+// back version 1 statistics unchanged (see EncodeChunkStats).
+constexpr uint8_t kStatsFormatVersion = 2;
+constexpr uint8_t kDoubleSumsVersion = 1;
 constexpr uint8_t kHasMin = 1u << 0;
 constexpr uint8_t kHasMax = 1u << 1;
 constexpr uint8_t kHasFirst = 1u << 2;
@@ -44,11 +48,6 @@ bool LessThan(const Value& a, const Value& b) {
   return std::get<Timestamp>(a) < std::get<Timestamp>(b);
 }
 
-double AsDouble(const Value& value) {
-  if (const double* x = std::get_if<double>(&value)) return *x;
-  return static_cast<double>(std::get<int64_t>(value));
-}
-
 void ComputeFieldStats(FieldType type, size_t field, std::span<const ChunkRecord> records,
                        FieldStats* stats) {
   constexpr size_t kNone = std::numeric_limits<size_t>::max();
@@ -66,8 +65,13 @@ void ComputeFieldStats(FieldType type, size_t field, std::span<const ChunkRecord
       if (lowest == kNone || LessThan(value, records[lowest].values[field])) lowest = i;
       if (highest == kNone || LessThan(records[highest].values[field], value)) highest = i;
     }
-    if (summed) stats->sum += AsDouble(value);
+    if (type == FieldType::kInt64) {
+      stats->integer_sum->Add(std::get<int64_t>(value));
+    } else if (summed) {
+      stats->sum += std::get<double>(value);
+    }
   }
+  if (type == FieldType::kInt64) stats->sum = stats->integer_sum->ToDouble();
   if (first == kNone) return;
   stats->first = records[first].values[field];
   stats->last = records[last].values[field];
@@ -146,7 +150,26 @@ Status ReadValue(ByteReader* reader, FieldType type, Value* value) {
   return Status::Corruption("unknown field type");
 }
 
-Status ReadFieldStats(ByteReader* reader, FieldType type, uint32_t record_count, FieldStats* stats) {
+// An int64 field's exact sum (version 2): the high word as svarint, then
+// the low word as fixed64.
+Status ReadIntegerSum(ByteReader* reader, FieldStats* stats) {
+  int64_t high;
+  uint64_t low;
+  if (!reader->ReadSignedVarint(&high) || !reader->ReadFixed64(&low))
+    return Status::Corruption("truncated sum");
+  const ExactSum sum = ExactSum::FromWords(high, low);
+  // No `count` int64 values sum outside [count * INT64_MIN, count * INT64_MAX].
+  if (sum < ExactSum::Product(INT64_MIN, stats->count) || ExactSum::Product(INT64_MAX, stats->count) < sum) {
+    return Status::Corruption("sum " + sum.ToString() + " impossible for " + std::to_string(stats->count) +
+                              " int64 values");
+  }
+  stats->integer_sum = sum;
+  stats->sum = sum.ToDouble();
+  return Status::Ok();
+}
+
+Status ReadFieldStats(ByteReader* reader, uint8_t version, FieldType type, uint32_t record_count,
+                      FieldStats* stats) {
   uint8_t mask;
   if (!reader->ReadVarint(&stats->count)) return Status::Corruption("truncated count");
   if (stats->count > record_count) {
@@ -157,7 +180,9 @@ Status ReadFieldStats(ByteReader* reader, FieldType type, uint32_t record_count,
   uint8_t allowed = kHasFirst | kHasLast | (IsOrdered(type) ? kHasMin | kHasMax : 0);
   if ((mask & ~allowed) != 0) return Status::Corruption("invalid mask " + std::to_string(mask));
   if (stats->count == 0 && mask != 0) return Status::Corruption("values present with count 0");
-  if (IsSummed(type)) {
+  if (version >= 2 && type == FieldType::kInt64) {
+    CAIRN_RETURN_IF_ERROR(ReadIntegerSum(reader, stats));
+  } else if (IsSummed(type)) {
     uint64_t bits;
     if (!reader->ReadFixed64(&bits)) return Status::Corruption("truncated sum");
     stats->sum = std::bit_cast<double>(bits);
@@ -174,6 +199,9 @@ Status ReadFieldStats(ByteReader* reader, FieldType type, uint32_t record_count,
 ChunkStats ComputeChunkStats(const std::vector<ChunkField>& schema, std::span<const ChunkRecord> records) {
   ChunkStats stats;
   stats.fields.resize(schema.size());
+  for (size_t f = 0; f < schema.size(); ++f) {
+    if (schema[f].type == FieldType::kInt64) stats.fields[f].integer_sum = ExactSum();
+  }
   if (records.empty()) return stats;
   stats.count = static_cast<uint32_t>(records.size());
   stats.min_timestamp = records[0].timestamp;
@@ -194,8 +222,14 @@ ChunkStats ComputeChunkStats(const std::vector<ChunkField>& schema, std::span<co
 }
 
 std::string EncodeChunkStats(const ChunkStats& stats, const std::vector<ChunkField>& schema) {
+  // Statistics read from version 1 lack exact int64 sums: they are written
+  // back as version 1, so that decoding and encoding give the same bytes.
+  bool exact = true;
+  for (size_t f = 0; f < stats.fields.size() && f < schema.size(); ++f) {
+    if (schema[f].type == FieldType::kInt64 && !stats.fields[f].integer_sum) exact = false;
+  }
   std::string out;
-  PutByte(&out, kStatsFormatVersion);
+  PutByte(&out, exact ? kStatsFormatVersion : kDoubleSumsVersion);
   PutVarint(&out, stats.count);
   PutSignedVarint(&out, stats.min_timestamp);
   PutSignedVarint(&out, stats.max_timestamp);
@@ -221,7 +255,12 @@ std::string EncodeChunkStats(const ChunkStats& stats, const std::vector<ChunkFie
     if (HasType(field.last, type)) mask |= kHasLast;
     if (field.count == 0) mask = 0;
     PutByte(&out, mask);
-    if (IsSummed(type)) PutFixed64(&out, std::bit_cast<uint64_t>(field.sum));
+    if (exact && type == FieldType::kInt64) {
+      PutSignedVarint(&out, field.integer_sum->high());
+      PutFixed64(&out, field.integer_sum->low());
+    } else if (IsSummed(type)) {
+      PutFixed64(&out, std::bit_cast<uint64_t>(field.sum));
+    }
     if (mask & kHasMin) PutValue(&out, type, field.min);
     if (mask & kHasMax) PutValue(&out, type, field.max);
     if (mask & kHasFirst) PutValue(&out, type, field.first);
@@ -239,7 +278,7 @@ Result<ChunkStats> DecodeChunkStats(std::string_view bytes, const std::vector<Ch
   ByteReader reader(payload);
   uint8_t version = 0;
   if (!reader.ReadByte(&version)) return Status::Corruption("chunk stats: no format version");
-  if (version != kStatsFormatVersion) {
+  if (version != kStatsFormatVersion && version != kDoubleSumsVersion) {
     return Status::Corruption("chunk stats: unknown format version " + std::to_string(version));
   }
   ChunkStats stats;
@@ -265,7 +304,7 @@ Result<ChunkStats> DecodeChunkStats(std::string_view bytes, const std::vector<Ch
   stats.all_have_ttl = all_have_ttl == 1;
   stats.fields.resize(schema.size());
   for (size_t f = 0; f < schema.size(); ++f) {
-    Status status = ReadFieldStats(&reader, schema[f].type, stats.count, &stats.fields[f]);
+    Status status = ReadFieldStats(&reader, version, schema[f].type, stats.count, &stats.fields[f]);
     if (!status.ok()) {
       return Status::Corruption("chunk stats field \"" + schema[f].name + "\": " + status.message());
     }

@@ -31,6 +31,7 @@
 #include "engine/held_readings.h"
 #include "engine/flash_wear_monitor.h"
 #include "engine/health_board.h"
+#include "engine/aggregate_bucket.h"
 #include "engine/series.h"
 #include "log/log_writer.h"
 #include "storage/period_file.h"
@@ -219,6 +220,11 @@ class EngineImpl final : public Engine {
                                                           int64_t period_start, int64_t series_id, int64_t from,
                                                           int64_t to);
   RecordRow MakeRow(const SeriesSnapshot& series, const ChunkRecord& record) const;
+  // Adds one series' readings of `field` (of `type`) to the buckets of an
+  // aggregate.
+  Status AccumulateSeries(const AggregateQuery& query, const SeriesSnapshot& series, size_t field, FieldType type,
+                          int64_t now, std::map<int64_t, BucketAccumulator>* buckets,
+                          std::vector<SkippedDamage>* skipped);
   Result<std::vector<RecordRow>> LatestLocked(const std::string& table,
                                               const std::vector<std::string>& devices,
                                               const std::string& measure_name, const TagMap& tags);

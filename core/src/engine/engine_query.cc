@@ -6,6 +6,7 @@
 #include <cmath>
 #include <tuple>
 
+#include "engine/aggregate_bucket.h"
 #include "engine/engine_impl.h"
 
 namespace cairn {
@@ -453,73 +454,23 @@ Result<std::vector<RecordRow>> EngineImpl::LatestLocked(const std::string& table
   return rows;
 }
 
-Result<AggregateResult> EngineImpl::Aggregate(const AggregateQuery& query) {
-  if (query.step <= 0) return Status::InvalidArgument("step must be positive");
-  if (query.from >= query.to) return Status::InvalidArgument("'from' must be before 'to'");
-  if (query.functions.empty()) return Status::InvalidArgument("no aggregate function given");
-  const uint64_t span = static_cast<uint64_t>(query.to) - static_cast<uint64_t>(query.from);
-  if (span / static_cast<uint64_t>(query.step) >= static_cast<uint64_t>(kMaxAggregateBuckets)) {
-    return Status::InvalidArgument("too many buckets: at most " + std::to_string(kMaxAggregateBuckets) +
-                                   " steps per query");
-  }
-  CAIRN_RETURN_IF_ERROR(ValidateIdentifier("device_id", query.device_id, kMaxDeviceIdBytes));
-  CAIRN_RETURN_IF_ERROR(ValidateIdentifier("measure_name", query.measure_name, kMaxMeasureNameBytes));
-  SeriesSnapshot snap;
-  {
-    std::shared_lock state(state_mutex_);
-    auto t = tables_.find(query.table);
-    if (t == tables_.end()) return Status::NotFound("table '" + query.table + "' does not exist");
-    auto it = t->second->series.find(SeriesKey{query.device_id, query.measure_name, EncodeTagMap(query.tags)});
-    if (it == t->second->series.end()) return AggregateResult{};
-    snap = TakeSnapshot<SeriesSnapshot>(*t->second, *it->second, query.from, query.to);
-  }
-  auto field_it = std::find_if(snap.fields.begin(), snap.fields.end(),
-                               [&](const ChunkField& f) { return f.name == query.field; });
-  if (field_it == snap.fields.end()) {
-    return Status::NotFound("measure '" + query.measure_name + "' has no field '" + query.field + "'");
-  }
-  const size_t field = static_cast<size_t>(field_it - snap.fields.begin());
-  const FieldType type = field_it->type;
-  if (type != FieldType::kDouble && type != FieldType::kInt64) {
-    return Status::InvalidArgument("field '" + query.field + "' is " + std::string(FieldTypeName(type)) +
-                                   "; aggregates need a double or int64 field");
-  }
-  const int64_t now = clock_->ExpiryNow();  // ttl by the deletion clock (clock_trust.h)
-  const auto as_double = [](const Value& v) {
-    return std::holds_alternative<double>(v) ? std::get<double>(v)
-                                             : static_cast<double>(std::get<int64_t>(v));
-  };
-  struct Accumulator {
-    uint64_t count = 0;
-    double sum = 0;
-    Value min, max, first, last;
-    int64_t first_ts = INT64_MAX, last_ts = INT64_MIN;
-  };
-  std::map<int64_t, Accumulator> buckets;  // bucket index -> accumulator
+// One series' share of an aggregate (Aggregate): its readings of `field`
+// in the query's range, each into its bucket. Chunks that lie inside one
+// bucket, overlap no other chunk or head record and hold nothing expired are
+// answered from their statistics.
+Status EngineImpl::AccumulateSeries(const AggregateQuery& query, const SeriesSnapshot& snap, size_t field,
+                                    FieldType type, int64_t now, std::map<int64_t, BucketAccumulator>* buckets,
+                                    std::vector<SkippedDamage>* skipped) {
   const auto bucket_of = [&](int64_t ts) {
     return static_cast<int64_t>((static_cast<uint64_t>(ts) - static_cast<uint64_t>(query.from)) /
                                 static_cast<uint64_t>(query.step));
   };
-  const auto less = [&](const Value& a, const Value& b) { return as_double(a) < as_double(b); };
-  const auto add_stats = [&](int64_t bucket, uint64_t count, double sum, const Value& min, const Value& max,
-                             int64_t first_ts, const Value& first, int64_t last_ts, const Value& last) {
-    Accumulator& acc = buckets[bucket];
-    if (acc.count == 0 || less(min, acc.min)) acc.min = min;
-    if (acc.count == 0 || less(acc.max, max)) acc.max = max;
-    acc.count += count;
-    acc.sum += sum;
-    if (first_ts < acc.first_ts) acc.first_ts = first_ts, acc.first = first;
-    if (last_ts > acc.last_ts) acc.last_ts = last_ts, acc.last = last;
-  };
-  const auto add_record = [&](const ChunkRecord& r) {
-    if (field >= r.values.size() || std::holds_alternative<std::monostate>(r.values[field])) return;
-    const Value& v = r.values[field];
-    add_stats(bucket_of(r.timestamp), 1, as_double(v), v, v, r.timestamp, v, r.timestamp, v);
-  };
-
-  AggregateResult result;
-  // Chunks that lie inside one bucket, overlap no other chunk or head
-  // record and hold nothing expired are answered from their statistics.
+  // Version 1 statistics hold an int64 field's sum as an inexact double:
+  // where a sum or mean is asked, such chunks are decoded instead.
+  const bool exact_sum_needed =
+      type == FieldType::kInt64 && std::any_of(query.functions.begin(), query.functions.end(), [](auto fn) {
+        return fn == AggregateFunction::kSum || fn == AggregateFunction::kAvg;
+      });
   std::vector<ChunkRecord> records = snap.head;
   std::vector<int64_t> head_times;
   for (const ChunkRecord& r : snap.head) head_times.push_back(r.timestamp);
@@ -543,7 +494,7 @@ Result<AggregateResult> EngineImpl::Aggregate(const AggregateQuery& query) {
       NoteReadDamage(query.table,
                      SkippedDamage{PeriodPath(query.table, snap.period, start), "the whole file",
                                    listed.message(), 0},
-                     &result.skipped);
+                     skipped);
       continue;
     }
     std::vector<bool> from_stats(chunks.size(), false);
@@ -575,10 +526,11 @@ Result<AggregateResult> EngineImpl::Aggregate(const AggregateQuery& query) {
         }
         const ChunkStats& stats = *decoded_stats;
         const FieldStats& fs = stats.fields[static_cast<size_t>(chunk_field - c.fields.begin())];
-        if (fs.count > 0) {
-          add_stats(bucket_of(c.start_ns), fs.count, fs.sum, fs.min, fs.max, c.start_ns, fs.first, c.end_ns,
-                    fs.last);
+        if (exact_sum_needed && !fs.integer_sum) {
+          need_data = true;
+          continue;
         }
+        if (fs.count > 0) (*buckets)[bucket_of(c.start_ns)].AddStats(fs, c.start_ns, c.end_ns);
         from_stats[i] = true;
       } else {
         need_data = true;
@@ -587,7 +539,7 @@ Result<AggregateResult> EngineImpl::Aggregate(const AggregateQuery& query) {
     if (!need_data) continue;
     CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRecord> sealed,
                            ReadSealed(query.table, snap.period, start, snap.id, snap.fields, query.from, query.to,
-                                      &result.skipped));
+                                      skipped));
     // Keep only records of chunks that were not answered from statistics.
     std::erase_if(sealed, [&](const ChunkRecord& r) {
       for (size_t i = 0; i < chunks.size(); ++i) {
@@ -599,39 +551,95 @@ Result<AggregateResult> EngineImpl::Aggregate(const AggregateQuery& query) {
     std::move(sealed.begin(), sealed.end(), std::back_inserter(records));
   }
   MergeVisible(&records, now);
-  for (const ChunkRecord& r : records) add_record(r);
+  for (const ChunkRecord& r : records) {
+    if (field < r.values.size() && !std::holds_alternative<std::monostate>(r.values[field])) {
+      (*buckets)[bucket_of(r.timestamp)].Add(r.values[field], r.timestamp);
+    }
+  }
 
-  for (auto& [index, acc] : buckets) {
-    AggregateBucket bucket;
-    bucket.start = static_cast<int64_t>(static_cast<uint64_t>(query.from) +
-                                        static_cast<uint64_t>(index) * static_cast<uint64_t>(query.step));
-    bucket.count = acc.count;
-    for (AggregateFunction fn : query.functions) {
-      switch (fn) {
-        case AggregateFunction::kMin:
-          bucket.values.push_back(acc.min);
-          break;
-        case AggregateFunction::kMax:
-          bucket.values.push_back(acc.max);
-          break;
-        case AggregateFunction::kAvg:
-          bucket.values.push_back(acc.sum / static_cast<double>(acc.count));
-          break;
-        case AggregateFunction::kSum:
-          bucket.values.push_back(acc.sum);
-          break;
-        case AggregateFunction::kCount:
-          bucket.values.push_back(static_cast<int64_t>(acc.count));
-          break;
-        case AggregateFunction::kFirst:
-          bucket.values.push_back(acc.first);
-          break;
-        case AggregateFunction::kLast:
-          bucket.values.push_back(acc.last);
-          break;
+  return Status::Ok();
+}
+
+Result<AggregateResult> EngineImpl::Aggregate(const AggregateQuery& query) {
+  if (query.step <= 0) return Status::InvalidArgument("step must be positive");
+  if (query.from >= query.to) return Status::InvalidArgument("'from' must be before 'to'");
+  if (query.functions.empty()) return Status::InvalidArgument("no aggregate function given");
+  const uint64_t span = static_cast<uint64_t>(query.to) - static_cast<uint64_t>(query.from);
+  if (span / static_cast<uint64_t>(query.step) >= static_cast<uint64_t>(kMaxAggregateBuckets)) {
+    return Status::InvalidArgument("too many buckets: at most " + std::to_string(kMaxAggregateBuckets) +
+                                   " steps per query");
+  }
+  CAIRN_RETURN_IF_ERROR(ValidateIdentifier("device_id", query.device_id, kMaxDeviceIdBytes));
+  CAIRN_RETURN_IF_ERROR(ValidateIdentifier("measure_name", query.measure_name, kMaxMeasureNameBytes));
+  std::vector<SeriesSnapshot> snapshots;
+  {
+    std::shared_lock state(state_mutex_);
+    auto t = tables_.find(query.table);
+    if (t == tables_.end()) return Status::NotFound("table '" + query.table + "' does not exist");
+    const auto& all = t->second->series;
+    for (auto it = all.lower_bound(SeriesKey{query.device_id, query.measure_name, ""});
+         it != all.end() && it->first.device_id == query.device_id && it->first.measure_name == query.measure_name;
+         ++it) {
+      if (TagsMatch(*it->second, query.tags))
+        snapshots.push_back(TakeSnapshot<SeriesSnapshot>(*t->second, *it->second, query.from, query.to));
+    }
+  }
+  if (snapshots.empty()) return AggregateResult{};
+  // The field's type across the matching series: one type, or the query
+  // must narrow them down.
+  std::optional<FieldType> type;
+  for (const SeriesSnapshot& snap : snapshots) {
+    for (const ChunkField& f : snap.fields) {
+      if (f.name != query.field) continue;
+      if (type && *type != f.type) {
+        return Status::InvalidArgument("field '" + query.field + "' is " + std::string(FieldTypeName(*type)) +
+                                       " in one series of measure '" + query.measure_name + "' and " +
+                                       std::string(FieldTypeName(f.type)) + " in another; narrow them with tags");
+      }
+      type = f.type;
+    }
+  }
+  if (!type) return Status::NotFound("measure '" + query.measure_name + "' has no field '" + query.field + "'");
+  if (*type != FieldType::kDouble && *type != FieldType::kInt64) {
+    return Status::InvalidArgument("field '" + query.field + "' is " + std::string(FieldTypeName(*type)) +
+                                   "; aggregates need a double or int64 field");
+  }
+  const int64_t now = clock_->ExpiryNow();  // ttl by the deletion clock (clock_trust.h)
+  AggregateResult result;
+  // Group (the values of the group_by tags) -> bucket index -> what it has
+  // seen (aggregate_bucket.h).
+  std::map<TagMap, std::map<int64_t, BucketAccumulator>> groups;
+  for (const SeriesSnapshot& snap : snapshots) {
+    auto field_it = std::find_if(snap.fields.begin(), snap.fields.end(),
+                                 [&](const ChunkField& f) { return f.name == query.field; });
+    if (field_it == snap.fields.end()) continue;
+    TagMap group;
+    for (const std::string& name : query.group_by) {
+      auto d = snap.dimensions.find(name);
+      if (d != snap.dimensions.end()) {
+        group.emplace(name, d->second);
+      } else if (auto a = snap.attributes.find(name); a != snap.attributes.end()) {
+        group.emplace(name, a->second);
+      } else {
+        group.emplace(name, "");
       }
     }
-    result.buckets.push_back(std::move(bucket));
+    CAIRN_RETURN_IF_ERROR(AccumulateSeries(query, snap, static_cast<size_t>(field_it - snap.fields.begin()),
+                                           *type, now, &groups[group], &result.skipped));
+  }
+  for (auto& [group, buckets] : groups) {
+    for (auto& [index, acc] : buckets) {
+      AggregateBucket bucket;
+      bucket.group = group;
+      bucket.start = static_cast<int64_t>(static_cast<uint64_t>(query.from) +
+                                          static_cast<uint64_t>(index) * static_cast<uint64_t>(query.step));
+      bucket.count = acc.count();
+      for (AggregateFunction fn : query.functions) {
+        CAIRN_ASSIGN_OR_RETURN(Value value, acc.Answer(fn, bucket.start));
+        bucket.values.push_back(std::move(value));
+      }
+      result.buckets.push_back(std::move(bucket));
+    }
   }
   return result;
 }

@@ -1,7 +1,8 @@
 // The sync quota (EngineOptions::sync_quota, DESIGN §6): how much data not
 // yet confirmed by the cloud the synced tables may hold, and how much free
 // disk must remain; what happens when either is reached. Format of the
-// aggregates that downsampling writes: quota_format.md beside this file.
+// aggregates that downsampling writes: quota_format.md beside this file;
+// they are computed in quota_aggregates.cc.
 //
 // Measuring: Maintain calls CheckSyncQuota, which at most every
 // check_interval_ms sums SummarizeUnsynced over the synced tables against
@@ -30,6 +31,7 @@
 #include <unordered_map>
 
 #include "engine/engine_impl.h"
+#include "engine/quota_aggregates.h"
 
 namespace cairn {
 
@@ -56,51 +58,6 @@ int64_t FloorTo(int64_t value, int64_t step) {
   if (value % step < 0) --q;
   return q * step;
 }
-
-bool IsNumeric(FieldType type) { return type == FieldType::kDouble || type == FieldType::kInt64; }
-
-double AsDouble(const Value& v) {
-  if (const auto* d = std::get_if<double>(&v)) return *d;
-  if (const auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
-  return 0;
-}
-
-bool Less(const Value& a, const Value& b) {
-  if (const auto* x = std::get_if<int64_t>(&a)) return *x < std::get<int64_t>(b);
-  return std::get<double>(a) < std::get<double>(b);
-}
-
-// The aggregate fields of one raw field, in order (quota_format.md).
-std::vector<ChunkField> AggregateFieldsOf(const ChunkField& raw) {
-  if (IsNumeric(raw.type)) {
-    return {{raw.name + ".min", raw.type},
-            {raw.name + ".max", raw.type},
-            {raw.name + ".avg", FieldType::kDouble},
-            {raw.name + ".count", FieldType::kInt64}};
-  }
-  return {{raw.name + ".last", raw.type}, {raw.name + ".count", FieldType::kInt64}};
-}
-
-// One raw field's values within one step.
-struct FieldAccumulator {
-  int64_t count = 0;
-  double sum = 0;
-  Value min, max, last;
-  int64_t last_timestamp = INT64_MIN;
-
-  void Add(const Value& v, int64_t timestamp, bool numeric) {
-    if (std::holds_alternative<std::monostate>(v)) return;
-    ++count;
-    if (numeric) {
-      sum += AsDouble(v);
-      if (std::holds_alternative<std::monostate>(min) || Less(v, min)) min = v;
-      if (std::holds_alternative<std::monostate>(max) || Less(max, v)) max = v;
-    } else if (timestamp >= last_timestamp) {
-      last = v;
-      last_timestamp = timestamp;
-    }
-  }
-};
 
 // Where a raw series' aggregates go: the series and its field layout.
 struct AggregateTarget {
@@ -506,45 +463,16 @@ Result<uint64_t> EngineImpl::ReclaimInPeriod(const std::string& table, Period pe
           }
           if (aggregate.ttl == -1) aggregate.ttl = 0;
           aggregate.version = old == existing.end() ? 0 : old->second.first.version + 1;
-          for (size_t f = 0; f < schema.size(); ++f) {
-            const bool numeric = IsNumeric(schema[f].type);
-            FieldAccumulator acc;
-            const std::vector<ChunkField> names = AggregateFieldsOf(schema[f]);
-            auto old_value = [&](size_t which) -> Value {
-              if (old == existing.end()) return Value{};
-              auto i = target_index.find(names[which].name);
-              if (i == target_index.end() || i->second >= old->second.first.values.size()) return Value{};
-              return old->second.first.values[i->second];
-            };
-            if (old != existing.end()) {
-              const Value count = old_value(numeric ? 3 : 1);
-              if (const auto* n = std::get_if<int64_t>(&count); n != nullptr && *n > 0) {
-                acc.count = *n;
-                if (numeric) {
-                  acc.min = old_value(0);
-                  acc.max = old_value(1);
-                  acc.sum = AsDouble(old_value(2)) * static_cast<double>(*n);
-                } else {
-                  acc.last = old_value(0);
-                }
-              }
+          // A step whose int64 sums cannot be kept exactly stays raw.
+          const bool exact =
+              FillStepAggregate(schema, target_index, old == existing.end() ? nullptr : &old->second.first,
+                                members, &aggregate);
+          if (!exact) {
+            for (auto& entry : members) {
+              kept.push_back(std::move(entry.first));
+              kept_lsns.push_back(entry.second);
             }
-            for (const auto& entry : members) acc.Add(entry.first.values[f], entry.first.timestamp, numeric);
-            if (acc.count == 0) continue;
-            auto put = [&](size_t which, Value v) {
-              auto i = target_index.find(names[which].name);
-              if (i != target_index.end() && i->second < aggregate.values.size())
-                aggregate.values[i->second] = v;
-            };
-            if (numeric) {
-              put(0, acc.min);
-              put(1, acc.max);
-              put(2, acc.sum / static_cast<double>(acc.count));
-              put(3, acc.count);
-            } else {
-              put(0, acc.last);
-              put(1, acc.count);
-            }
+            continue;
           }
           series_downsampled += members.size();
           aggregate_records.push_back(std::move(aggregate));

@@ -1,6 +1,10 @@
+#include <filesystem>
 #include <set>
 
+#include "chunk/chunk_codec.h"
 #include "engine_test_util.h"
+#include "storage/env_vfs.h"
+#include "storage/period_file.h"
 
 namespace cairn::testing {
 namespace {
@@ -266,13 +270,201 @@ TEST_F(EngineQueryTest, AggregatesAgreeBetweenStatisticsAndDecoding) {
   q.functions = {AggregateFunction::kSum, AggregateFunction::kMax};
   auto ints = engine_->Aggregate(q);
   ASSERT_TRUE(ints.ok());
-  EXPECT_EQ(std::get<double>(ints->buckets[0].values[0]), 359.0 * 360 / 2);
+  EXPECT_EQ(std::get<int64_t>(ints->buckets[0].values[0]), 359 * 360 / 2);
   EXPECT_EQ(std::get<int64_t>(ints->buckets[0].values[1]), 359);
   q.field = "missing";
   EXPECT_EQ(engine_->Aggregate(q).status().code(), StatusCode::kNotFound);
   q.field = "t";
   q.step = 0;
   EXPECT_EQ(engine_->Aggregate(q).status().code(), StatusCode::kInvalidArgument);
+}
+
+constexpr int64_t kInt64Max = INT64_MAX;
+constexpr int64_t kInt64Min = INT64_MIN;
+constexpr int64_t k2p53 = int64_t{1} << 53;
+
+AggregateQuery IntegerQuery(int64_t from, int64_t to, int64_t step) {
+  AggregateQuery q;
+  q.table = "t";
+  q.device_id = "d";
+  q.measure_name = "m";
+  q.field = "n";
+  q.from = from;
+  q.to = to;
+  q.step = step;
+  q.functions = {AggregateFunction::kSum, AggregateFunction::kAvg, AggregateFunction::kCount,
+                 AggregateFunction::kMin, AggregateFunction::kMax, AggregateFunction::kFirst,
+                 AggregateFunction::kLast};
+  return q;
+}
+
+// Int64 sums and means are exact wherever the readings are: in the head,
+// in sealed chunks answered from their statistics, or decoded, across two
+// period files. Through doubles, 2^53 + 1 would read as 2^53 and the
+// int64 extremes would not cancel.
+TEST_F(EngineQueryTest, IntegerAggregatesAreExactInHeadChunksAndPeriodFiles) {
+  CreateTable();
+  const int64_t today = PeriodStart(Period::kDay, Now());
+  const int64_t day_a = today - 2 * 86400 * kSecond, day_b = today - 86400 * kSecond;
+  const auto put = [&](int64_t at, int64_t n) { WriteOk({MakeRecord("d", "m", at, {{"n", n}})}); };
+  // Day A sums to 2^53 + 1 (the extremes cancel), day B too, today's head adds 1.
+  put(day_a + 1 * kSecond, k2p53 + 1);
+  put(day_a + 2 * kSecond, 1);
+  put(day_a + 3 * kSecond, kInt64Max);
+  put(day_a + 4 * kSecond, kInt64Min);
+  put(day_b + 1 * kSecond, -(k2p53 + 1));
+  put(day_b + 2 * kSecond, k2p53 + 1);
+  put(day_b + 3 * kSecond, k2p53 + 1);
+  const int64_t to = Now() + kSecond;
+  const auto check_whole = [&](const char* where) {
+    SCOPED_TRACE(where);
+    auto whole = engine_->Aggregate(IntegerQuery(day_a, to, to - day_a));
+    ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+    ASSERT_EQ(whole->buckets.size(), 1u);
+    const std::vector<Value>& v = whole->buckets[0].values;
+    EXPECT_EQ(v[0], Value(int64_t{18014398509481987}));  // 2^54 + 3; as a double it would be ...988
+    EXPECT_EQ(v[1], Value(2251799813685248.5));          // (2^54 + 3) / 8, rounded once
+    EXPECT_EQ(v[2], Value(int64_t{8}));
+    EXPECT_EQ(v[3], Value(kInt64Min));
+    EXPECT_EQ(v[4], Value(kInt64Max));
+    EXPECT_EQ(v[5], Value(k2p53 + 1));
+    EXPECT_EQ(v[6], Value(int64_t{1}));
+
+    auto daily = engine_->Aggregate(IntegerQuery(day_a, today, 86400 * kSecond));
+    ASSERT_TRUE(daily.ok()) << daily.status().ToString();
+    ASSERT_EQ(daily->buckets.size(), 2u);
+    for (const AggregateBucket& bucket : daily->buckets) {
+      EXPECT_EQ(bucket.values[0], Value(k2p53 + 1)) << bucket.start;
+    }
+    EXPECT_EQ(daily->buckets[0].values[1], Value(2251799813685248.0));  // (2^53 + 1) / 4: a tie, to even
+    EXPECT_EQ(daily->buckets[1].values[1], Value(3002399751580331.0));  // (2^53 + 1) / 3, exact
+    EXPECT_EQ(daily->buckets[1].values[3], Value(-(k2p53 + 1)));
+    EXPECT_EQ(daily->buckets[1].values[4], Value(k2p53 + 1));  // not tied with 2^53 by doubles
+  };
+  put(today + kSecond, 1);
+  check_whole("everything in the head");
+  ASSERT_TRUE(engine_->SealAll().ok());
+  check_whole("two period files, answered from chunk statistics");
+  put(day_a + 5 * kSecond, 0);  // a head record inside day A's chunk: that chunk is decoded
+  auto mixed = engine_->Aggregate(IntegerQuery(day_a, to, to - day_a));
+  ASSERT_TRUE(mixed.ok()) << mixed.status().ToString();
+  EXPECT_EQ(mixed->buckets[0].values[0], Value(int64_t{18014398509481987}));
+  EXPECT_EQ(mixed->buckets[0].values[2], Value(int64_t{9}));
+  ASSERT_TRUE(engine_->SealAll().ok());
+  auto resealed = engine_->Aggregate(IntegerQuery(day_a, to, to - day_a));
+  ASSERT_TRUE(resealed.ok()) << resealed.status().ToString();
+  EXPECT_EQ(resealed->buckets[0].values[0], Value(int64_t{18014398509481987}));
+}
+
+// A sum that leaves int64 is an error naming its bucket; the mean, count
+// and the other functions of the same buckets stay exact.
+TEST_F(EngineQueryTest, IntegerSumOverflowIsReportedWithItsBucket) {
+  CreateTable();
+  const int64_t base = PeriodStart(Period::kDay, Now()) - 86400 * kSecond;
+  WriteOk({MakeRecord("d", "m", base, {{"n", kInt64Max}}),
+           MakeRecord("d", "m", base + kSecond, {{"n", int64_t{1}}}),
+           MakeRecord("d", "m", base + 3600 * kSecond, {{"n", kInt64Min}}),
+           MakeRecord("d", "m", base + 3601 * kSecond, {{"n", int64_t{-1}}})});
+  for (const bool sealed : {false, true}) {
+    SCOPED_TRACE(sealed ? "sealed" : "head");
+    if (sealed) {
+      ASSERT_TRUE(engine_->SealAll().ok());
+    }
+    AggregateQuery q = IntegerQuery(base, base + 7200 * kSecond, 3600 * kSecond);
+    auto overflow = engine_->Aggregate(q);
+    ASSERT_FALSE(overflow.ok());
+    EXPECT_EQ(overflow.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(overflow.status().message().find("sum overflows int64 in the bucket starting at " +
+                                               std::to_string(base) + " ns"),
+              std::string::npos)
+        << overflow.status().ToString();
+    EXPECT_NE(overflow.status().message().find("9223372036854775808"), std::string::npos);
+    q.from = base + 3600 * kSecond;  // the negative bucket alone
+    overflow = engine_->Aggregate(q);
+    ASSERT_FALSE(overflow.ok());
+    EXPECT_NE(overflow.status().message().find("-9223372036854775809"), std::string::npos)
+        << overflow.status().ToString();
+    q.from = base;
+    q.functions = {AggregateFunction::kAvg, AggregateFunction::kCount, AggregateFunction::kMax};
+    auto rest = engine_->Aggregate(q);
+    ASSERT_TRUE(rest.ok()) << rest.status().ToString();
+    ASSERT_EQ(rest->buckets.size(), 2u);
+    EXPECT_EQ(rest->buckets[0].values[0], Value(4611686018427387904.0));   // 2^63 / 2
+    EXPECT_EQ(rest->buckets[1].values[0], Value(-4611686018427387904.0));  // (-2^63 - 1) / 2, rounded
+    EXPECT_EQ(rest->buckets[0].values[1], Value(int64_t{2}));
+    EXPECT_EQ(rest->buckets[0].values[2], Value(kInt64Max));
+  }
+}
+
+// Many extreme values over many sealed chunks: the statistics carry exact
+// sums, and the totals cancel to a small number.
+TEST_F(EngineQueryTest, ManyExtremeIntegersSumExactlyOverManyChunks) {
+  CreateTable();
+  options_.seal_records = 97;
+  Reopen();
+  const int64_t base = PeriodStart(Period::kDay, Now()) - 86400 * kSecond;
+  std::vector<Record> batch;
+  for (int i = 0; i < 10000; ++i) {
+    batch.push_back(MakeRecord("d", "m", base + i * kSecond, {{"n", i % 2 == 0 ? kInt64Max : kInt64Min}}));
+  }
+  batch.push_back(MakeRecord("d", "m", base + 10000 * kSecond, {{"n", int64_t{1}}}));
+  WriteOk(batch);  // 5000 * (2^63 - 1) - 5000 * 2^63 + 1 = -4999
+  ASSERT_TRUE(engine_->SealAll().ok());
+  auto result = engine_->Aggregate(IntegerQuery(base, base + 86400 * kSecond, 86400 * kSecond));
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  ASSERT_EQ(result->buckets.size(), 1u);
+  EXPECT_EQ(result->buckets[0].values[0], Value(int64_t{-4999}));
+  EXPECT_EQ(result->buckets[0].values[1], Value(-4999.0 / 10001.0));
+  EXPECT_EQ(result->buckets[0].values[2], Value(int64_t{10001}));
+}
+
+// A chunk sealed by a release before exact int64 sums carries version 1
+// statistics, whose int64 sum is a double. Made here by rewriting a sealed
+// chunk's statistics as such a release wrote them: sum and avg decode the
+// chunk and stay exact; count and max still come from the statistics.
+TEST_F(EngineQueryTest, Version1ChunkStatisticsAreNotTrustedForIntegerSums) {
+  CreateTable();
+  const int64_t day = PeriodStart(Period::kDay, Now()) - 86400 * kSecond;
+  WriteOk({MakeRecord("d", "m", day + kSecond, {{"n", k2p53 + 1}}),
+           MakeRecord("d", "m", day + 2 * kSecond, {{"n", int64_t{1}}})});
+  ASSERT_TRUE(engine_->SealAll().ok());
+  ASSERT_TRUE(engine_->Close().ok());
+  engine_.reset();
+  std::string path;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(dir_.path()) / "t")) {
+    if (entry.path().extension() == ".db") path = entry.path().string();
+  }
+  ASSERT_FALSE(path.empty());
+  {
+    const std::string vfs = "cairn-test-v1-stats";
+    ASSERT_TRUE(RegisterEnvVfs(Env::Default(), vfs).ok());
+    auto file = PeriodFile::OpenWritable(Env::Default(), vfs, path, "t", Period::kDay, day, 256);
+    ASSERT_TRUE(file.ok()) << file.status().ToString();
+    auto series = (*file)->ListSeries();
+    ASSERT_TRUE(series.ok() && series->size() == 1);
+    auto chunks = (*file)->ReadChunks(series->front().series_id, INT64_MIN, INT64_MAX, /*with_data=*/true);
+    ASSERT_TRUE(chunks.ok() && chunks->size() == 1);
+    ChunkRow row = chunks->front();
+    auto stats = DecodeChunkStats(row.stats, row.fields);
+    ASSERT_TRUE(stats.ok() && stats->fields[0].integer_sum.has_value());
+    stats->fields[0].integer_sum.reset();
+    stats->fields[0].sum = static_cast<double>(k2p53 + 1) + 1.0;  // what version 1 stored: 2^53
+    row.stats = EncodeChunkStats(*stats, row.fields);
+    ASSERT_EQ(row.stats[0], 1) << "version 1 statistics";
+    std::vector<ChunkRow> added = {row};
+    ASSERT_TRUE((*file)->ReplaceChunks({{row.series_id, row.start_ns, row.seq}}, {}, added).ok());
+    ASSERT_TRUE((*file)->Close().ok());
+    file->reset();
+    ASSERT_TRUE(UnregisterEnvVfs(vfs).ok());
+  }
+  Open();
+  auto result = engine_->Aggregate(IntegerQuery(day, day + 86400 * kSecond, 86400 * kSecond));
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  ASSERT_EQ(result->buckets.size(), 1u);
+  EXPECT_EQ(result->buckets[0].values[0], Value(k2p53 + 2));
+  EXPECT_EQ(result->buckets[0].values[1], Value(4503599627370497.0));  // (2^53 + 2) / 2
+  EXPECT_EQ(result->buckets[0].values[2], Value(int64_t{2}));
+  EXPECT_EQ(result->buckets[0].values[4], Value(k2p53 + 1));
 }
 
 TEST_F(EngineQueryTest, ListDevicesAndMeasures) {

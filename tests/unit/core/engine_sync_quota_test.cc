@@ -6,6 +6,7 @@
 #include <set>
 
 #include "engine_test_util.h"
+#include "model/exact_sum.h"
 
 namespace cairn::testing {
 namespace {
@@ -274,13 +275,17 @@ TEST_F(EngineSyncQuotaTest, DownsampleReplacesOldUnconfirmedStepsByAggregates) {
     EXPECT_EQ(std::get<double>(*FieldOf(a, "temperature.max")), max);
     EXPECT_NEAR(std::get<double>(*FieldOf(a, "temperature.avg")), sum / 60, 1e-9);
     EXPECT_EQ(std::get<int64_t>(*FieldOf(a, "temperature.count")), 60);
-    int64_t count_min = INT64_MAX, count_max = INT64_MIN;
+    int64_t count_min = INT64_MAX, count_max = INT64_MIN, count_sum = 0;
     for (int i = first; i < first + 60; ++i) {
       count_min = std::min(count_min, Count(i));
       count_max = std::max(count_max, Count(i));
+      count_sum += Count(i);
     }
     EXPECT_EQ(std::get<int64_t>(*FieldOf(a, "count.min")), count_min);
     EXPECT_EQ(std::get<int64_t>(*FieldOf(a, "count.max")), count_max);
+    ASSERT_NE(FieldOf(a, "count.sum"), nullptr);
+    EXPECT_EQ(std::get<int64_t>(*FieldOf(a, "count.sum")), count_sum);
+    EXPECT_EQ(FieldOf(a, "temperature.sum"), nullptr);  // a double field's aggregate has no sum
     // The newest reading of a text field, and how many there were.
     EXPECT_EQ(std::get<std::string>(*FieldOf(a, "state.last")), (59 % 2) ? "ok" : "warm");
     EXPECT_EQ(std::get<int64_t>(*FieldOf(a, "state.count")), 60);
@@ -355,6 +360,10 @@ TEST_F(EngineSyncQuotaTest, LateReadingsMergeIntoTheirStepsAggregate) {
               (old_sum + late_sum) / static_cast<double>(old_count + 150), 1e-9);
   EXPECT_EQ(std::get<int64_t>(*FieldOf(merged, "count.max")),
             std::max(std::get<int64_t>(*FieldOf(first_step, "count.max")), late_count_max));
+  int64_t late_count_sum = 0;
+  for (int i = 0; i < 150; ++i) late_count_sum += Count(1000 + i);
+  EXPECT_EQ(std::get<int64_t>(*FieldOf(merged, "count.sum")),
+            std::get<int64_t>(*FieldOf(first_step, "count.sum")) + late_count_sum);
   // The late raw readings are gone; the newer version goes to the cloud.
   std::map<uint64_t, RecordRow> feed = Changes();
   bool merged_in_feed = false;
@@ -364,6 +373,43 @@ TEST_F(EngineSyncQuotaTest, LateReadingsMergeIntoTheirStepsAggregate) {
     merged_in_feed = merged_in_feed || (row.timestamp == merged.timestamp && row.version == merged.version);
   }
   EXPECT_TRUE(merged_in_feed);
+}
+
+// Int64 fields past 2^53 keep their exact sum in `f.sum` and an average
+// rounded once from it; a step whose sum would leave int64 stays raw
+// rather than be replaced by an inexact aggregate.
+TEST_F(EngineSyncQuotaTest, DownsampledInt64FieldsKeepExactSumsOrStayRaw) {
+  constexpr int64_t kBase = (int64_t{1} << 53) + 1;
+  const auto big = [&](int i) { return i / 60 == 1 ? INT64_MAX - Count(i) : kBase + Count(i); };
+  std::vector<Record> batch;
+  for (int i = 0; i < 600; ++i) {
+    batch.push_back(MakeRecord("d", "env", Start() + i * kSecond,
+                               {{"temperature", Celsius(i)}, {"count", Count(i)}, {"big", big(i)}}));
+  }
+  ASSERT_TRUE(engine_->Write("t", batch).ok());
+  ASSERT_TRUE(engine_->SealAll().ok());
+  SyncQuotaOptions quota;
+  quota.max_unsynced_bytes = UnsyncedBytes() / 3;
+  quota.policy = QuotaPolicy::kDownsample;
+  Reopen(quota);
+  MaintainOk();
+  std::vector<RecordRow> aggregates = RangeOf("env@60s");
+  ASSERT_GE(aggregates.size(), 2u);
+  for (const RecordRow& a : aggregates) {
+    const int minute = static_cast<int>((a.timestamp - Start()) / (60 * kSecond));
+    SCOPED_TRACE("minute " + std::to_string(minute));
+    EXPECT_NE(minute, 1) << "the minute whose sum leaves int64 was aggregated";
+    ExactSum sum;
+    for (int i = minute * 60; i < minute * 60 + 60; ++i) sum.Add(big(i));
+    ASSERT_NE(FieldOf(a, "big.sum"), nullptr);
+    EXPECT_EQ(std::get<int64_t>(*FieldOf(a, "big.sum")), sum.ToInt64());
+    EXPECT_EQ(std::get<double>(*FieldOf(a, "big.avg")), sum.DividedBy(60));
+  }
+  size_t raw_in_minute_1 = 0;
+  for (const RecordRow& row : RangeOf("env")) {
+    if (row.timestamp >= Start() + 60 * kSecond && row.timestamp < Start() + 120 * kSecond) ++raw_in_minute_1;
+  }
+  EXPECT_EQ(raw_in_minute_1, 60u);
 }
 
 TEST_F(EngineSyncQuotaTest, TheFreeDiskFloorRefusesEveryTableAndDropOldestReclaims) {

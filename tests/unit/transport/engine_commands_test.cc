@@ -205,6 +205,34 @@ TEST_F(EngineCommandsTest, PutThenLatest) {
   EXPECT_EQ(Run("latest sensors nobody"), "time  measure\n(no rows)\n");
 }
 
+TEST_F(EngineCommandsTest, PutSetsVersionTtlAndTimestampFields) {
+  EXPECT_EQ(Run("put sensors env,device=d1 v=1,_version=3i,_ttl=1800000000i,at=1690000000000000000t "
+                "1699999990000000000"),
+            "outcome  stored\n"
+            "table    sensors\n"
+            "device   d1\n"
+            "measure  env\n"
+            "version  3\n"
+            "ttl      2027-01-15T08:00:00Z\n"
+            "time     2023-11-14T22:13:10Z\n"
+            "lsn      1\n");
+  EXPECT_EQ(Run("latest sensors d1 --json"),
+            "{\"columns\":[\"time\",\"measure\",\"version\",\"ttl\",\"at\",\"v\"],\"rows\":[{\"time\":"
+            "\"2023-11-14T22:13:10Z\",\"measure\":\"env\",\"version\":3,\"ttl\":\"2027-01-15T08:00:00Z\","
+            "\"at\":\"2023-07-22T04:26:40Z\",\"v\":1}]}\n");
+  // A lower version of the same point is rejected; --precision applies to t values.
+  EXPECT_TRUE(
+      Contains(Run("put sensors env,device=d1 v=2,_version=2i 1699999990000000000"), "error: put: rejected"));
+  EXPECT_TRUE(Contains(Run("put --precision s sensors env,device=d2 at=1690000000t 1699999990"),
+                       "outcome  stored\n"));
+  EXPECT_TRUE(Contains(Run("latest sensors d2 --json"), "\"at\":\"2023-07-22T04:26:40Z\""))
+      << Run("latest sensors d2 --json");
+  EXPECT_EQ(Run("put sensors env,device=d1 v=1,_version=-1i"),
+            "error: put: line protocol: reserved field _version must not be negative (e.g. _version=3i or "
+            "_version=3u) (column 28)\n");
+  EXPECT_TRUE(Contains(Run("put sensors env,device=d1 v=1,_ttl=60i"), "not after the record's time"));
+}
+
 TEST_F(EngineCommandsTest, PutWithoutTimestampUsesTheClockAndHonoursPrecision) {
   ASSERT_TRUE(Contains(Run("put sensors env,device=d1 v=1"), "time     2023-11-14T22:13:20Z\n"));
   clock_.AdvanceNanos(1'500'000'000);

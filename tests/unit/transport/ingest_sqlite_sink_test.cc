@@ -1,14 +1,19 @@
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "cairn/core/engine.h"
 #include "cairn/ingest/ingest_sink.h"
+#include "cairn/transport/line_protocol.h"
+#include "cairn/transport/mqtt_input.h"
 
 #include "ingest_batches.h"
 #include "storage/env_vfs.h"
 #include "storage/sqlite_db.h"
+#include "manual_clock_env.h"
 #include "test_dirs.h"
 
 namespace cairn {
@@ -66,6 +71,64 @@ TEST_F(SqliteSinkTest, StoresEveryFieldTypeBitExactlyAcrossReopen) {
   EXPECT_EQ(CompareReadings(Expected("sensors", rows), Readings()), "");
   Open();
   EXPECT_EQ(CompareReadings(Expected("sensors", rows), Readings()), "");
+}
+
+// The ttl, version and timestamp fields a client sets through line protocol
+// (HTTP writes, MQTT, the shell's put) or an MQTT JSON reading go through the
+// engine, the sync envelope in both encodings and the sink unchanged.
+TEST_F(SqliteSinkTest, TtlVersionAndTimestampFieldsFromTheEntryPointsReachTheCloud) {
+  ManualClockEnv clock(Env::Default());
+  ScopedTempDir engine_dir{"sync-round-trip"};
+  EngineOptions engine_options;
+  engine_options.maintenance_interval_ms = 0;
+  Result<std::unique_ptr<Engine>> engine = Engine::Open(&clock, engine_dir.path(), engine_options);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  ASSERT_TRUE((*engine)->CreateTable("sensors", TableOptions{}).ok());
+
+  LineProtocolOptions options;
+  options.default_timestamp = clock.NowUnixNanos();
+  std::vector<Record> records;
+  std::vector<std::string> errors;
+  ASSERT_TRUE(MqttInput::ParsePayload("env,device=lp v=1,_ttl=4000000000i,_version=18446744073709551615u,"
+                                      "at=1690000000000000000t 1700000000000000000",
+                                      options, &records, &errors)
+                  .ok());
+  ASSERT_TRUE(
+      MqttInput::ParsePayload("{\"device\": \"json\", \"measure\": \"env\", \"time\": 1700000000000000000,"
+                              " \"ttl\": 4000000001, \"version\": 9,"
+                              " \"fields\": {\"v\": 2, \"at\": {\"timestamp\": -5}}}",
+                              options, &records, &errors)
+          .ok());
+  ASSERT_TRUE(errors.empty()) << errors[0];
+  ASSERT_EQ(records.size(), 2u);
+  Result<WriteResult> written = (*engine)->Write("sensors", records);
+  ASSERT_TRUE(written.ok()) << written.status().ToString();
+  Result<ChangeBatch> changes =
+      (*engine)->ReadChanges("sensors", 0, std::numeric_limits<uint64_t>::max(), 100);
+  ASSERT_TRUE(changes.ok()) << changes.status().ToString();
+  ASSERT_EQ(changes->records.size(), 2u);
+  EXPECT_TRUE((*engine)->Close().ok());
+
+  uint64_t sequence = 1;
+  for (EnvelopeEncoding encoding : {EnvelopeEncoding::kBinary, EnvelopeEncoding::kJson}) {
+    Result<DecodedEnvelope> batch = MakeBatch(HeaderFor(sequence++, changes->records.size()),
+                                              changes->records, encoding);
+    ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+    Apply(*batch);
+  }
+  const std::vector<StoredReading> readings = Readings();
+  ASSERT_EQ(readings.size(), 2u);
+  const RecordRow& json = readings[0].row.device_id == "json" ? readings[0].row : readings[1].row;
+  const RecordRow& lp = readings[0].row.device_id == "lp" ? readings[0].row : readings[1].row;
+  EXPECT_EQ(lp.ttl, 4'000'000'000);
+  EXPECT_EQ(lp.version, std::numeric_limits<uint64_t>::max());
+  ASSERT_EQ(lp.fields.size(), 2u);  // sorted by name; _ttl and _version are not fields
+  EXPECT_EQ(lp.fields[0].name, "at");
+  EXPECT_EQ(lp.fields[0].value, Value(Timestamp{1'690'000'000'000'000'000}));
+  EXPECT_EQ(json.ttl, 4'000'000'001);
+  EXPECT_EQ(json.version, 9u);
+  ASSERT_EQ(json.fields.size(), 2u);
+  EXPECT_EQ(json.fields[0].value, Value(Timestamp{-5}));
 }
 
 TEST_F(SqliteSinkTest, SameBatchTwiceIsStoredOnceAndCountedAsDuplicates) {

@@ -148,8 +148,8 @@ TEST(LineProtocolTest, MalformedNumbersAreRefused) {
   }
   EXPECT_EQ(
       Reason("m,device=d v=hello"),
-      "field 'v' has an invalid value 'hello' (expected a number, an integer like 12i or 12u, a boolean, "
-      "or a string in double quotes) (column 14)");
+      "field 'v' has an invalid value 'hello' (expected a number, an integer like 12i or 12u, a timestamp "
+      "like 1700000000t, a boolean, or a string in double quotes) (column 14)");
 }
 
 TEST(LineProtocolTest, StringFieldEscapes) {
@@ -190,17 +190,24 @@ TEST(LineProtocolTest, BackslashesBeforeOrdinaryBytesAreKept) {
   EXPECT_EQ(record.device_id, R"(C:\data)");
   EXPECT_EQ(record.dimensions.at("k"), R"(a\\b)");
   EXPECT_EQ(record.fields[0].name, R"(v\q)");
-  // In a measurement an equals sign needs no escape, and "\=" is kept as typed.
-  EXPECT_EQ(Parse(R"(a=b\=c,device=d v=1)").measure_name, R"(a=b\=c)");
-  // An escaped space joins the tag value, leaving no fields.
+  // In a measurement an equals sign needs no escape; "\=" is one all the same
+  // (InfluxDB 1.x's point name unescapes it).
+  EXPECT_EQ(Parse(R"(a=b\=c,device=d v=1)").measure_name, "a=b=c");
+  // An escaped space joins the tag value, which then holds an unescaped '='.
   EXPECT_EQ(Reason(R"(m,device=d\ v=1)"),
-            "no fields (expected a space, then field=value after the measurement and tags) (column 16)");
+            "tag 'device' has an unescaped '=' in its value (write \\=) (column 14)");
+  EXPECT_EQ(Reason(R"(m,device=d\ v)"),
+            "no fields (expected a space, then field=value after the measurement and tags) (column 14)");
   // A trailing backslash escapes nothing and is kept.
   EXPECT_TRUE(HasText(Reason(R"(m,device=d v=1\)"), R"(invalid value '1\')"));
 }
 
-TEST(LineProtocolTest, TagValuesMayHoldAnUnescapedEqualsSign) {
-  EXPECT_EQ(Parse("m,device=a=b v=1").device_id, "a=b");
+TEST(LineProtocolTest, AnUnescapedEqualsSignInATagValueIsRefusedAfterItsFirstByte) {
+  EXPECT_EQ(Reason("m,device=a=b v=1"),
+            "tag 'device' has an unescaped '=' in its value (write \\=) (column 11)");
+  EXPECT_EQ(Parse(R"(m,device=a\=b v=1)").device_id, "a=b");
+  // InfluxDB's scanner checks from the second byte on.
+  EXPECT_EQ(Parse("m,device==b v=1").device_id, "=b");
 }
 
 TEST(LineProtocolTest, Timestamps) {
@@ -411,13 +418,98 @@ TEST(LineProtocolTest, ABodyEndingWithANewlineHasNoExtraLine) {
   EXPECT_TRUE(ParseLineProtocol("\n\n\r\n", Options()).errors.empty());
 }
 
-TEST(LineProtocolTest, ANewlineInsideQuotesStillEndsTheLine) {
-  const LineProtocolBatch batch = ParseLineProtocol("m,device=d s=\"two\nlines\" 1\n", Options());
-  EXPECT_TRUE(batch.records.empty());
-  ASSERT_EQ(batch.errors.size(), 2u);
-  EXPECT_EQ(batch.errors[0].line_number, 1u);
-  EXPECT_TRUE(HasText(batch.errors[0].reason, "has no closing quote"));
-  EXPECT_EQ(batch.errors[1].line_number, 2u);
+TEST(LineProtocolTest, ANewlineInsideAQuotedFieldValueBelongsToTheValue) {
+  const LineProtocolBatch batch =
+      ParseLineProtocol("m,device=d s=\"two\nlines\" 1\nm,device=d v=2 2\n", Options());
+  ASSERT_TRUE(batch.errors.empty()) << batch.errors[0].reason;
+  ASSERT_EQ(batch.records.size(), 2u);
+  EXPECT_EQ(batch.records[0].line_number, 1u);
+  EXPECT_EQ(*FieldValue(batch.records[0].record, "s"), Value(std::string("two\nlines")));
+  // Line numbers keep counting the newlines of the body.
+  EXPECT_EQ(batch.records[1].line_number, 3u);
+  // Quotes in the measurement, tags or field keys do not open a value.
+  const LineProtocolBatch tags =
+      ParseLineProtocol("m,device=\"a x=1 1\nm,device=a y=1 2\nm,device=b \"k=1 3\n", Options());
+  ASSERT_EQ(tags.records.size(), 3u);
+  EXPECT_EQ(tags.records[0].record.device_id, "\"a");
+  EXPECT_EQ(tags.records[2].record.fields[0].name, "\"k");
+  // An unclosed quote takes the rest of the body, as in InfluxDB.
+  const LineProtocolBatch open = ParseLineProtocol("m,device=d s=\"open 1\nm,device=d v=2 2\n", Options());
+  EXPECT_TRUE(open.records.empty());
+  ASSERT_EQ(open.errors.size(), 1u);
+  EXPECT_TRUE(HasText(open.errors[0].reason, "has no closing quote"));
+}
+
+TEST(LineProtocolTest, ACommentEndsAtItsNewlineEvenAfterABackslash) {
+  const LineProtocolBatch batch = ParseLineProtocol("# C:\\\nm,device=d v=1 1\n", Options());
+  ASSERT_EQ(batch.records.size(), 1u);
+  EXPECT_EQ(batch.records[0].line_number, 2u);
+}
+
+TEST(LineProtocolTest, TtlAndVersionAreReservedFields) {
+  const Record record = Parse("m,device=d v=1,_ttl=1800000000i,_version=7u 1700000000000000000");
+  EXPECT_EQ(record.ttl, 1'800'000'000);
+  EXPECT_EQ(record.version, 7u);
+  ASSERT_EQ(record.fields.size(), 1u);  // neither is an ordinary field
+  EXPECT_EQ(record.fields[0].name, "v");
+  EXPECT_EQ(Parse("m,device=d _version=3i,v=1").version, 3u);
+  EXPECT_EQ(Parse("m,device=d v=1,_version=18446744073709551615u").version,
+            std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(Parse("m,device=d v=1,_ttl=0i 1700000000000000000").ttl, 0);  // none: the table's default
+}
+
+TEST(LineProtocolTest, AReservedFieldUsedWronglyRefusesTheLine) {
+  EXPECT_EQ(Reason("m,device=d v=1,_ttl=1800000000"),
+            "reserved field _ttl must be an integer (the absolute expiry in Unix seconds, e.g. "
+            "_ttl=1700003600i), not '1800000000' (column 21)");
+  EXPECT_TRUE(HasText(Reason("m,device=d v=1,_ttl=\"soon\""), "reserved field _ttl must be an integer"));
+  EXPECT_TRUE(HasText(Reason("m,device=d v=1,_ttl=true"), "reserved field _ttl must be an integer"));
+  EXPECT_TRUE(HasText(Reason("m,device=d v=1,_version=2.5"), "reserved field _version must be an integer"));
+  EXPECT_TRUE(HasText(Reason("m,device=d v=1,_version=5t"), "reserved field _version must be an integer"));
+  EXPECT_TRUE(HasText(Reason("m,device=d v=1,_version=-1i"), "reserved field _version must not be negative"));
+  EXPECT_TRUE(HasText(Reason("m,device=d v=1,_ttl=-5i"), "reserved field _ttl must not be negative"));
+  EXPECT_TRUE(HasText(Reason("m,device=d v=1,_version=18446744073709551616u"), "overflows uint64"));
+  EXPECT_EQ(Reason("m,device=d v=1,_ttl=9223372036854775808u"),
+            "_ttl 9223372036854775808 is beyond int64 seconds");
+  EXPECT_EQ(Reason("m,device=d v=1,_version=1i,_version=2i"), "field '_version' appears twice");
+  // A duration where the absolute time belongs would expire the record at once.
+  EXPECT_EQ(Reason("m,device=d v=1,_ttl=3600i 1700000000000000000"),
+            "_ttl 3600 is not after the record's time (1700000000 s): _ttl is an absolute Unix time in "
+            "seconds, not a duration");
+  EXPECT_EQ(Reason("m,device=d _ttl=1800000000i,_version=1i"), "no fields besides _ttl and _version");
+}
+
+TEST(LineProtocolTest, OtherFieldNamesStartingWithAnUnderscoreAreRefused) {
+  EXPECT_EQ(Reason("m,device=d v=1,_value=2"),
+            "field names starting with '_' are reserved (_ttl and _version are defined); '_value' is not one "
+            "(column 16)");
+  EXPECT_TRUE(HasText(Reason("m,device=d _TTL=1i"), "'_TTL' is not one"));
+  // Tags and measurements may start with one.
+  const Record record = Parse("_m,device=d,_site=a v=1");
+  EXPECT_EQ(record.measure_name, "_m");
+  EXPECT_EQ(record.dimensions.at("_site"), "a");
+}
+
+TEST(LineProtocolTest, TimestampFieldsTakeATSuffixInTheWritesPrecision) {
+  EXPECT_EQ(*FieldValue(Parse("m,device=d started=1700000000000000000t"), "started"),
+            Value(Timestamp{1'700'000'000'000'000'000}));
+  EXPECT_EQ(*FieldValue(Parse("m,device=d started=-1t"), "started"), Value(Timestamp{-1}));
+  EXPECT_EQ(
+      *FieldValue(Parse("m,device=d started=1700000000t", Options(TimestampPrecision::kSeconds)), "started"),
+      Value(Timestamp{1'700'000'000'000'000'000}));
+  EXPECT_EQ(
+      *FieldValue(Parse("m,device=d started=1700000000123t", Options(TimestampPrecision::kMilliseconds)),
+                  "started"),
+      Value(Timestamp{1'700'000'000'123'000'000}));
+  EXPECT_EQ(
+      Reason("m,device=d started=9223372037t", Options(TimestampPrecision::kSeconds)),
+      "field 'started': timestamp '9223372037t' at precision s is out of range (int64 nanoseconds reach "
+      "from 1677-09-21 to 2262-04-11)");
+  // A lone t is still the boolean true; other spellings are refused.
+  EXPECT_EQ(*FieldValue(Parse("m,device=d b=t"), "b"), Value(true));
+  for (const char* bad : {"1.5t", "1et", "t1", "12tt", "+1t", "0x1t"}) {
+    EXPECT_TRUE(HasText(Reason(std::string("m,device=d s=") + bad), "invalid value")) << bad;
+  }
 }
 
 }  // namespace

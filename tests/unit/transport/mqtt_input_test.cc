@@ -174,6 +174,66 @@ TEST(MqttInputPayloadTest, BadJsonReadingsAreReportedAndGoodOnesKept) {
   EXPECT_NE(overflow.errors[0].find("out of range"), std::string::npos) << overflow.errors[0];
 }
 
+TEST(MqttInputPayloadTest, JsonReadingSetsTtlVersionAndTimestampFields) {
+  Parsed parsed = Parse(
+      "[{\"device\": \"d\", \"measure\": \"env\", \"time\": 1700000000, \"ttl\": 1800000000,"
+      "  \"version\": 18446744073709551615, \"fields\": {\"t\": 1, \"started\": {\"timestamp\": "
+      "1690000000}}},"
+      " {\"device\": \"d\", \"measure\": \"env\", \"time\": 1700000001, \"ttl\": \"1800000000\","
+      "  \"version\": \"7\", \"fields\": {\"started\": {\"timestamp\": \"-1\"}}}]",
+      Options(TimestampPrecision::kSeconds));
+  ASSERT_TRUE(parsed.status.ok()) << parsed.status.ToString();
+  EXPECT_TRUE(parsed.errors.empty()) << Joined(parsed.errors);
+  ASSERT_EQ(parsed.records.size(), 2u);
+  EXPECT_EQ(parsed.records[0].ttl, 1'800'000'000);
+  EXPECT_EQ(parsed.records[0].version, std::numeric_limits<uint64_t>::max());
+  ASSERT_EQ(parsed.records[0].fields.size(), 2u);
+  // In the input's precision, like "time".
+  EXPECT_EQ(parsed.records[0].fields[1].value, Value(Timestamp{1'690'000'000'000'000'000}));
+  EXPECT_EQ(parsed.records[1].ttl, 1'800'000'000);
+  EXPECT_EQ(parsed.records[1].version, 7u);
+  EXPECT_EQ(parsed.records[1].fields[0].value, Value(Timestamp{-1'000'000'000}));
+}
+
+TEST(MqttInputPayloadTest, BadTtlVersionAndTimestampFieldsRefuseTheReading) {
+  const std::string head = "{\"device\": \"d\", \"measure\": \"env\", \"time\": 1700000000000000000, ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"\"ttl\": -1, \"fields\": {\"t\": 1}}", "\"ttl\" must not be negative"},
+      {"\"ttl\": 1.5e9, \"fields\": {\"t\": 1}}", "\"ttl\" must be an integer within uint64"},
+      {"\"ttl\": \"soon\", \"fields\": {\"t\": 1}}", "\"ttl\" must be an integer within uint64"},
+      {"\"ttl\": true, \"fields\": {\"t\": 1}}", "\"ttl\" must be an integer"},
+      {"\"ttl\": 9223372036854775808, \"fields\": {\"t\": 1}}", "beyond int64 seconds"},
+      {"\"ttl\": 3600, \"fields\": {\"t\": 1}}",
+       "\"ttl\" 3600 is not after the record's time (1700000000 s)"},
+      {"\"version\": 18446744073709551616, \"fields\": {\"t\": 1}}", "within uint64"},
+      {"\"version\": 2.5, \"fields\": {\"t\": 1}}", "within uint64"},
+      {"\"fields\": {\"t\": {\"timestamp\": 1.5}}}", "{\"timestamp\": ...} must be an integer within int64"},
+      {"\"fields\": {\"t\": {\"timestamp\": 1, \"int\": 1}}}", "{\"timestamp\": integer}"},
+      {"\"fields\": {\"_ttl\": {\"int\": 1800000000}, \"t\": 1}}",
+       "field names starting with '_' are reserved ('_ttl'); a reading's expiry and version are its \"ttl\""},
+  };
+  for (const auto& [tail, reason] : cases) {
+    Parsed parsed = Parse(head + tail);
+    EXPECT_TRUE(parsed.records.empty()) << tail;
+    ASSERT_EQ(parsed.errors.size(), 1u) << tail;
+    EXPECT_NE(parsed.errors[0].find(reason), std::string::npos) << parsed.errors[0];
+  }
+  Parsed overflow =
+      Parse("{\"device\": \"d\", \"measure\": \"env\", \"fields\": {\"t\": {\"timestamp\": 9300000000}}}",
+            Options(TimestampPrecision::kSeconds));
+  ASSERT_EQ(overflow.errors.size(), 1u);
+  EXPECT_NE(overflow.errors[0].find("out of range for precision s"), std::string::npos) << overflow.errors[0];
+}
+
+TEST(MqttInputPayloadTest, LineProtocolPayloadsSetTtlAndVersionByReservedFields) {
+  Parsed parsed =
+      Parse("env,device=d t=1,_ttl=1800000000i,_version=4i,at=1700000000000000000t 1700000000000000000");
+  ASSERT_EQ(parsed.records.size(), 1u) << Joined(parsed.errors);
+  EXPECT_EQ(parsed.records[0].ttl, 1'800'000'000);
+  EXPECT_EQ(parsed.records[0].version, 4u);
+  EXPECT_EQ(parsed.records[0].fields.size(), 2u);
+}
+
 TEST(MqttInputPayloadTest, UnparseableJsonFailsTheMessage) {
   for (const char* payload : {"{", "[{\"device\": \"d\"", "{\"device\": \"d\"} trailing", "[1, 2"}) {
     Parsed parsed = Parse(payload);

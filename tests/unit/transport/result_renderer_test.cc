@@ -106,6 +106,22 @@ TEST(RenderJsonTest, TableRowsAreObjectsInColumnOrder) {
                                         "\n");
 }
 
+// Aggregates of int64 fields answer int64 values: both renderings print
+// every digit, so a sum past 2^53 or at the int64 extremes reads back
+// exactly (a JSON reader keeps an integer literal as an integer).
+TEST(RenderJsonTest, Int64AggregatesPrintEveryDigit) {
+  const CommandResult result = CommandResult::Table(
+      {"sum", "min", "max", "avg"}, {{int64_t{9007199254740993}, std::numeric_limits<int64_t>::min(),
+                                      std::numeric_limits<int64_t>::max(), 9007199254740992.0}});
+  EXPECT_EQ(RenderJson(result, {}), R"({"columns":["sum","min","max","avg"],"rows":[)"
+                                    R"({"sum":9007199254740993,"min":-9223372036854775808,)"
+                                    R"("max":9223372036854775807,"avg":9007199254740992}]})"
+                                    "\n");
+  EXPECT_NE(RenderText(result, {}).find("9007199254740993  -9223372036854775808  9223372036854775807"),
+            std::string::npos)
+      << RenderText(result, {});
+}
+
 TEST(RenderJsonTest, KeyValuesAreOneObject) {
   const CommandResult result = CommandResult::KeyValues({
       {"count", int64_t{-7}},

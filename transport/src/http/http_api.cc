@@ -381,7 +381,8 @@ HttpResponse HttpApi::Readings(Call* call, const std::string& table, const std::
 }
 
 HttpResponse HttpApi::Aggregate(Call* call, const std::string& table, const std::string& device) {
-  if (auto bad = call->CheckParameters({"measure", "field", "step", "fn", "from", "to", "tag.*"})) return *bad;
+  if (auto bad = call->CheckParameters({"measure", "field", "step", "fn", "from", "to", "group_by", "tag.*"}))
+    return *bad;
   std::optional<std::string> measure = call->Parameter("measure");
   std::optional<std::string> field = call->Parameter("field");
   if (!measure || !field) return HttpResponse::Error(400, "aggregate needs ?measure=M&field=F&step=D");
@@ -389,6 +390,7 @@ HttpResponse HttpApi::Aggregate(Call* call, const std::string& table, const std:
   for (const char* name : {"step", "fn", "from", "to"}) {
     if (std::optional<std::string> value = call->Parameter(name)) options.emplace_back(name, *value);
   }
+  if (std::optional<std::string> group_by = call->Parameter("group_by")) options.emplace_back("group-by", *group_by);
   AddTagFilter(call->TagParameters(), &options);
   return RunCommand(call, "agg", {table, device, *measure, *field}, options, "buckets");
 }

@@ -1,9 +1,7 @@
 #include "cairn/transport/mqtt_input.h"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
-#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -13,6 +11,8 @@
 #include <vector>
 
 #include "cairn/transport/json_value.h"
+
+#include "json_reading.h"
 
 namespace cairn {
 namespace {
@@ -67,101 +67,6 @@ Status CheckFilter(const std::string& filter) {
   }
 }
 
-Result<int64_t> ParseInteger(const JsonValue& value, std::string_view what) {
-  std::string_view text = value.text();
-  if (!value.is_number() && !value.is_string()) {
-    return Status::InvalidArgument(std::string(what) + " must be an integer");
-  }
-  int64_t parsed = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), parsed);
-  if (error != std::errc() || end != text.data() + text.size() || text.empty()) {
-    return Status::InvalidArgument(std::string(what) + " must be an integer within int64, got " +
-                                   std::string(text));
-  }
-  return parsed;
-}
-
-Result<Value> FieldValue(const std::string& name, const JsonValue& value) {
-  switch (value.kind()) {
-    case JsonValue::Kind::kNumber: {
-      const double number = value.number();
-      if (!std::isfinite(number))
-        return Status::InvalidArgument("field '" + name + "' is not a finite number");
-      return Value(number);
-    }
-    case JsonValue::Kind::kBool:
-      return Value(value.boolean());
-    case JsonValue::Kind::kString:
-      return Value(value.text());
-    case JsonValue::Kind::kObject: {
-      const JsonValue* integer = value.Find("int");
-      if (integer != nullptr && value.members().size() == 1) {
-        Result<int64_t> parsed = ParseInteger(*integer, "field '" + name + "' {\"int\": ...}");
-        if (!parsed.ok()) return parsed.status();
-        return Value(*parsed);
-      }
-      break;
-    }
-    default:
-      break;
-  }
-  return Status::InvalidArgument("field '" + name +
-                                 "' must be a number, a boolean, a string or {\"int\": integer}");
-}
-
-Result<Record> ReadingToRecord(const JsonValue& reading, const LineProtocolOptions& options) {
-  if (!reading.is_object()) return Status::InvalidArgument("a reading must be a JSON object");
-  Record record;
-  bool has_device = false, has_measure = false, has_fields = false, has_time = false;
-  const int64_t unit = NanosPerUnit(options.precision);
-  for (const auto& [key, value] : reading.members()) {
-    if (key == "device" || key == "measure") {
-      if (!value.is_string()) return Status::InvalidArgument("\"" + key + "\" must be a string");
-      (key == "device" ? record.device_id : record.measure_name) = value.text();
-      (key == "device" ? has_device : has_measure) = true;
-    } else if (key == "time") {
-      Result<int64_t> time = ParseInteger(value, "\"time\"");
-      if (!time.ok()) return time.status();
-      if (__builtin_mul_overflow(*time, unit, &record.timestamp)) {
-        return Status::InvalidArgument("\"time\" " + value.text() + " is out of range for precision " +
-                                       std::string(TimestampPrecisionName(options.precision)));
-      }
-      has_time = true;
-    } else if (key == "fields") {
-      if (!value.is_object()) return Status::InvalidArgument("\"fields\" must be an object");
-      for (const auto& [name, field_value] : value.members()) {
-        Result<Value> converted = FieldValue(name, field_value);
-        if (!converted.ok()) return converted.status();
-        record.fields.push_back(Field{name, std::move(*converted)});
-      }
-      has_fields = true;
-    } else if (key == "tags") {
-      if (!value.is_object()) return Status::InvalidArgument("\"tags\" must be an object of strings");
-      for (const auto& [name, tag] : value.members()) {
-        if (!tag.is_string()) return Status::InvalidArgument("tag '" + name + "' must be a string");
-        record.dimensions[name] = tag.text();
-      }
-    } else if (key == "version") {
-      Result<int64_t> version = ParseInteger(value, "\"version\"");
-      if (!version.ok()) return version.status();
-      if (*version < 0) return Status::InvalidArgument("\"version\" must not be negative");
-      record.version = static_cast<uint64_t>(*version);
-    } else {
-      return Status::InvalidArgument("unknown member \"" + key + "\"");
-    }
-  }
-  if (!has_device) return Status::InvalidArgument("no \"device\"");
-  if (!has_measure) return Status::InvalidArgument("no \"measure\"");
-  if (!has_fields || record.fields.empty()) return Status::InvalidArgument("no \"fields\"");
-  if (!has_time) {
-    // As line protocol: the receiver's clock, truncated to the precision.
-    record.timestamp = options.default_timestamp - options.default_timestamp % unit;
-    record.receiver_time = true;  // the engine stamps or holds it by its trusted clock
-  }
-  CAIRN_RETURN_IF_ERROR(ValidateRecord(record));
-  return record;
-}
-
 // Adds the counters of `link` to `total`, and takes its state (connection,
 // in-flight publishes, last error) as the current one.
 void AddLinkStats(const MqttLinkStats& link, MqttLinkStats* total) {
@@ -211,7 +116,7 @@ Status MqttInput::ParsePayload(std::string_view payload, const LineProtocolOptio
       readings.push_back(&*document);
     }
     for (size_t i = 0; i < readings.size(); ++i) {
-      Result<Record> record = ReadingToRecord(*readings[i], options);
+      Result<Record> record = mqtt_internal::JsonReadingToRecord(*readings[i], options);
       if (record.ok()) {
         records->push_back(std::move(*record));
       } else {

@@ -1,10 +1,12 @@
 #include "cairn/transport/line_protocol.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <utility>
+#include <vector>
 
 #include "shell/utf8.h"
 
@@ -12,9 +14,16 @@ namespace cairn {
 
 namespace {
 
-// Bytes a backslash turns from delimiters into content, per element.
-constexpr std::string_view kMeasurementSpecials = ", ";
-constexpr std::string_view kKeySpecials = ",= ";
+// The escapes InfluxDB removes, per element: in tag keys and values a
+// backslash before a comma, equals sign or space; in measurements and field
+// keys also before a double quote (its escape.Unescape). A backslash before
+// any other byte is kept.
+constexpr std::string_view kTagEscapes = ",= ";
+constexpr std::string_view kNameEscapes = ",= \"";
+
+// Reserved field names (see line_protocol.h).
+constexpr std::string_view kTtlField = "_ttl";
+constexpr std::string_view kVersionField = "_version";
 
 // Longest excerpt of the input quoted back in an error message.
 constexpr size_t kMaxQuotedBytes = 40;
@@ -88,6 +97,41 @@ bool IsFloatLiteral(std::string_view text) {
   return i == text.size();
 }
 
+// The end of the line starting at `start` (the offset of its LF, or the
+// body's size), as InfluxDB's scanLine finds it: a backslash takes the byte
+// after it along, and a LF inside a double-quoted field value belongs to the
+// value. Quotes count only after the first space, in a field value (more
+// '=' than ',' seen since). A comment line ends at its first LF whatever it
+// holds, so that a trailing backslash cannot swallow the point below it.
+size_t FindLineEnd(std::string_view body, size_t start) {
+  size_t i = start;
+  while (i < body.size() && IsBlank(body[i])) ++i;
+  if (i < body.size() && body[i] == '#') return std::min(body.find('\n', i), body.size());
+  bool quoted = false;
+  bool fields = false;
+  size_t equals = 0;
+  size_t commas = 0;
+  while (i < body.size()) {
+    const char c = body[i];
+    if (c == '\\') {
+      i += 2;
+      continue;
+    }
+    if (c == ' ') fields = true;
+    if (fields && !quoted && c == '=') {
+      ++equals;
+    } else if (fields && !quoted && c == ',') {
+      ++commas;
+    } else if (fields && c == '"' && equals > commas) {
+      quoted = !quoted;
+    } else if (c == '\n' && !quoted) {
+      return i;
+    }
+    ++i;
+  }
+  return body.size();
+}
+
 // Parses one line. Positions are byte offsets into the line as given, so
 // that error columns match what the sender wrote.
 class LineParser {
@@ -106,59 +150,84 @@ class LineParser {
     CAIRN_RETURN_IF_ERROR(CheckBytes());
 
     Record record;
-    record.measure_name = ReadElement(", ", kMeasurementSpecials);
-    if (record.measure_name.empty()) return SyntaxError("missing measurement");
-
+    CAIRN_ASSIGN_OR_RETURN(record.measure_name, ReadMeasurement());
     std::map<std::string, std::string> tags;
-    while (pos_ < line_.size() && line_[pos_] == ',') {
-      ++pos_;
-      const size_t key_start = pos_;
-      std::string key = ReadElement(",= ", kKeySpecials);
-      if (key.empty()) return SyntaxError("empty tag key", key_start);
-      if (!Consume('=')) return SyntaxError("tag " + Quote(key) + " has no '=' and value");
-      std::string value = ReadElement(", ", kKeySpecials);
-      if (value.empty()) return SyntaxError("tag " + Quote(key) + " has an empty value");
-      if (tags.count(key) != 0) return SyntaxError("tag " + Quote(key) + " appears twice", key_start);
-      tags.emplace(std::move(key), std::move(value));
-    }
+    CAIRN_RETURN_IF_ERROR(ReadTags(&tags));
 
-    if (SkipSpaces() == 0 || pos_ == line_.size()) {
+    // InfluxDB skips any run of spaces and tabs before the fields.
+    while (pos_ < line_.size() && IsBlank(line_[pos_])) ++pos_;
+    if (pos_ == line_.size()) {
       return SyntaxError("no fields (expected a space, then field=value after the measurement and tags)");
     }
     for (;;) {
-      Field field;
       const size_t key_start = pos_;
-      field.name = ReadElement(",= ", kKeySpecials);
-      if (field.name.empty()) return SyntaxError("empty field key", key_start);
-      if (!Consume('=')) return SyntaxError("field " + Quote(field.name) + " has no '=' and value");
-      CAIRN_ASSIGN_OR_RETURN(field.value, ReadFieldValue(field.name));
-      record.fields.push_back(std::move(field));
+      CAIRN_ASSIGN_OR_RETURN(std::string name, ReadFieldKey());
+      if (name == kTtlField || name == kVersionField) {
+        CAIRN_ASSIGN_OR_RETURN(const uint64_t value, ReadReservedInteger(name));
+        if (name == kTtlField) {
+          if (value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+            return Status::InvalidArgument("_ttl " + std::to_string(value) + " is beyond int64 seconds");
+          }
+          record.ttl = static_cast<int64_t>(value);
+        } else {
+          record.version = value;
+        }
+        reserved_.push_back(std::move(name));
+      } else {
+        if (!name.empty() && name[0] == '_') {
+          return SyntaxError("field names starting with '_' are reserved (" + std::string(kTtlField) +
+                                 " and " + std::string(kVersionField) + " are defined); " + Quote(name) +
+                                 " is not one",
+                             key_start);
+        }
+        Field field{std::move(name), Value()};
+        CAIRN_ASSIGN_OR_RETURN(field.value, ReadFieldValue(field.name));
+        record.fields.push_back(std::move(field));
+      }
       if (!Consume(',')) break;
     }
 
     // A field value ends at a space, a comma (consumed above) or the end.
-    SkipSpaces();
+    while (pos_ < line_.size() && IsBlank(line_[pos_])) ++pos_;
     if (pos_ < line_.size()) {
       const size_t start = pos_;
-      while (pos_ < line_.size() && line_[pos_] != ' ') ++pos_;
+      while (pos_ < line_.size() && !IsBlank(line_[pos_])) ++pos_;
       CAIRN_ASSIGN_OR_RETURN(record.timestamp, ParseTimestamp(line_.substr(start, pos_ - start), start));
-      SkipSpaces();
+      while (pos_ < line_.size() && IsBlank(line_[pos_])) ++pos_;
       if (pos_ < line_.size()) return SyntaxError("unexpected text after the timestamp");
     } else {
       record.timestamp = TruncateToUnit(options_.default_timestamp, NanosPerUnit(options_.precision));
       record.receiver_time = true;  // the engine stamps or holds it by its trusted clock
     }
 
+    return Finish(std::move(record), std::move(tags));
+  }
+
+ private:
+  // The device, the dimensions and the checks that need the whole line.
+  Result<std::optional<Record>> Finish(Record record, std::map<std::string, std::string> tags) const {
     auto device = tags.find(options_.device_tag);
     if (device == tags.end()) return Status::InvalidArgument("no '" + options_.device_tag + "' tag");
     record.device_id = std::move(device->second);
     tags.erase(device);
+    // InfluxDB 1.x refuses these names: its queries could not tell them from
+    // the point's time.
+    if (tags.count("time") != 0) {
+      return Status::InvalidArgument("invalid tag key: input tag \"time\" on measurement \"" +
+                                     record.measure_name + "\" is invalid");
+    }
+    for (const Field& field : record.fields) {
+      if (field.name == "time") {
+        return Status::InvalidArgument("invalid field name: input field \"time\" on measurement \"" +
+                                       record.measure_name + "\" is invalid");
+      }
+    }
     record.dimensions = std::move(tags);
+    CAIRN_RETURN_IF_ERROR(CheckReserved(record));
     CAIRN_RETURN_IF_ERROR(ValidateRecord(record));
     return std::optional<Record>(std::move(record));
   }
 
- private:
   // NUL bytes and ill-formed UTF-8 are refused before any parsing, so that
   // no element (string values included) can carry them.
   Status CheckBytes() const {
@@ -187,31 +256,135 @@ class LineParser {
     return false;
   }
 
-  size_t SkipSpaces() {
-    const size_t start = pos_;
-    while (pos_ < line_.size() && line_[pos_] == ' ') ++pos_;
-    return pos_ - start;
-  }
+  // True when the byte at `i` is escaped. InfluxDB's scanner decides this
+  // by the byte before it alone, so in `a\\,b` the comma is escaped too.
+  bool Escaped(size_t i) const { return i > 0 && line_[i - 1] == '\\'; }
 
-  // Reads up to the first unescaped byte of `delimiters` (or the end). A
-  // backslash always takes the byte after it along; it is dropped only
-  // before one of `specials`.
-  std::string ReadElement(std::string_view delimiters, std::string_view specials) {
+  // `raw` without the backslash of each escape in `escapes`; one pass from
+  // the left, as InfluxDB's unescape does (`\\=` becomes `\=`).
+  static std::string Unescape(std::string_view raw, std::string_view escapes) {
     std::string out;
-    while (pos_ < line_.size()) {
-      const char c = line_[pos_];
-      if (c == '\\' && pos_ + 1 < line_.size()) {
-        const char next = line_[pos_ + 1];
-        if (!Contains(specials, next)) out.push_back('\\');
-        out.push_back(next);
-        pos_ += 2;
-        continue;
-      }
-      if (Contains(delimiters, c)) break;
-      out.push_back(c);
-      ++pos_;
+    out.reserve(raw.size());
+    for (size_t i = 0; i < raw.size(); ++i) {
+      if (raw[i] == '\\' && i + 1 < raw.size() && Contains(escapes, raw[i + 1])) ++i;
+      out.push_back(raw[i]);
     }
     return out;
+  }
+
+  // The measurement: up to the first comma or space not escaped. Its first
+  // byte may be anything but a comma (InfluxDB's scanMeasurement).
+  Result<std::string> ReadMeasurement() {
+    if (line_[pos_] == ',') return SyntaxError("missing measurement");
+    const size_t start = pos_++;
+    while (pos_ < line_.size() && !((line_[pos_] == ',' || line_[pos_] == ' ') && !Escaped(pos_))) ++pos_;
+    if (pos_ == line_.size()) {
+      return SyntaxError("no fields (expected a space, then field=value after the measurement and tags)");
+    }
+    return Unescape(line_.substr(start, pos_ - start), kNameEscapes);
+  }
+
+  // `,key=value` pairs up to the space before the fields (InfluxDB's
+  // scanTagsKey and scanTagsValue): a key ends at an unescaped '='; a value
+  // at an unescaped comma or space, and holds no unescaped '=' after its
+  // first byte.
+  Status ReadTags(std::map<std::string, std::string>* tags) {
+    while (pos_ < line_.size() && line_[pos_] == ',') {
+      const size_t key_start = ++pos_;
+      if (pos_ == line_.size() || Contains(",= ", line_[pos_])) return SyntaxError("empty tag key");
+      for (++pos_;; ++pos_) {
+        if (pos_ == line_.size() || ((line_[pos_] == ' ' || line_[pos_] == ',') && !Escaped(pos_))) {
+          return SyntaxError("tag " +
+                             Quote(Unescape(line_.substr(key_start, pos_ - key_start), kTagEscapes)) +
+                             " has no '=' and value");
+        }
+        if (line_[pos_] == '=' && !Escaped(pos_)) break;
+      }
+      std::string key = Unescape(line_.substr(key_start, pos_ - key_start), kTagEscapes);
+      const size_t value_start = ++pos_;
+      if (pos_ == line_.size() || line_[pos_] == ',' || line_[pos_] == ' ') {
+        return SyntaxError("tag " + Quote(key) + " has an empty value");
+      }
+      for (++pos_; pos_ < line_.size(); ++pos_) {
+        if (Escaped(pos_)) continue;
+        if (line_[pos_] == ',' || line_[pos_] == ' ') break;
+        if (line_[pos_] == '=') {
+          return SyntaxError("tag " + Quote(key) + " has an unescaped '=' in its value (write \\=)");
+        }
+      }
+      if (pos_ == line_.size()) {
+        return SyntaxError("no fields (expected a space, then field=value after the measurement and tags)");
+      }
+      std::string value = Unescape(line_.substr(value_start, pos_ - value_start), kTagEscapes);
+      if (tags->count(key) != 0) return SyntaxError("tag " + Quote(key) + " appears twice", key_start);
+      tags->emplace(std::move(key), std::move(value));
+    }
+    return Status::Ok();
+  }
+
+  // A field key and its '=': up to the first unescaped '='; an unescaped
+  // comma or space before it is an error.
+  Result<std::string> ReadFieldKey() {
+    const size_t start = pos_;
+    for (; pos_ < line_.size(); ++pos_) {
+      const bool escaped = pos_ > start && Escaped(pos_);
+      if (!escaped && (line_[pos_] == '=' || line_[pos_] == ',' || line_[pos_] == ' ')) break;
+    }
+    std::string name = Unescape(line_.substr(start, pos_ - start), kNameEscapes);
+    if (pos_ == start) return SyntaxError("empty field key", start);
+    if (!Consume('=')) return SyntaxError("field " + Quote(name) + " has no '=' and value");
+    return name;
+  }
+
+  // The value of `_ttl` or `_version`: an integer written 12i or 12u, not
+  // negative. Anything else refuses the line, so that a reserved name never
+  // quietly becomes an ordinary field.
+  Result<uint64_t> ReadReservedInteger(const std::string& name) {
+    const size_t start = pos_;
+    while (pos_ < line_.size() && line_[pos_] != ',' && line_[pos_] != ' ') ++pos_;
+    const std::string_view text = line_.substr(start, pos_ - start);
+    const std::string usage = name == kTtlField
+                                  ? " (the absolute expiry in Unix seconds, e.g. _ttl=1700003600i)"
+                                  : " (e.g. _version=3i or _version=3u)";
+    const char suffix = text.empty() ? '\0' : text.back();
+    const std::string_view digits = text.substr(0, text.empty() ? 0 : text.size() - 1);
+    if ((suffix == 'i' || suffix == 'u') && IsIntegerLiteral(digits, /*allow_sign=*/suffix == 'i')) {
+      if (digits[0] == '-') {
+        return SyntaxError("reserved field " + name + " must not be negative" + usage, start);
+      }
+      uint64_t value = 0;
+      const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+      if (error == std::errc()) return value;
+      return SyntaxError("reserved field " + name + ": " + Quote(text) + " overflows uint64", start);
+    }
+    return SyntaxError("reserved field " + name + " must be an integer" + usage + ", not " + Quote(text),
+                       start);
+  }
+
+  // A `_ttl` that is not after the record's own time would expire the
+  // record as it is written: most likely a duration sent where a time is
+  // meant.
+  Status CheckReserved(const Record& record) const {
+    if (std::find(reserved_.begin(), reserved_.end(), kTtlField) != reserved_.end() && record.ttl != 0) {
+      const int64_t seconds =
+          record.timestamp / 1'000'000'000 - (record.timestamp % 1'000'000'000 < 0 ? 1 : 0);
+      if (record.ttl <= seconds) {
+        return Status::InvalidArgument("_ttl " + std::to_string(record.ttl) +
+                                       " is not after the record's time (" + std::to_string(seconds) +
+                                       " s): _ttl is an absolute Unix time in seconds, not a duration");
+      }
+    }
+    for (size_t i = 0; i < reserved_.size(); ++i) {
+      for (size_t j = i + 1; j < reserved_.size(); ++j) {
+        if (reserved_[i] == reserved_[j])
+          return Status::InvalidArgument("field '" + reserved_[i] + "' appears twice");
+      }
+    }
+    if (record.fields.empty()) {
+      return Status::InvalidArgument("no fields besides " + std::string(kTtlField) + " and " +
+                                     std::string(kVersionField));
+    }
+    return Status::Ok();
   }
 
   Result<Value> ReadFieldValue(const std::string& name) {
@@ -231,6 +404,21 @@ class LineParser {
         return Status::InvalidArgument("field " + Quote(name) + ": " + Quote(text) + " overflows int64");
       }
       return Value(value);
+    }
+    if (suffix == 't' && IsIntegerLiteral(text.substr(0, text.size() - 1), /*allow_sign=*/true)) {
+      // A timestamp-typed value, in the write's precision like the line's
+      // own timestamp.
+      int64_t value = 0;
+      int64_t nanos = 0;
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size() - 1, value);
+      if (error != std::errc() || __builtin_mul_overflow(value, NanosPerUnit(options_.precision), &nanos)) {
+        return Status::InvalidArgument("field " + Quote(name) + ": timestamp " + Quote(text) +
+                                       " at precision " +
+                                       std::string(TimestampPrecisionName(options_.precision)) +
+                                       " is out of range (int64 nanoseconds reach from 1677-09-21 to "
+                                       "2262-04-11)");
+      }
+      return Value(Timestamp{nanos});
     }
     if (suffix == 'u' && IsIntegerLiteral(text.substr(0, text.size() - 1), /*allow_sign=*/false)) {
       uint64_t value = 0;
@@ -261,8 +449,8 @@ class LineParser {
                                      " is infinite; NaN and infinities are not accepted");
     }
     return SyntaxError("field " + Quote(name) + " has an invalid value " + Quote(text) +
-                           " (expected a number, an integer like 12i or 12u, a boolean, or a string in "
-                           "double quotes)",
+                           " (expected a number, an integer like 12i or 12u, a timestamp like 1700000000t, "
+                           "a boolean, or a string in double quotes)",
                        start);
   }
 
@@ -314,6 +502,7 @@ class LineParser {
   std::string_view line_;
   const LineProtocolOptions& options_;
   size_t pos_ = 0;
+  std::vector<std::string> reserved_;  // the reserved fields the line set, in order
 };
 
 }  // namespace
@@ -369,20 +558,22 @@ Result<std::optional<Record>> ParseLineProtocolLine(std::string_view line,
   return LineParser(line, options).Parse();
 }
 
+size_t LineProtocolLineEnd(std::string_view body, size_t start) { return FindLineEnd(body, start); }
+
 LineProtocolBatch ParseLineProtocol(std::string_view body, const LineProtocolOptions& options) {
   LineProtocolBatch batch;
-  size_t line_number = 0;
+  size_t line_number = 1;
   size_t start = 0;
   while (start < body.size()) {
-    size_t end = body.find('\n', start);
-    if (end == std::string_view::npos) end = body.size();
-    ++line_number;
-    Result<std::optional<Record>> parsed = ParseLineProtocolLine(body.substr(start, end - start), options);
+    const size_t end = FindLineEnd(body, start);
+    const std::string_view line = body.substr(start, end - start);
+    Result<std::optional<Record>> parsed = ParseLineProtocolLine(line, options);
     if (!parsed.ok()) {
       batch.errors.push_back(LineProtocolError{line_number, parsed.status().message()});
     } else if (parsed->has_value()) {
       batch.records.push_back(LineProtocolRecord{line_number, std::move(**parsed)});
     }
+    line_number += static_cast<size_t>(std::count(line.begin(), line.end(), '\n')) + 1;
     start = end + 1;
   }
   return batch;

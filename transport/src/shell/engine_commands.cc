@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -505,6 +506,20 @@ class EngineCommands {
     Result<TagMap> tags = TagsOption(invocation);
     if (!tags.ok()) return CommandResult::Error(tags.status());
     query.tags = std::move(tags).value();
+    if (std::optional<std::string_view> group_by = invocation.Value("group-by")) {
+      std::set<std::string> seen;
+      for (size_t begin = 0; begin <= group_by->size();) {
+        const size_t end = std::min(group_by->find(',', begin), group_by->size());
+        std::string name(group_by->substr(begin, end - begin));
+        Status valid = ValidateIdentifier("--group-by: tag name", name, kMaxFieldNameBytes);
+        if (!valid.ok()) return CommandResult::Error(valid);
+        if (!seen.insert(name).second) {
+          return CommandResult::Error(Status::InvalidArgument("--group-by: '" + name + "' is given twice"));
+        }
+        query.group_by.push_back(std::move(name));
+        begin = end + 1;
+      }
+    }
     std::optional<std::string_view> step = invocation.Value("step");
     if (!step) return CommandResult::Error(Status::InvalidArgument("agg needs --step D, e.g. --step 15m"));
     Result<int64_t> step_nanos = ParseDurationArgument(*step);
@@ -539,7 +554,13 @@ class EngineCommands {
 
     Result<AggregateResult> result = AlignedAggregate(query);
     if (!result.ok()) return CommandResult::Error(ExplainTableError(result.status()));
-    std::vector<std::string> columns = {"start"};
+    std::vector<std::string> columns;
+    for (const std::string& name : query.group_by) {
+      // A tag called like a column of its own keeps its value under another key.
+      const bool taken = name == "start" || ParseAggregateFunction(name).ok();
+      columns.push_back(taken ? name + " (tag)" : name);
+    }
+    columns.push_back("start");
     for (const std::string& name : names) {
       // The same function twice would make a duplicate JSON key.
       columns.push_back(std::find(columns.begin(), columns.end(), name) == columns.end()
@@ -548,7 +569,9 @@ class EngineCommands {
     }
     std::vector<CommandResult::Row> rows;
     for (const AggregateBucket& bucket : result->buckets) {
-      CommandResult::Row row = {TimeValue(bucket.start)};
+      CommandResult::Row row;
+      for (const std::string& name : query.group_by) row.push_back(bucket.group.at(name));
+      row.push_back(TimeValue(bucket.start));
       row.insert(row.end(), bucket.values.begin(), bucket.values.end());
       row.resize(columns.size());
       rows.push_back(std::move(row));
@@ -584,6 +607,11 @@ class EngineCommands {
       CAIRN_ASSIGN_OR_RETURN(AggregateResult more, engine_->Aggregate(rest));
       for (AggregateBucket& bucket : more.buckets) result.buckets.push_back(std::move(bucket));
       for (SkippedDamage& damage : more.skipped) result.skipped.push_back(std::move(damage));
+      // Each group's first bucket came from the first query.
+      std::stable_sort(result.buckets.begin(), result.buckets.end(),
+                       [](const AggregateBucket& a, const AggregateBucket& b) {
+                         return std::tie(a.group, a.start) < std::tie(b.group, b.start);
+                       });
     }
     return result;
   }
@@ -628,6 +656,9 @@ class EngineCommands {
         {"device", point.device_id},
         {"measure", point.measure_name},
     };
+    // What the line's reserved fields _version and _ttl set.
+    if (point.version != 0) entries.emplace_back("version", Count(point.version));
+    if (point.ttl != 0) entries.emplace_back("ttl", ExpiryValue(point.ttl));
     if (held) {
       entries.emplace_back("time", std::string("stamped when the clock is trusted"));
     } else {
@@ -884,6 +915,7 @@ Status RegisterEngineCommands(CommandRegistry* registry, Engine* engine, Env* en
            .options = {{"step", "D", "bucket width, e.g. 15m (required); buckets start at multiples of D"},
                        {"fn", "F,...", "min, max, avg, sum, count, first, last (default count,min,max,avg)"},
                        {"tags", "K=V,...", kTagsSummary},
+                       {"group-by", "TAG,...", "buckets of their own for each value of these tags"},
                        {"from", "T", "from time T, inclusive (default: one day before --to)"},
                        {"to", "T", "up to time T, exclusive (default: now)"}},
            .min_arguments = 4,
@@ -893,8 +925,9 @@ Status RegisterEngineCommands(CommandRegistry* registry, Engine* engine, Env* en
       add({.name = "put",
            .arguments = "TABLE LINE",
            .summary = "write one line-protocol point: MEASURE," + options.device_tag +
-                      "=D[,TAG=V...] FIELD=V[,...] [TIME]",
-           .options = {{"precision", "P", "unit of the line's time: ns (default), us, ms, s, m, h"}},
+                      "=D[,TAG=V...] FIELD=V[,...][,_version=Ni][,_ttl=UNIX_SECONDSi] [TIME]",
+           .options = {{"precision", "P",
+                        "unit of the line's time and t-suffixed values: ns (default), us, ms, s, m, h"}},
            .min_arguments = 2,
            .max_arguments = 2,
            .verbatim_last_argument = true},

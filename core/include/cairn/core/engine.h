@@ -207,6 +207,12 @@ struct RangeResult {
   std::vector<SkippedDamage> skipped;
 };
 
+// On an int64 field every function is exact: `sum` is an int64 (the total
+// is accumulated in 128 bits, and Aggregate fails with InvalidArgument
+// naming the bucket when it does not fit int64), `avg` is a double, the
+// exact sum divided by the count rounded once; `min`, `max`, `first`,
+// `last` are the stored int64 values and `count` an int64. On a double
+// field all but `count` are doubles.
 enum class AggregateFunction : uint8_t { kMin, kMax, kAvg, kSum, kCount, kFirst, kLast };
 
 std::string_view AggregateFunctionName(AggregateFunction fn);
@@ -217,9 +223,12 @@ struct AggregateQuery {
   std::string table;
   std::string device_id;
   std::string measure_name;
-  // Only series matching these tags, as RangeQuery::tags; the readings of
-  // every matching series fall into the same buckets.
+  // Only series matching these tags, as RangeQuery::tags. The readings of
+  // every matching series fall into the same buckets, unless group_by names
+  // tags: then each combination of their values (a series without one of
+  // them counts as "") gets buckets of its own.
   TagMap tags;
+  std::vector<std::string> group_by;
   std::string field;  // a double or int64 field
   int64_t from = 0;   // inclusive, ns; buckets start at from + k*step
   int64_t to = 0;     // exclusive, ns
@@ -228,6 +237,7 @@ struct AggregateQuery {
 };
 
 struct AggregateBucket {
+  TagMap group;       // the group_by tags' values (empty without group_by)
   int64_t start = 0;  // bucket start, ns
   uint64_t count = 0;
   // One value per requested function, in request order; monostate where the
@@ -236,7 +246,7 @@ struct AggregateBucket {
 };
 
 struct AggregateResult {
-  std::vector<AggregateBucket> buckets;  // only non-empty buckets, ascending
+  std::vector<AggregateBucket> buckets;  // only non-empty buckets, ascending by (group, start)
   // As RangeResult::skipped: when not empty, the buckets miss those readings.
   std::vector<SkippedDamage> skipped;
 };

@@ -2,32 +2,35 @@
 //
 //   measurement[,tag=value...] field=value[,field=value...] [timestamp]
 //
-// One point per line; lines end with LF or CRLF. Blank lines and lines whose
-// first non-blank byte is '#' (comments) are skipped. Leading and trailing
-// spaces and tabs are ignored; sections are separated by one or more spaces.
+// The full rules, and every difference from InfluxDB with its reason, are in
+// transport/src/protocol/line_protocol.md. In short:
 //
-// Escapes, as InfluxDB reads them: a backslash makes the next byte part of
-// the element instead of a delimiter. It is removed before the element's
-// special bytes (measurement: comma and space; tag keys, tag values and field
-// keys: comma, equals sign and space) and kept before any other byte, so
-// `C:\data` stays as written. In a double-quoted string field value `\"` is a
-// quote and `\\` a backslash; any other backslash is kept (`\n` is two bytes,
-// not a newline). A newline always ends the line, even inside quotes.
-//
-// Field values: floats (`21.5`, `-1e3`; an integer literal without suffix is
-// a float, as in InfluxDB), integers `12i`, unsigned `12u` (kept as int64
-// when they fit, refused otherwise), strings `"text"`, booleans
-// t/T/true/True/TRUE and f/F/false/False/FALSE. NaN, infinities and numbers
-// that overflow their type are refused. The timestamp is an integer in the
-// chosen precision; a line without one gets the caller's default, truncated
-// to that precision (InfluxDB's behaviour), and is marked
-// Record::receiver_time so that the engine stamps it only with a trusted
-// clock (cairn/core/clock.h).
-//
-// Mapping to cairn (DESIGN §3): the tag named by `device_tag` is the
-// record's device_id, the measurement is its measure_name, the other tags are
-// its dimensions and the fields are its fields. A line without the device tag
-// is an error.
+// - Lines as InfluxDB splits them: at LF, except inside a double-quoted
+//   string field value. A CR before the LF, blank lines and `#` comments are
+//   ignored; sections are separated by spaces (then spaces or tabs).
+// - Escapes as InfluxDB's scanner reads them: a byte is escaped when the byte
+//   before it is a backslash. The backslash is then removed before `,`, space
+//   and `=` (tag keys and values), also before `"` (measurement, field keys),
+//   and kept before any other byte: `reg\=ion=east` is the tag `reg\=ion`
+//   = `east`. In a string value `"` is a quote and `\` a backslash.
+// - Field values: floats (`21.5`, `21`), integers `12i`, unsigned `12u`
+//   (int64 when they fit, refused otherwise), timestamps `1700000000t` (in the
+//   write's precision), strings `"text"`, booleans t/T/true/True/TRUE and
+//   f/F/false/False/FALSE. NaN, infinities and overflows are refused.
+// - Reserved fields: `_ttl` (the record's absolute expiry, Unix seconds, an
+//   integer after the record's time) and `_version` (a non-negative integer,
+//   any uint64 as `...u`) set Record::ttl and Record::version instead of
+//   being stored; a wrong type or value refuses the line, and so does any
+//   other field name starting with `_`. A tag or field named `time` is
+//   refused with InfluxDB's words.
+// - The timestamp is an integer in the chosen precision; a line without one
+//   gets the caller's default truncated to that precision (InfluxDB's
+//   behaviour) and is marked Record::receiver_time, so that the engine stamps
+//   it only with a trusted clock (cairn/core/clock.h).
+// - Mapping to cairn (DESIGN §3): the tag named by `device_tag` is the
+//   record's device_id (a line without it is an error), the measurement its
+//   measure_name, the other tags its tags (Record::dimensions: the series'
+//   identity, except the table's declared attributes), the fields its fields.
 //
 // Bad lines do not spoil good ones (InfluxDB's partial write): every line is
 // parsed on its own, valid lines become records and each bad line becomes an
@@ -86,7 +89,7 @@ struct LineProtocolOptions {
 
 // A line that became a record.
 struct LineProtocolRecord {
-  size_t line_number = 0;  // 1-based
+  size_t line_number = 0;  // 1-based, of the line the point starts on
   Record record;
 };
 
@@ -101,10 +104,16 @@ struct LineProtocolBatch {
   std::vector<LineProtocolError> errors;    // in input order
 };
 
+// The end of the line that starts at offset `start` of `body`: the offset of
+// the LF that ends it (not one inside a quoted string value or after a
+// backslash), or body.size(). ParseLineProtocol splits a body with it.
+size_t LineProtocolLineEnd(std::string_view body, size_t start);
+
 // Parses a whole body. Never fails as a whole: see LineProtocolBatch.
 LineProtocolBatch ParseLineProtocol(std::string_view body, const LineProtocolOptions& options);
 
-// Parses one line (without its LF; a trailing CR is tolerated). nullopt for a
+// Parses one line (without its LF; a trailing CR is tolerated; a LF inside a
+// quoted string value is part of the line). nullopt for a
 // blank or comment line, which holds no point; InvalidArgument with the
 // reason for a bad line.
 Result<std::optional<Record>> ParseLineProtocolLine(std::string_view line,
