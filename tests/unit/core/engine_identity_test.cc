@@ -169,6 +169,44 @@ TEST_F(EngineIdentityTest, PagesContinueAcrossSeriesWithEqualTimestamps) {
   }
 }
 
+TEST_F(EngineIdentityTest, AggregatesSpanTheMatchingSeriesOrGroupThemByTag) {
+  CreateTable();
+  const int64_t t0 = Now() - Now() % (60 * kSecond);
+  WriteOk({Tagged("gw1", "env", t0, {{"n", int64_t{1}}}, {{"site", "a"}, {"rack", "1"}}),
+           Tagged("gw1", "env", t0, {{"n", int64_t{10}}}, {{"site", "b"}, {"rack", "1"}}),
+           Tagged("gw1", "env", t0 + kSecond, {{"n", int64_t{100}}}, {{"site", "b"}, {"rack", "2"}}),
+           Tagged("gw1", "env", t0 + 2 * kSecond, {{"n", 2.5}}, {{"site", "c"}})});
+  AggregateQuery q;
+  q.table = "t";
+  q.device_id = "gw1";
+  q.measure_name = "env";
+  q.field = "n";
+  q.from = t0;
+  q.to = t0 + 60 * kSecond;
+  q.step = 60 * kSecond;
+  q.functions = {AggregateFunction::kSum, AggregateFunction::kCount};
+  // n is int64 in three series and double in the fourth: the query must narrow.
+  EXPECT_EQ(engine_->Aggregate(q).status().code(), StatusCode::kInvalidArgument);
+  q.tags = {{"site", "b"}};
+  Result<AggregateResult> b = engine_->Aggregate(q);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ASSERT_EQ(b->buckets.size(), 1u);
+  EXPECT_EQ(std::get<int64_t>(b->buckets[0].values[0]), 110);
+  q.tags = {{"rack", "1"}};
+  q.group_by = {"site"};
+  Result<AggregateResult> grouped = engine_->Aggregate(q);
+  ASSERT_TRUE(grouped.ok()) << grouped.status().ToString();
+  ASSERT_EQ(grouped->buckets.size(), 2u);
+  EXPECT_EQ(grouped->buckets[0].group, (TagMap{{"site", "a"}}));
+  EXPECT_EQ(std::get<int64_t>(grouped->buckets[0].values[0]), 1);
+  EXPECT_EQ(grouped->buckets[1].group, (TagMap{{"site", "b"}}));
+  EXPECT_EQ(std::get<int64_t>(grouped->buckets[1].values[0]), 10);
+  q.tags = {{"site", "nowhere"}};
+  Result<AggregateResult> none = engine_->Aggregate(q);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->buckets.empty());
+}
+
 // A data directory as cairnd 0.1.0 left it (tests/fixtures/
 // make_datadir_catalog_v1.sh): its catalog is migrated, each series keeps
 // its readings and takes the tags it last stored as its dimensions.
