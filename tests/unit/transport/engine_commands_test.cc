@@ -276,7 +276,9 @@ TEST_F(EngineCommandsTest, PutTakesTheLineVerbatim) {
   const std::string latest = Run("latest sensors d1 --json");
   EXPECT_TRUE(Contains(latest, R"("text":"say \"hi\", twice")")) << latest;
   const std::string measures = Run("measures sensors");
-  EXPECT_TRUE(Contains(measures, "note     n:int64, text:string  room=living room        1\n")) << measures;
+  EXPECT_TRUE(Contains(measures, "note     n:int64, text:string  room        -                 1       1\n"))
+      << measures;
+  EXPECT_TRUE(Contains(Run("range sensors d1 --measure note --json"), R"("room":"living room")"));
   // Options go before the line; after it they are part of it.
   EXPECT_TRUE(
       Contains(Run("put --json sensors env,device=d1 v=2 1699999991000000000"), "{\"outcome\":\"stored\""));
@@ -326,9 +328,9 @@ TEST_F(EngineCommandsTest, DevicesAndMeasures) {
             "d1      env\n"
             "d2      power\n");
   EXPECT_EQ(Run("measures sensors"),
-            "measure  fields                              dimensions  devices\n"
-            "env      humidity:int64, temperature:double  site=lab          1\n"
-            "power    watts:double                        -                 1\n");
+            "measure  fields                              dimensions  attributes  devices  series\n"
+            "env      humidity:int64, temperature:double  site        -                 1       1\n"
+            "power    watts:double                        -           -                 1       1\n");
   EXPECT_EQ(Run("devices sensors --json"),
             "{\"columns\":[\"device\",\"measures\"],\"rows\":[{\"device\":\"d1\",\"measures\":\"env\"},"
             "{\"device\":\"d2\",\"measures\":\"power\"}]}\n");
@@ -338,19 +340,19 @@ TEST_F(EngineCommandsTest, RangeShowsRowsInOrderWithinTheDefaultLimit) {
   PutReadings();
   const std::string range = Run("range sensors d1");
   EXPECT_EQ(range,
-            "time                  measure  humidity  temperature\n"
-            "2023-11-14T21:13:20Z  env            40           20\n"
-            "2023-11-14T21:18:20Z  env            41           21\n"
-            "2023-11-14T21:23:20Z  env            42           22\n"
-            "2023-11-14T21:28:20Z  env            43           23\n"
-            "2023-11-14T21:33:20Z  env            44           24\n"
+            "time                  measure  site  humidity  temperature\n"
+            "2023-11-14T21:13:20Z  env      lab         40           20\n"
+            "2023-11-14T21:18:20Z  env      lab         41           21\n"
+            "2023-11-14T21:23:20Z  env      lab         42           22\n"
+            "2023-11-14T21:28:20Z  env      lab         43           23\n"
+            "2023-11-14T21:33:20Z  env      lab         44           24\n"
             "more: use --page " +
                 range.substr(range.rfind(' ') + 1));
   EXPECT_TRUE(Contains(Run("range sensors d1 --desc --limit 1"),
-                       "2023-11-14T22:08:20Z  env            51           31\nmore: use --page "));
+                       "2023-11-14T22:08:20Z  env      lab         51           31\nmore: use --page "));
   EXPECT_EQ(Run("range sensors d1 --from 2023-11-14T22:00:00Z --to 2023-11-14T23:08:20+01:00"),
-            "time                  measure  humidity  temperature\n"
-            "2023-11-14T22:03:20Z  env            50           30\n");
+            "time                  measure  site  humidity  temperature\n"
+            "2023-11-14T22:03:20Z  env      lab         50           30\n");
 }
 
 TEST_F(EngineCommandsTest, RangePagesThroughEverythingWithTheToken) {
@@ -360,7 +362,8 @@ TEST_F(EngineCommandsTest, RangePagesThroughEverythingWithTheToken) {
   for (int request = 0; request < 10; ++request) {
     const std::string json =
         Run("range sensors d1 --json --limit 5" + (page.empty() ? "" : " --page " + page));
-    ASSERT_TRUE(Contains(json, "{\"columns\":[\"time\",\"measure\",\"humidity\",\"temperature\"]")) << json;
+    ASSERT_TRUE(Contains(json, "{\"columns\":[\"time\",\"measure\",\"site\",\"humidity\",\"temperature\"]"))
+        << json;
     for (size_t at = json.find("\"time\":\""); at != std::string::npos;
          at = json.find("\"time\":\"", at + 1)) {
       times.push_back(json.substr(at + 8, 20));
@@ -416,9 +419,9 @@ TEST_F(EngineCommandsTest, RelativeTimesCountFromTheClock) {
   // The last 12 minutes hold the readings of 22:03:20 and 22:08:20.
   const std::string recent = Run("range sensors d1 --from -12m");
   EXPECT_EQ(recent,
-            "time                  measure  humidity  temperature\n"
-            "2023-11-14T22:03:20Z  env            50           30\n"
-            "2023-11-14T22:08:20Z  env            51           31\n");
+            "time                  measure  site  humidity  temperature\n"
+            "2023-11-14T22:03:20Z  env      lab         50           30\n"
+            "2023-11-14T22:08:20Z  env      lab         51           31\n");
   EXPECT_EQ(Run("range sensors d1 --from now"), "time  measure\n(no rows)\n");
 }
 
@@ -490,7 +493,7 @@ TEST_F(EngineCommandsTest, AggregateOfTheSameFunctionTwiceKeepsColumnsDistinct) 
 
 TEST_F(EngineCommandsTest, StatsAndHealth) {
   PutReadings();
-  Run("put sensors env,device=d1 temperature=20,humidity=40i " + std::to_string(kNow - kHour));
+  Run("put sensors env,device=d1,site=lab temperature=20,humidity=40i " + std::to_string(kNow - kHour));
   const std::string stats = Run("stats");
   EXPECT_TRUE(HasEntry(stats, "records_written", "13")) << stats;
   EXPECT_TRUE(HasEntry(stats, "records_duplicate", "1")) << stats;
