@@ -62,6 +62,8 @@ std::string EncodeTableOptions(const TableInfo& table) {
   out += ",\"shard_by\":";
   AppendJsonString(o.shard_by, &out);
   out += ",\"max_series\":" + std::to_string(o.max_series);
+  out += ",\"on_conflict\":";
+  AppendJsonString(ConflictPolicyName(o.on_conflict), &out);
   out += ",\"created_ns\":" + std::to_string(table.created_unix_nanos) + "}";
   return out;
 }
@@ -87,6 +89,8 @@ Status DecodeTableOptions(std::string_view text, TableInfo* table) {
       o.shard_by = *string;
     } else if (m.key == "max_series" && number && *number >= 0) {
       o.max_series = static_cast<uint64_t>(*number);
+    } else if (m.key == "on_conflict" && string) {
+      CAIRN_ASSIGN_OR_RETURN(o.on_conflict, ParseConflictPolicy(*string));
     } else if (m.key == "created_ns" && number) {
       decoded.created_unix_nanos = *number;
     }

@@ -146,9 +146,16 @@ class EngineImpl final : public Engine {
   Status CommitGroup(const std::vector<PendingWrite*>& group);
   // Takes back, newest first, series changes the catalog could not record.
   void UndoSeriesChanges(const std::vector<SeriesUndo>& undo);
-  Result<uint64_t> ExistingVersion(
-      TableState& table, Series& series, int64_t timestamp,
-      const std::unordered_map<const Series*, std::map<int64_t, uint64_t>>& pending);
+  // The record stored at one identity, as a write at it is judged (DESIGN §3).
+  struct StoredRecord {
+    uint64_t version = 0;
+    uint64_t lsn = 0;
+    std::vector<Field> fields;  // the fields it carries, in its series' schema order
+  };
+  // The newest (by version, then LSN) record at (series, timestamp) in the
+  // head or the sealed chunks, nullopt if none. Decodes only the chunks whose
+  // range holds `timestamp`, and only for a timestamp in sealed time.
+  Result<std::optional<StoredRecord>> FindStored(TableState& table, const Series& series, int64_t timestamp);
   Series* FindOrCreateSeries(TableState& table, const std::string& device_id, const std::string& measure_name,
                              bool* created);
   // The table's max_series, or the engine's default for 0. Replay does not
@@ -338,6 +345,7 @@ class EngineImpl final : public Engine {
 
   std::atomic<uint64_t> records_written_{0}, records_duplicate_{0}, records_rejected_{0}, records_invalid_{0};
   std::atomic<uint64_t> records_over_series_limit_{0};
+  std::atomic<uint64_t> records_conflict_{0}, records_overwritten_{0};
   std::atomic<uint64_t> chunks_sealed_{0};
   std::atomic<uint64_t> chunks_decoded_{0};
 
