@@ -114,12 +114,13 @@ TEST_F(EngineCommandsTest, CreateTableAndListTables) {
             "period       hour\n"
             "retention    36h\n"
             "default_ttl  90m\n"
-            "max_series   -\n");
+            "max_series   -\n"
+            "on_conflict  reject\n");
   const std::string tables = Run("tables");
-  EXPECT_TRUE(Contains(tables, "table    period  retention  default_ttl  max_series  created\n")) << tables;
-  EXPECT_TRUE(Contains(tables, "hourly   hour    36h        90m          -           2023-11-14T22:13:20Z\n"))
+  EXPECT_TRUE(Contains(tables, "table    period  retention  default_ttl  max_series  on_conflict  created\n")) << tables;
+  EXPECT_TRUE(Contains(tables, "hourly   hour    36h        90m          -           reject       2023-11-14T22:13:20Z\n"))
       << tables;
-  EXPECT_TRUE(Contains(tables, "sensors  day     30d        -            -           2023-11-14T22:13:20Z\n"))
+  EXPECT_TRUE(Contains(tables, "sensors  day     30d        -            -           reject       2023-11-14T22:13:20Z\n"))
       << tables;
 
   Result<TableInfo> info = engine_->GetTable("hourly");
@@ -129,12 +130,12 @@ TEST_F(EngineCommandsTest, CreateTableAndListTables) {
   EXPECT_EQ(info->options.default_ttl_seconds, 90 * 60);
 
   EXPECT_EQ(Run("tables --json"),
-            "{\"columns\":[\"table\",\"period\",\"retention\",\"default_ttl\",\"max_series\",\"created\"],"
+            "{\"columns\":[\"table\",\"period\",\"retention\",\"default_ttl\",\"max_series\",\"on_conflict\",\"created\"],"
             "\"rows\":["
             "{\"table\":\"hourly\",\"period\":\"hour\",\"retention\":\"36h\",\"default_ttl\":\"90m\","
-            "\"max_series\":null,\"created\":\"2023-11-14T22:13:20Z\"},"
+            "\"max_series\":null,\"on_conflict\":\"reject\",\"created\":\"2023-11-14T22:13:20Z\"},"
             "{\"table\":\"sensors\",\"period\":\"day\",\"retention\":\"30d\",\"default_ttl\":null,"
-            "\"max_series\":null,\"created\":\"2023-11-14T22:13:20Z\"}]}\n");
+            "\"max_series\":null,\"on_conflict\":\"reject\",\"created\":\"2023-11-14T22:13:20Z\"}]}\n");
 
   // alter-table changes what may change and keeps the rest.
   EXPECT_EQ(Run("alter-table hourly --max-series 5000 --retention 2d"),
@@ -142,8 +143,13 @@ TEST_F(EngineCommandsTest, CreateTableAndListTables) {
             "period       hour\n"
             "retention    2d\n"
             "default_ttl  90m\n"
-            "max_series   5000\n");
+            "max_series   5000\n"
+            "on_conflict  reject\n");
   EXPECT_EQ(engine_->GetTable("hourly")->options.max_series, 5000u);
+  EXPECT_TRUE(Contains(Run("alter-table hourly --on-conflict overwrite"), "on_conflict  overwrite\n"));
+  EXPECT_EQ(engine_->GetTable("hourly")->options.on_conflict, ConflictPolicy::kOverwrite);
+  EXPECT_EQ(Run("alter-table hourly --on-conflict merge"),
+            "error: --on-conflict: unknown on_conflict 'merge' (reject, overwrite)\n");
   EXPECT_EQ(Run("alter-table hourly --max-series lots"),
             "error: --max-series: 'lots' is not a count from 0 to 100000000 (0: the engine's default)\n");
   EXPECT_TRUE(Contains(Run("alter-table hourly --period day"), "error: ")) << "the period is fixed";
@@ -163,7 +169,7 @@ TEST_F(EngineCommandsTest, CreateTableErrorsNameTheProblem) {
   EXPECT_TRUE(Contains(Run("create-table ../etc"), "error: ")) << Run("create-table ../etc");
   EXPECT_EQ(Run("create-table"),
             "error: create-table needs 1 argument, got 0; usage: create-table [--period P] "
-            "[--retention D] [--ttl D] [--max-series N] [--json] NAME\n");
+            "[--retention D] [--ttl D] [--max-series N] [--on-conflict P] [--json] NAME\n");
   // Nothing was created by the failed attempts.
   Result<std::vector<TableInfo>> tables = engine_->ListTables();
   ASSERT_TRUE(tables.ok());
@@ -292,6 +298,10 @@ TEST_F(EngineCommandsTest, PutReportsDuplicatesAndRejections) {
             "device   d1\n"
             "measure  env\n"
             "time     2023-11-14T22:13:10Z\n");
+  EXPECT_EQ(Run("put sensors env,device=d1 v=2 1699999990000000000"),
+            "error: put: conflict: version 0 of this point is stored with other values: field 'v' is 2 here, "
+            "1 stored (the table's on_conflict is reject: write a higher version to replace it)\n");
+  EXPECT_TRUE(HasEntry(Run("stats"), "records_conflict", "1"));
   EXPECT_EQ(Run("put sensors env,device=d1 v=\"text\" 1699999991000000000"),
             "error: put: invalid: field 'v' is double in this series, not string\n");
   EXPECT_EQ(Run("put sensors env,device=d1 v=1 1500000000000000000"),

@@ -421,6 +421,38 @@ TEST_F(HttpApiTest, TheSeriesLimitIsSetOverHttpAndNamedInRefusals) {
   EXPECT_EQ(Call("PATCH", "/v1/tables/none?max_series=3", admin_).status, 404);
 }
 
+TEST_F(HttpApiTest, ARewriteWithOtherValuesIsRefusedAndCountedUnlessTheTableOverwrites) {
+  const std::string at = " " + std::to_string(now_seconds_) + "\n";
+  ASSERT_EQ(Call("POST", "/write?db=sensors&precision=s", writer_, "env,device=d1 t=1,h=2i" + at).status, 204);
+  // The same point again is a duplicate: retries stay silent.
+  EXPECT_EQ(Call("POST", "/write?db=sensors&precision=s", writer_, "env,device=d1 h=2i,t=1" + at).status, 204);
+  HttpResponse other = Call("POST", "/write?db=sensors&precision=s", writer_,
+                            "env,device=d2 t=5" + at + "env,device=d1 t=1.5,h=2i" + at);
+  ASSERT_EQ(other.status, 400) << other.body;
+  EXPECT_NE(ErrorMessage(other).find("1 line rejected, first: line 2: version 0 of this point is stored with "
+                                     "other values: field 't' is 1.5 here, 1 stored"),
+            std::string::npos)
+      << other.body;
+  EXPECT_EQ(Json(other).Find("stored")->number(), 1);
+  EXPECT_EQ(Json(other).Find("conflicts")->number(), 1);
+  const std::string metrics = Call("GET", "/metrics", admin_).body;
+  EXPECT_NE(metrics.find("cairn_write_records_total{outcome=\"conflict\"} 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("cairn_engine_records_conflict_total 1\n"), std::string::npos);
+
+  ASSERT_EQ(Call("PATCH", "/v1/tables/sensors", admin_, R"({"on_conflict":"overwrite"})").status, 200);
+  EXPECT_EQ(engine_->GetTable("sensors")->options.on_conflict, ConflictPolicy::kOverwrite);
+  EXPECT_EQ(Call("PATCH", "/v1/tables/sensors?on_conflict=sometimes", admin_).status, 400);
+  EXPECT_EQ(Call("POST", "/write?db=sensors&precision=s", writer_, "env,device=d1 t=1.5,co2=400i" + at).status,
+            204);
+  HttpResponse latest = Call("GET", "/v1/tables/sensors/devices/d1/latest", reader_);
+  ASSERT_EQ(latest.status, 200) << latest.body;
+  EXPECT_NE(latest.body.find("\"co2\":400"), std::string::npos) << latest.body;
+  EXPECT_NE(latest.body.find("\"h\":2"), std::string::npos) << latest.body;
+  EXPECT_NE(latest.body.find("\"t\":1.5"), std::string::npos) << latest.body;
+  EXPECT_EQ(Call("PUT", "/v1/tables/merging?on_conflict=overwrite", admin_).status, 201);
+  EXPECT_EQ(engine_->GetTable("merging")->options.on_conflict, ConflictPolicy::kOverwrite);
+}
+
 TEST_F(HttpApiTest, ErrorsAreJsonWithTheRightStatus) {
   EXPECT_EQ(Call("GET", "/nowhere", admin_).status, 404);
   EXPECT_EQ(Call("GET", "/v1/tables/sensors/devices/d/elsewhere", admin_).status, 404);
