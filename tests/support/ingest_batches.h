@@ -83,7 +83,7 @@ inline std::vector<RecordRow> AllTypesRows() {
 }
 
 // The rows a sink should hold after storing `rows` into `table` (winners of
-// the version rule), in ReadReadings order.
+// the version rule: the greatest (version, LSN)), in ReadReadings order.
 inline std::vector<StoredReading> Expected(const std::string& table, std::vector<RecordRow> rows) {
   std::vector<StoredReading> expected;
   std::stable_sort(rows.begin(), rows.end(), [](const RecordRow& a, const RecordRow& b) {
@@ -94,7 +94,8 @@ inline std::vector<StoredReading> Expected(const std::string& table, std::vector
     if (!expected.empty() && expected.back().row.device_id == row.device_id &&
         expected.back().row.measure_name == row.measure_name &&
         expected.back().row.timestamp == row.timestamp) {
-      if (row.version > expected.back().row.version) expected.back().row = std::move(row);
+      const RecordRow& kept = expected.back().row;
+      if (std::pair(row.version, row.lsn) > std::pair(kept.version, kept.lsn)) expected.back().row = std::move(row);
       continue;
     }
     expected.push_back(StoredReading{table, std::move(row)});

@@ -15,6 +15,7 @@
 
 #include "chunk/chunk_codec.h"
 #include "chunk/coding.h"
+#include "chunk/integer_sequence.h"
 #include "record_rows.h"
 
 namespace cairn {
@@ -147,6 +148,23 @@ TEST(RecordCodecTest, RepeatedIdentitiesAreKeptInInputOrder) {
   ASSERT_EQ(block.records.size(), 6u);
   EXPECT_EQ(block.records[3].version, 1u);
   EXPECT_EQ(block.records[4].version, 2u);
+}
+
+TEST(RecordCodecTest, EveryRecordKeepsItsLsnThroughLayersAndChunks) {
+  // Equal versions of one timestamp told apart by their LSN only (a merge
+  // under on_conflict overwrite), in two layers.
+  std::vector<RecordRow> rows = {Row("d", "m", kStart, {{"v", 1.0}}), Row("d", "m", kStart + 1, {{"v", 2.0}}),
+                                 Row("d", "m", kStart, {{"v", 3.0}}), Row("e", "m", kStart, {{"v", 4.0}})};
+  const uint64_t lsns[] = {7, 9, 1'000'000'000'000, 8};
+  for (size_t i = 0; i < rows.size(); ++i) rows[i].lsn = lsns[i];
+  RecordBlock block = RoundTrip(rows);
+  ASSERT_EQ(block.records.size(), 4u);
+  // Block order: series d by timestamp (equal ones in input order), then e.
+  EXPECT_EQ(block.records[0].lsn, 7u);
+  EXPECT_EQ(block.records[1].lsn, 1'000'000'000'000u);
+  EXPECT_EQ(std::get<double>(block.records[1].fields[0].value), 3.0);
+  EXPECT_EQ(block.records[2].lsn, 9u);
+  EXPECT_EQ(block.records[3].lsn, 8u);
 }
 
 TEST(RecordCodecTest, FieldsComeBackSortedByName) {
@@ -358,6 +376,17 @@ TEST(RecordCodecTest, HandBuiltBlockDecodes) {
   ExpectSameRows({Row("d", "m", kStart, {{"v", 1.5}}, 0, 0, 7)}, block->records);
   ASSERT_EQ(block->dimensions.size(), 1u);
   EXPECT_EQ(block->dimensions[0], (SeriesDimensions{"d", "m", 7, {{"site", "n"}}}));
+  EXPECT_EQ(block->records[0].lsn, 0u);  // version 1 carries no LSNs
+
+  // Version 2: each chunk is followed by its records' LSNs.
+  std::string lsns;
+  chunk_coding::EncodeIntegerSequence(std::vector<int64_t>{42}, &lsns);
+  BlockBuilder v2;
+  v2.Magic("CR", 2).Varint(1).Series("d", "m", 7).Varint(0).Varint(1).Text(chunk);
+  Result<RecordBlock> with_lsns = DecodeRecordBlock(v2.bytes() + lsns);
+  ASSERT_TRUE(with_lsns.ok()) << with_lsns.status().ToString();
+  EXPECT_EQ(with_lsns->records[0].lsn, 42u);
+  EXPECT_TRUE(DecodeRecordBlock(v2.bytes()).status().Is(StatusCode::kCorruption)) << "LSNs missing";
 }
 
 TEST(RecordCodecTest, RejectsMalformedBlocks) {
@@ -385,7 +414,7 @@ TEST(RecordCodecTest, RejectsMalformedBlocks) {
   auto block = [] { return BlockBuilder().Magic(); };
   const std::vector<Case> cases = {
       {"bad magic", BlockBuilder().Magic("CK").Varint(0).bytes(), StatusCode::kCorruption},
-      {"unknown version", BlockBuilder().Magic("CR", 2).Varint(0).bytes(), StatusCode::kInvalidArgument},
+      {"unknown version", BlockBuilder().Magic("CR", 3).Varint(0).bytes(), StatusCode::kInvalidArgument},
       {"series without chunks", block().Varint(1).Series("d", "m", 0).Varint(0).Varint(0).bytes(),
        StatusCode::kCorruption},
       {"duplicate series",

@@ -268,7 +268,7 @@ TEST(SyncEnvelopeTest, JsonIsReadableAndTyped) {
             "{\"type\":\"cairn.sync.envelope\",\"version\":1,\"gateway_id\":\"gw-7\",\"table\":\"sensors\","
             "\"lane\":\"live\",\"batch_sequence\":42,\"first_lsn\":7,\"last_lsn\":7,\"record_count\":1,"
             "\"records\":[{\"device_id\":\"pump-7\",\"measure_name\":\"env\",\"shard\":0,"
-            "\"timestamp\":1700000000000000000,\"version\":0,\"ttl\":0,"
+            "\"timestamp\":1700000000000000000,\"version\":0,\"ttl\":0,\"lsn\":0,"
             "\"fields\":{\"temperature\":{\"double\":21.5},\"count\":{\"int64\":3}}}],\"dimensions\":[]}");
   EXPECT_EQ(payload, SignJson(Unsigned(payload)));
 }

@@ -33,8 +33,11 @@ CREATE TABLE IF NOT EXISTS cairn_readings (
   version       numeric(20, 0) NOT NULL,
   ttl           bigint         NOT NULL,
   fields        jsonb          NOT NULL,
+  lsn           numeric(20, 0) NOT NULL DEFAULT 0,
   PRIMARY KEY (table_name, device_id, measure_name, timestamp_ns)
 );
+-- Tables created before readings carried their gateway's LSN lack it.
+ALTER TABLE cairn_readings ADD COLUMN IF NOT EXISTS lsn numeric(20, 0) NOT NULL DEFAULT 0;
 CREATE TABLE IF NOT EXISTS cairn_series (
   table_name    text    NOT NULL,
   device_id     text    NOT NULL,
@@ -63,7 +66,7 @@ CREATE TABLE IF NOT EXISTS cairn_batches (
 );
 )sql";
 
-// Rows per multi-row statement: 500 rows of 8 parameters stay far below
+// Rows per multi-row statement: 500 rows of 9 parameters stay far below
 // PostgreSQL's 65535 parameters per statement.
 constexpr size_t kRowsPerStatement = 500;
 
@@ -174,7 +177,7 @@ class PostgresSink final : public IngestSink {
         PgResult result,
         Execute(
             "SELECT table_name, device_id, measure_name, shard, timestamp_ns, version::text, ttl, "
-            "fields::text FROM cairn_readings ORDER BY table_name COLLATE \"C\", device_id COLLATE \"C\", "
+            "fields::text, lsn::text FROM cairn_readings ORDER BY table_name COLLATE \"C\", device_id COLLATE \"C\", "
             "measure_name COLLATE \"C\", timestamp_ns",
             {}));
     std::vector<StoredReading> readings;
@@ -192,6 +195,7 @@ class PostgresSink final : public IngestSink {
                              ParseNumber<uint64_t>(PQgetvalue(result.get(), i, 5), "version"));
       CAIRN_ASSIGN_OR_RETURN(reading.row.ttl, ParseNumber<int64_t>(PQgetvalue(result.get(), i, 6), "ttl"));
       CAIRN_ASSIGN_OR_RETURN(reading.row.fields, ingest::FieldsFromJson(PQgetvalue(result.get(), i, 7)));
+      CAIRN_ASSIGN_OR_RETURN(reading.row.lsn, ParseNumber<uint64_t>(PQgetvalue(result.get(), i, 8), "lsn"));
       readings.push_back(std::move(reading));
     }
     return readings;
@@ -320,8 +324,8 @@ class PostgresSink final : public IngestSink {
   }
 
   // Upserts winners [start, end): a row is written when its identity is new
-  // or its stored version is lower. Rows left alone (equal or higher stored
-  // version) stay locked by the upsert until the transaction ends, so the
+  // or its stored (version, LSN) is lower, the gateway's order. Rows left
+  // alone stay locked by the upsert until the transaction ends, so the
   // versions read back for them afterwards are the ones it compared with.
   Status UpsertReadings(const std::string& table, const std::vector<RecordRow>& records,
                         const std::vector<size_t>& winners, size_t start, size_t end, SinkCounts* counts) {
@@ -329,10 +333,11 @@ class PostgresSink final : public IngestSink {
     std::map<Identity, size_t> pending;  // identity -> record index, until accounted for
     std::string sql =
         "INSERT INTO cairn_readings AS stored (table_name, device_id, measure_name, timestamp_ns, shard, "
-        "partition_key, version, ttl, fields) VALUES ";
+        "partition_key, version, ttl, fields, lsn) VALUES ";
     std::vector<std::string> params{table};
     int next = 1;
-    const std::vector<std::string_view> casts{"", "", "bigint", "integer", "", "numeric", "bigint", "jsonb"};
+    const std::vector<std::string_view> casts{"",        "",       "bigint", "integer", "",
+                                              "numeric", "bigint", "jsonb",  "numeric"};
     for (size_t i = start; i < end; ++i) {
       const RecordRow& row = records[winners[i]];
       pending.emplace(Identity{row.device_id, row.measure_name, row.timestamp}, winners[i]);
@@ -346,11 +351,13 @@ class PostgresSink final : public IngestSink {
       params.push_back(std::to_string(row.version));
       params.push_back(std::to_string(row.ttl));
       params.push_back(ingest::FieldsToJson(row.fields));
+      params.push_back(std::to_string(row.lsn));
     }
     sql +=
         " ON CONFLICT (table_name, device_id, measure_name, timestamp_ns) DO UPDATE SET "
         "shard = EXCLUDED.shard, partition_key = EXCLUDED.partition_key, version = EXCLUDED.version, "
-        "ttl = EXCLUDED.ttl, fields = EXCLUDED.fields WHERE stored.version < EXCLUDED.version "
+        "ttl = EXCLUDED.ttl, fields = EXCLUDED.fields, lsn = EXCLUDED.lsn "
+        "WHERE (stored.version, stored.lsn) < (EXCLUDED.version, EXCLUDED.lsn) "
         "RETURNING device_id, measure_name, timestamp_ns, (xmax = 0) AS inserted";
     CAIRN_ASSIGN_OR_RETURN(PgResult written, Execute(sql, params));
     for (int i = 0; i < PQntuples(written.get()); ++i) {
@@ -365,10 +372,10 @@ class PostgresSink final : public IngestSink {
     }
     if (pending.empty()) return Status::Ok();
 
-    // The rows left alone: a duplicate when the stored version is ours,
-    // older when it is higher.
+    // The rows left alone: a duplicate when the stored version and LSN are
+    // ours, older when they are greater.
     std::string select =
-        "SELECT device_id, measure_name, timestamp_ns, version::text FROM cairn_readings "
+        "SELECT device_id, measure_name, timestamp_ns, version::text, lsn::text FROM cairn_readings "
         "WHERE table_name = $1 AND (device_id, measure_name, timestamp_ns) IN (VALUES ";
     std::vector<std::string> select_params{table};
     int select_next = 1;
@@ -389,10 +396,12 @@ class PostgresSink final : public IngestSink {
                              ParseNumber<int64_t>(PQgetvalue(stored.get(), i, 2), "timestamp"));
       CAIRN_ASSIGN_OR_RETURN(uint64_t version,
                              ParseNumber<uint64_t>(PQgetvalue(stored.get(), i, 3), "version"));
+      CAIRN_ASSIGN_OR_RETURN(uint64_t lsn, ParseNumber<uint64_t>(PQgetvalue(stored.get(), i, 4), "lsn"));
       const auto found =
           pending.find(Identity{PQgetvalue(stored.get(), i, 0), PQgetvalue(stored.get(), i, 1), timestamp});
       if (found == pending.end()) continue;
-      if (version == records[found->second].version) {
+      const RecordRow& incoming = records[found->second];
+      if (version == incoming.version && lsn == incoming.lsn) {
         ++counts->duplicates;
       } else {
         ++counts->older;

@@ -27,6 +27,7 @@ CREATE TABLE IF NOT EXISTS cairn_readings (
   version       INTEGER NOT NULL,
   ttl           INTEGER NOT NULL,
   fields        TEXT    NOT NULL,
+  lsn           INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (table_name, device_id, measure_name, timestamp_ns)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS cairn_series (
@@ -77,7 +78,16 @@ class SqliteSink final : public IngestSink {
     db_.reset();
     CAIRN_ASSIGN_OR_RETURN(db_, SqliteDb::Open(path_, vfs_name_, /*read_only=*/false, /*cache_kib=*/8192,
                                                SqliteSynchronous::kFull));
-    return db_->Exec(kSchema);
+    CAIRN_RETURN_IF_ERROR(db_->Exec(kSchema));
+    // Files written before readings carried their gateway's LSN lack the
+    // column; 0 is what their records had.
+    CAIRN_ASSIGN_OR_RETURN(Statement * columns,
+                           db_->Prepare("SELECT COUNT(*) FROM pragma_table_info('cairn_readings') "
+                                        "WHERE name = 'lsn'"));
+    StatementResetter reset(columns);
+    CAIRN_ASSIGN_OR_RETURN(bool row, columns->Step());
+    if (row && columns->ColumnInt64(0) > 0) return Status::Ok();
+    return db_->Exec("ALTER TABLE cairn_readings ADD COLUMN lsn INTEGER NOT NULL DEFAULT 0");
   }
 
   Result<SinkCounts> ApplyBatch(const DecodedEnvelope& batch, int64_t received_at) override {
@@ -104,7 +114,7 @@ class SqliteSink final : public IngestSink {
     if (db_ == nullptr) return Status::Unavailable("the SQLite sink " + path_ + " is not open");
     CAIRN_ASSIGN_OR_RETURN(Statement * select,
                            db_->Prepare("SELECT table_name, device_id, measure_name, shard, timestamp_ns, "
-                                        "version, ttl, fields FROM cairn_readings "
+                                        "version, ttl, fields, lsn FROM cairn_readings "
                                         "ORDER BY table_name, device_id, measure_name, timestamp_ns"));
     StatementResetter resetter(select);
     std::vector<StoredReading> readings;
@@ -120,6 +130,7 @@ class SqliteSink final : public IngestSink {
       reading.row.version = FromStored(select->ColumnInt64(5));
       reading.row.ttl = select->ColumnInt64(6);
       CAIRN_ASSIGN_OR_RETURN(reading.row.fields, ingest::FieldsFromJson(select->ColumnText(7)));
+      reading.row.lsn = FromStored(select->ColumnInt64(8));
       readings.push_back(std::move(reading));
     }
     return readings;
@@ -191,13 +202,13 @@ class SqliteSink final : public IngestSink {
     SinkCounts counts = plan.losers;
 
     CAIRN_ASSIGN_OR_RETURN(Statement * select,
-                           db_->Prepare("SELECT version FROM cairn_readings WHERE table_name = ?1 AND "
+                           db_->Prepare("SELECT version, lsn FROM cairn_readings WHERE table_name = ?1 AND "
                                         "device_id = ?2 AND measure_name = ?3 AND timestamp_ns = ?4"));
     CAIRN_ASSIGN_OR_RETURN(
         Statement * upsert,
         db_->Prepare("INSERT OR REPLACE INTO cairn_readings (table_name, device_id, measure_name, "
-                     "timestamp_ns, shard, partition_key, version, ttl, fields) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
+                     "timestamp_ns, shard, partition_key, version, ttl, fields, lsn) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"));
     for (size_t index : plan.winners) {
       const RecordRow& row = batch.records[index];
       CAIRN_RETURN_IF_ERROR(select->BindText(1, table));
@@ -207,12 +218,15 @@ class SqliteSink final : public IngestSink {
       CAIRN_ASSIGN_OR_RETURN(bool found, select->Step());
       bool write = true;
       if (found) {
-        const uint64_t stored = FromStored(select->ColumnInt64(0));
+        // The gateway's order: version first, then LSN (a rewrite of the
+        // same version merged under on_conflict overwrite has a later one).
+        const std::pair stored(FromStored(select->ColumnInt64(0)), FromStored(select->ColumnInt64(1)));
+        const std::pair incoming(row.version, row.lsn);
         select->Reset();
-        if (stored == row.version) {
+        if (stored == incoming) {
           ++counts.duplicates;
           write = false;
-        } else if (stored > row.version) {
+        } else if (stored > incoming) {
           ++counts.older;
           write = false;
         } else {
@@ -231,6 +245,7 @@ class SqliteSink final : public IngestSink {
       CAIRN_RETURN_IF_ERROR(upsert->BindInt64(7, ToStored(row.version)));
       CAIRN_RETURN_IF_ERROR(upsert->BindInt64(8, row.ttl));
       CAIRN_RETURN_IF_ERROR(upsert->BindText(9, ingest::FieldsToJson(row.fields)));
+      CAIRN_RETURN_IF_ERROR(upsert->BindInt64(10, ToStored(row.lsn)));
       CAIRN_RETURN_IF_ERROR(upsert->Run());
     }
 

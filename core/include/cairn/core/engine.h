@@ -167,6 +167,10 @@ struct RecordRow {
   uint64_t version = 0;
   int64_t ttl = 0;            // 0 = none
   std::vector<Field> fields;  // only the fields this record carries, sorted by name
+  // The LSN the gateway stored it under: set by ReadChanges and carried by the
+  // sync envelope, so that a receiver orders equal versions as the gateway
+  // does (the later LSN wins); 0 from every other read.
+  uint64_t lsn = 0;
 };
 
 enum class Order : uint8_t { kAscending, kDescending };
