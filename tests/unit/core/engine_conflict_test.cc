@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "engine_test_util.h"
+#include "storage/sqlite_db.h"
 
 namespace cairn::testing {
 namespace {
@@ -231,6 +232,24 @@ TEST_F(EngineConflictTest, TheOptionPersistsAndCanChange) {
   EXPECT_EQ(engine_->GetTable("t")->options.on_conflict, ConflictPolicy::kReject);
   EXPECT_EQ(ParseConflictPolicy("overwrite").value(), ConflictPolicy::kOverwrite);
   EXPECT_FALSE(ParseConflictPolicy("merge").ok());
+}
+
+TEST_F(EngineConflictTest, ACatalogFromBeforeTheOptionOpensWithReject) {
+  CreateTableWith(ConflictPolicy::kOverwrite);
+  ASSERT_TRUE(engine_->Close().ok());
+  engine_.reset();
+  {
+    auto db = SqliteDb::Open(dir_.PathOf("catalog.db"), "unix", /*read_only=*/false, 64);
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    ASSERT_TRUE((*db)->Exec("ALTER TABLE tables DROP COLUMN on_conflict").ok());
+  }
+  Open();
+  EXPECT_EQ(engine_->GetTable("t")->options.on_conflict, ConflictPolicy::kReject);
+  TableOptions options = engine_->GetTable("t")->options;
+  options.on_conflict = ConflictPolicy::kOverwrite;
+  ASSERT_TRUE(engine_->AlterTable("t", options).ok());
+  Reopen();
+  EXPECT_EQ(engine_->GetTable("t")->options.on_conflict, ConflictPolicy::kOverwrite);
 }
 
 }  // namespace
