@@ -144,6 +144,16 @@ class EngineImpl final : public Engine {
     std::map<std::string, std::string> dimensions;
   };
   Status CommitGroup(const std::vector<PendingWrite*>& group);
+  // A group's accepted records by identity: index into its accepted list.
+  using PendingIdentities = std::unordered_map<const Series*, std::map<int64_t, size_t>>;
+  // Judges `r` against the record its identity holds: the group's own
+  // earlier record of it (not in the head yet), else the head or the sealed
+  // chunks. True when `r` is to be stored (`*merged` set when on_conflict
+  // overwrite merges it with the stored record); false with `*out` saying why
+  // not (duplicate, lower version, conflict).
+  Result<bool> JudgeWrite(TableState& table, const Series& series, const Record& r,
+                          const PendingIdentities& pending, const std::vector<AcceptedRecord>& accepted,
+                          RecordResult* out, std::unique_ptr<Record>* merged);
   // Takes back, newest first, series changes the catalog could not record.
   void UndoSeriesChanges(const std::vector<SeriesUndo>& undo);
   // The record stored at one identity, as a write at it is judged (DESIGN §3).

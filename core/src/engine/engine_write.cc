@@ -6,6 +6,7 @@
 
 #include "engine/engine_impl.h"
 #include "engine/write_batch.h"
+#include "engine/write_conflict.h"
 #include "engine/write_failure.h"
 #include "log/log_reader.h"
 #include "storage/env_vfs.h"
@@ -15,106 +16,6 @@ namespace cairn {
 namespace {
 
 constexpr int64_t kNanosPerSecond = 1'000'000'000;
-
-// A value as a conflict's reason shows it: line protocol's spelling.
-std::string ValueText(const Value& value) {
-  struct Text {
-    std::string operator()(std::monostate) const { return "nothing"; }
-    std::string operator()(double v) const {
-      char buf[32];
-      snprintf(buf, sizeof buf, "%.17g", v);
-      return buf;
-    }
-    std::string operator()(int64_t v) const { return std::to_string(v) + "i"; }
-    std::string operator()(bool v) const { return v ? "true" : "false"; }
-    std::string operator()(const std::string& v) const { return "\"" + v + "\""; }
-    std::string operator()(Timestamp v) const { return std::to_string(v.unix_nanos) + "t"; }
-  };
-  return std::visit(Text{}, value);
-}
-
-// Doubles compare by their bits: a retry carries the very bits it carried
-// the first time, and 0.0 and -0.0 are different readings.
-bool SameValue(const Value& a, const Value& b) {
-  if (const auto* x = std::get_if<double>(&a)) {
-    const auto* y = std::get_if<double>(&b);
-    return y != nullptr && std::bit_cast<uint64_t>(*x) == std::bit_cast<uint64_t>(*y);
-  }
-  return a == b;
-}
-
-const Field* FindField(const std::vector<Field>& fields, const std::string& name) {
-  for (const Field& f : fields) {
-    if (f.name == name) return &f;
-  }
-  return nullptr;
-}
-
-// How a write of the same version as the stored record at its identity is
-// handled (DESIGN §3). The same field set with the same values is a
-// duplicate (ttl is not compared: a retry resolves it the same way).
-// Otherwise, under reject, a conflict naming the first field that differs;
-// under overwrite, the union of both field sets with the new values winning,
-// which the caller logs in place of the write.
-//
-// Why the merged record, not the write, is logged: it then goes to the log
-// with a new LSN like any write, and every later reader keeps one rule,
-// "of equal versions the higher LSN wins": the head, replay, seals,
-// compaction, reads across head, chunks and period files, and the sync feed
-// (the cloud replaces a stored record only by a greater (version, LSN),
-// envelope_format.md). None of them merges; each sees whole records.
-struct Judgement {
-  WriteOutcome outcome = WriteOutcome::kStored;
-  std::string reason;
-  std::unique_ptr<Record> merged;
-};
-
-Judgement JudgeSameVersion(const Record& r, const std::vector<Field>& stored, ConflictPolicy policy) {
-  Judgement out;
-  std::string difference;
-  for (const Field& f : r.fields) {
-    const Field* old = FindField(stored, f.name);
-    if (old == nullptr) {
-      difference = "field '" + f.name + "' is " + ValueText(f.value) + " here and absent from the stored record";
-    } else if (!SameValue(old->value, f.value)) {
-      difference = "field '" + f.name + "' is " + ValueText(f.value) + " here, " + ValueText(old->value) + " stored";
-    }
-    if (!difference.empty()) break;
-  }
-  const bool adds_nothing = difference.empty();  // every field of the write is stored as it is
-  if (adds_nothing) {
-    for (const Field& f : stored) {
-      if (FindField(r.fields, f.name) == nullptr) {
-        difference = "field '" + f.name + "' is stored (" + ValueText(f.value) + ") and absent here";
-        break;
-      }
-    }
-  }
-  // Merging a write that adds nothing would store what is stored.
-  if (difference.empty() || (adds_nothing && policy == ConflictPolicy::kOverwrite)) {
-    out.outcome = WriteOutcome::kDuplicate;
-    return out;
-  }
-  const std::string version = "version " + std::to_string(r.version);
-  if (policy == ConflictPolicy::kReject) {
-    out.outcome = WriteOutcome::kConflict;
-    out.reason = version + " of this point is stored with other values: " + difference +
-                 " (the table's on_conflict is reject: write a higher version to replace it)";
-    return out;
-  }
-  out.merged = std::make_unique<Record>(r);
-  for (const Field& f : stored) {
-    if (FindField(r.fields, f.name) == nullptr) out.merged->fields.push_back(f);
-  }
-  if (out.merged->fields.size() > kMaxFieldsPerRecord) {
-    out.outcome = WriteOutcome::kConflict;
-    out.reason = version + " of this point is stored with other fields, and with them it would carry " +
-                 std::to_string(out.merged->fields.size()) + " fields, more than a record may (" +
-                 std::to_string(kMaxFieldsPerRecord) + ")";
-    out.merged.reset();
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -339,51 +240,6 @@ Series* EngineImpl::FindOrCreateSeries(TableState& table, const std::string& dev
   return raw;
 }
 
-Result<std::optional<EngineImpl::StoredRecord>> EngineImpl::FindStored(TableState& table, const Series& series,
-                                                                       int64_t timestamp) {
-  // A head record is never older than a sealed one of its timestamp: a
-  // write reaches the head only when it beats what is stored.
-  if (size_t i = series.FindInHead(timestamp); i < series.head.size()) {
-    const HeadEntry& entry = series.head[i];
-    StoredRecord stored{entry.record.version, entry.lsn, {}};
-    for (size_t f = 0; f < entry.record.values.size(); ++f) {
-      if (!std::holds_alternative<std::monostate>(entry.record.values[f]))
-        stored.fields.push_back(Field{series.fields[f].name, entry.record.values[f]});
-    }
-    return std::optional<StoredRecord>(std::move(stored));
-  }
-  const std::optional<StoredRecord> none;
-  if (timestamp > series.sealed_max_timestamp) return none;
-  // A late write into sealed time: look in the chunks that cover it. Each
-  // seal and compaction may leave one record of the timestamp; the newest
-  // by (version, LSN) is the stored one.
-  const int64_t start = PeriodStart(table.info.options.period, timestamp);
-  if (!table.period_starts.count(start)) return none;
-  CAIRN_ASSIGN_OR_RETURN(
-      auto handle, GetPeriodFile(table.info.name, table.info.options.period, start, PeriodAccess::kRead));
-  std::lock_guard file_lock(handle->mutex);
-  CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRow> chunks,
-                         handle->file->ReadChunks(series.id, timestamp, timestamp + 1, /*with_data=*/true));
-  std::optional<StoredRecord> best;
-  for (const ChunkRow& chunk : chunks) {
-    CAIRN_ASSIGN_OR_RETURN(DecodedChunk decoded, DecodeChunk(chunk.data));
-    auto it = std::lower_bound(decoded.timestamps.begin(), decoded.timestamps.end(), timestamp);
-    if (it == decoded.timestamps.end() || *it != timestamp) continue;
-    const size_t i = static_cast<size_t>(it - decoded.timestamps.begin());
-    if (i >= chunk.lsns.size()) {
-      return Status::Corruption("chunk of series " + std::to_string(series.id) + " at " +
-                                std::to_string(chunk.start_ns) + " lacks the LSN of its record " + std::to_string(i));
-    }
-    const uint64_t version = decoded.versions[i], lsn = chunk.lsns[i];
-    if (best && std::pair(version, lsn) <= std::pair(best->version, best->lsn)) continue;
-    best = StoredRecord{version, lsn, {}};
-    for (ChunkColumn& column : decoded.columns) {
-      if (column.present[i]) best->fields.push_back(Field{column.field.name, std::move(column.values[i])});
-    }
-  }
-  return best;
-}
-
 void EngineImpl::ApplyToHead(Series& series, ChunkRecord record, uint64_t lsn) {
   ++series.generation;
   if (series.latest_known && (!series.latest || record.timestamp >= series.latest->timestamp)) {
@@ -452,6 +308,40 @@ void EngineImpl::CountOutcomes(const std::vector<PendingWrite*>& group) {
   }
 }
 
+Result<bool> EngineImpl::JudgeWrite(TableState& table, const Series& series, const Record& r,
+                                    const PendingIdentities& pending, const std::vector<AcceptedRecord>& accepted,
+                                    RecordResult* out, std::unique_ptr<Record>* merged) {
+  std::optional<StoredRecord> stored;
+  if (auto p = pending.find(&series); p != pending.end()) {
+    if (auto q = p->second.find(r.timestamp); q != p->second.end()) {
+      const Record& earlier = accepted[q->second].source();
+      stored = StoredRecord{earlier.version, 0, earlier.fields};
+    }
+  }
+  if (!stored) {
+    CAIRN_ASSIGN_OR_RETURN(stored, FindStored(table, series, r.timestamp));
+  }
+  if (!stored || r.version > stored->version) return true;
+  if (r.version < stored->version) {
+    out->outcome = WriteOutcome::kRejectedVersion;
+    out->reason = "version " + std::to_string(r.version) + " is lower than the stored version " +
+                  std::to_string(stored->version);
+    return false;
+  }
+  SameVersionJudgement judged = JudgeSameVersion(r, stored->fields, table.info.options.on_conflict);
+  if (judged.outcome != WriteOutcome::kStored) {
+    out->outcome = judged.outcome;
+    out->reason = std::move(judged.reason);
+    return false;
+  }
+  *merged = std::move(judged.merged);
+  return true;
+}
+
+// One function, because one state-lock scope admits the whole group (judging
+// each record, recording new series in the catalog) and another applies it
+// after the log write; splitting them would hand partial state between
+// functions.
 Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
   std::lock_guard commit(commit_mutex_);
   std::vector<AcceptedRecord> accepted;
@@ -467,7 +357,7 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
     const std::optional<int64_t> deletion_now = clock_->DeletionNow();
     // This group's accepted records by identity (index into `accepted`):
     // a later record of the group is judged against them, not yet in the head.
-    std::unordered_map<const Series*, std::map<int64_t, size_t>> pending;
+    PendingIdentities pending;
     // Series created or whose schema or dimensions changed, with their table.
     std::map<Series*, const std::string*> changed_series;
     // How to take those changes back if the catalog cannot record them.
@@ -537,34 +427,10 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
         bool created = false;
         Series* series = FindOrCreateSeries(table, r.device_id, r.measure_name, &created);
         if (created) will_change(table, series, /*created=*/true);
-        std::optional<StoredRecord> stored;
-        if (auto p = pending.find(series); p != pending.end()) {
-          if (auto q = p->second.find(r.timestamp); q != p->second.end()) {
-            const Record& earlier = accepted[q->second].source();
-            stored = StoredRecord{earlier.version, 0, earlier.fields};
-          }
-        }
-        if (!stored) {
-          Result<std::optional<StoredRecord>> found = FindStored(table, *series, r.timestamp);
-          if (!found.ok()) return found.status();
-          stored = std::move(*found);
-        }
         std::unique_ptr<Record> merged;
-        if (stored && r.version < stored->version) {
-          out.outcome = WriteOutcome::kRejectedVersion;
-          out.reason = "version " + std::to_string(r.version) + " is lower than the stored version " +
-                       std::to_string(stored->version);
-          continue;
-        }
-        if (stored && r.version == stored->version) {
-          Judgement judged = JudgeSameVersion(r, stored->fields, table.info.options.on_conflict);
-          if (judged.outcome != WriteOutcome::kStored) {
-            out.outcome = judged.outcome;
-            out.reason = std::move(judged.reason);
-            continue;
-          }
-          merged = std::move(judged.merged);
-        }
+        Result<bool> store = JudgeWrite(table, *series, r, pending, accepted, &out, &merged);
+        if (!store.ok()) return store.status();
+        if (!*store) continue;
         for (const Field& f : (merged ? *merged : r).fields) {
           if (!series->field_index.count(f.name)) {
             will_change(table, series, /*created=*/false);
