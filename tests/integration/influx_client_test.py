@@ -266,6 +266,26 @@ def main():
         check_backslash_tag(client, port, token, now)
         check_reserved_fields(client, port, token, now)
 
+        # Rewriting stored points: the same values again are a duplicate, accepted silently (a
+        # retry stays idempotent); other values are a conflict the table's on_conflict (reject,
+        # the default) refuses, and the client raises the error naming the line.
+        if not client.write_points(points[:2], time_precision="s"):
+            fail("rewriting points with their own values was refused")
+        changed = dict(points[1], fields=dict(points[1]["fields"], temperature=99.5))
+        try:
+            client.write_points([points[2], changed], time_precision="s")
+            fail("a rewrite with other values was accepted")
+        except InfluxDBClientError as error:
+            text = str(error)
+            if (error.code != 400 or "line 2: version 0 of this point is stored with other values" not in text
+                    or "field 'temperature' is 99.5 here, 20.25 stored" not in text):
+                fail("conflict: expected a 400 naming line 2 and the field, got %r" % text)
+        kept = get_json(port, "/v1/tables/sensors/devices/boiler-1/readings?measure=env&from=-1h&limit=1000",
+                        token)["records"][0]
+        if kept["temperature"] != 20.25:
+            fail("the refused rewrite changed the stored point: %r" % kept)
+        print("a rewrite with the same values accepted, with other values refused naming line 2")
+
         wrong = InfluxDBClient(host="127.0.0.1", port=port, username="telegraf", password=token + "x",
                                database="sensors", timeout=TIMEOUT)
         try:

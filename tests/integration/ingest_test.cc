@@ -443,6 +443,32 @@ INSERT INTO cairn_batches VALUES ('gw-7', 'sensors', 'live', 1, 1000, 1002, 3, 3
             "shard integer, partition_key text, version numeric, ttl bigint, fields jsonb");
 }
 
+// Equal versions are ordered by the gateway's LSN (on_conflict overwrite
+// stores a merged rewrite under a later LSN), whatever order batches arrive in.
+TEST_F(IngestTest, PostgresKeepsTheLaterLsnOfEqualVersions) {
+  std::unique_ptr<IngestSink> sink = OpenSink();
+  ASSERT_NE(sink, nullptr);
+  RecordRow original = Row("pump-7", "env", kStart, {{"t", 1.0}});
+  RecordRow merged = Row("pump-7", "env", kStart, {{"h", int64_t{40}}, {"t", 2.0}});
+  original.lsn = 1000;
+  merged.lsn = 2000;
+  Result<DecodedEnvelope> later = MakeBatch(HeaderFor(2, 1), {merged});
+  Result<DecodedEnvelope> earlier = MakeBatch(HeaderFor(1, 1), {original});
+  Result<DecodedEnvelope> both = MakeBatch(HeaderFor(3, 2), {merged, original}, EnvelopeEncoding::kJson);
+  ASSERT_TRUE(later.ok() && earlier.ok() && both.ok());
+  EXPECT_EQ(Apply(sink.get(), *later), (SinkCounts{1, 0, 0, 0}));
+  EXPECT_EQ(Apply(sink.get(), *earlier), (SinkCounts{0, 0, 0, 1}));
+  EXPECT_EQ(Apply(sink.get(), *both), (SinkCounts{0, 0, 1, 1}));
+  merged.lsn = 2001;  // the same version merged once more
+  Result<DecodedEnvelope> again = MakeBatch(HeaderFor(4, 1), {merged});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(Apply(sink.get(), *again), (SinkCounts{0, 1, 0, 0}));
+  const std::vector<StoredReading> readings = Readings();
+  ASSERT_EQ(readings.size(), 1u);
+  EXPECT_EQ(readings[0].row.lsn, 2001u);
+  EXPECT_EQ(CompareReadings(Expected("sensors", {merged}), readings), "");
+}
+
 TEST_F(IngestTest, PostgresManyRecordsSpanSeveralStatements) {
   std::unique_ptr<IngestSink> sink = OpenSink();
   ASSERT_NE(sink, nullptr);

@@ -95,6 +95,8 @@ inline std::string OutcomeName(WriteOutcome outcome) {
       return "rejected-version";
     case WriteOutcome::kInvalid:
       return "invalid";
+    case WriteOutcome::kConflict:
+      return "conflict";
   }
   return "?";
 }

@@ -105,8 +105,8 @@ inline std::vector<RecordRow> AllTypesRows() {
 }
 
 // The rows a sink should hold after storing `rows`, in this order, into
-// `table` (winners of the version rule, each with the attributes its series
-// was last sent with), in ReadReadings order.
+// `table` (winners of the version rule: the greatest (version, LSN); each
+// with the attributes its series was last sent with), in ReadReadings order.
 inline std::vector<StoredReading> Expected(const std::string& table, std::vector<RecordRow> rows) {
   std::map<std::tuple<std::string, std::string, TagMap, int>, TagMap> attributes;
   for (const RecordRow& row : rows) {
@@ -123,7 +123,8 @@ inline std::vector<StoredReading> Expected(const std::string& table, std::vector
     if (!expected.empty() && expected.back().row.device_id == row.device_id &&
         expected.back().row.measure_name == row.measure_name &&
         expected.back().row.dimensions == row.dimensions && expected.back().row.timestamp == row.timestamp) {
-      if (row.version > expected.back().row.version) expected.back().row = std::move(row);
+      const RecordRow& kept = expected.back().row;
+      if (std::pair(row.version, row.lsn) > std::pair(kept.version, kept.lsn)) expected.back().row = std::move(row);
       continue;
     }
     expected.push_back(StoredReading{table, std::move(row)});

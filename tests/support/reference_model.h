@@ -3,9 +3,12 @@
 // It keeps what the engine acknowledged, identity (device, measure,
 // timestamp) -> (version, ttl, fields), and answers the engine's queries the
 // slow, obvious way so that a test can compare the two. It knows the data
-// model's rules (DESIGN §3): a higher version replaces, an equal version is a
-// duplicate and is dropped, a lower one is rejected; a record whose ttl has
-// passed (ttl * 1e9 <= now) is invisible to every query.
+// model's rules (DESIGN §3): a higher version replaces; an equal version with
+// the same fields and values is a duplicate and is dropped, with other values
+// a conflict, refused (on_conflict reject) or merged into the stored record
+// (overwrite: the union of the fields, new values winning); a lower one is
+// rejected; a record whose ttl has passed (ttl * 1e9 <= now) is invisible to
+// every query.
 //
 // Header-only because it depends on the engine's public types and the test
 // support library links the platform only.
@@ -27,6 +30,7 @@
 
 #include "cairn/core/engine.h"
 #include "cairn/core/record.h"
+#include "cairn/core/table.h"
 
 namespace cairn::crash {
 
@@ -119,6 +123,42 @@ inline bool SameRow(const RecordRow& a, const RecordRow& b) {
          SameFields(a.fields, b.fields);
 }
 
+// What a valid write does to the record stored at its identity (`current`,
+// nullptr when none), and what is stored afterwards when it stores.
+struct Prediction {
+  WriteOutcome outcome = WriteOutcome::kStored;
+  StoredRecord stored;  // only for kStored
+};
+
+inline const Field* FindField(const std::vector<Field>& fields, const std::string& name) {
+  for (const Field& f : fields) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+inline Prediction PredictWrite(const StoredRecord* current, const Record& record, ConflictPolicy on_conflict) {
+  StoredRecord incoming = StoredRecordOf(record);
+  if (current == nullptr || record.version > current->version) return {WriteOutcome::kStored, incoming};
+  if (record.version < current->version) return {WriteOutcome::kRejectedVersion, {}};
+  // Equal versions. The ttl is not compared: a retry resolves it the same way.
+  if (SameFields(incoming.fields, current->fields)) return {WriteOutcome::kDuplicate, {}};
+  if (on_conflict == ConflictPolicy::kReject) return {WriteOutcome::kConflict, {}};
+  bool adds = false;  // a field absent from `current` or of another value
+  for (const Field& f : incoming.fields) {
+    const Field* old = FindField(current->fields, f.name);
+    if (old == nullptr || !SameValue(old->value, f.value)) adds = true;
+  }
+  if (!adds) return {WriteOutcome::kDuplicate, {}};
+  StoredRecord merged = incoming;  // version and ttl of the write
+  for (const Field& f : current->fields) {
+    if (FindField(incoming.fields, f.name) == nullptr) merged.fields.push_back(f);
+  }
+  if (merged.fields.size() > kMaxFieldsPerRecord) return {WriteOutcome::kConflict, {}};
+  merged.fields = SortedFields(std::move(merged.fields));
+  return {WriteOutcome::kStored, std::move(merged)};
+}
+
 // One aggregation bucket as the model computes it. Numeric values are kept
 // both exactly (int64 fields) and as long double (for sums and averages).
 struct ModelBucket {
@@ -132,21 +172,22 @@ struct ModelBucket {
 
 class ReferenceModel {
  public:
+  // The table's on_conflict, which the model follows (default reject).
+  void set_on_conflict(ConflictPolicy policy) { on_conflict_ = policy; }
+  ConflictPolicy on_conflict() const { return on_conflict_; }
+
   // The outcome the engine must report for a valid record, given what the
   // model holds now. Validity is the generator's business.
   WriteOutcome Predict(const Record& record) const {
-    auto it = records_.find(IdentityOf(record));
-    if (it == records_.end() || record.version > it->second.version) return WriteOutcome::kStored;
-    if (record.version == it->second.version) return WriteOutcome::kDuplicate;
-    return WriteOutcome::kRejectedVersion;
+    return PredictWrite(Find(IdentityOf(record)), record, on_conflict_).outcome;
   }
 
   // Applies a valid record as an acknowledged write would and returns the
   // outcome it predicted.
   WriteOutcome Apply(const Record& record) {
-    const WriteOutcome outcome = Predict(record);
-    if (outcome == WriteOutcome::kStored) records_[IdentityOf(record)] = StoredRecordOf(record);
-    return outcome;
+    Prediction predicted = PredictWrite(Find(IdentityOf(record)), record, on_conflict_);
+    if (predicted.outcome == WriteOutcome::kStored) records_[IdentityOf(record)] = std::move(predicted.stored);
+    return predicted.outcome;
   }
 
   // Sets or erases what the model holds for `identity` (used when the state
@@ -273,6 +314,7 @@ class ReferenceModel {
   }
 
  private:
+  ConflictPolicy on_conflict_ = ConflictPolicy::kReject;
   std::map<Identity, StoredRecord> records_;
   std::set<std::pair<std::string, std::string>> attempted_series_;
   std::map<std::string, std::set<std::pair<std::string, FieldType>>> attempted_fields_;

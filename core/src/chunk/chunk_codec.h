@@ -45,6 +45,9 @@ struct ChunkRecord {
   uint64_t version = 0;
   int64_t ttl = 0;            // absolute expiry, Unix seconds; 0 = none
   std::vector<Value> values;  // parallel to the schema; std::monostate = record lacks that field
+  // Not encoded (the period file keeps LSNs beside the chunk): set by reads so
+  // that of two records with equal versions the later arrival wins.
+  uint64_t lsn = 0;
 };
 
 struct FieldStats {

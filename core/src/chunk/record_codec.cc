@@ -5,7 +5,10 @@
 //   series := device_id, measure_name (uvarint length + bytes), shard uvarint,
 //             dimension_count uvarint, (name, value) pairs sorted by name,
 //             attribute_count uvarint, (name, value) pairs sorted by name,
-//             chunk_count uvarint, chunks (uvarint length + chunk bytes)
+//             chunk_count uvarint, chunks (uvarint length + chunk bytes,
+//             then the LSNs of the chunk's records as an integer sequence)
+//
+// Version 1 had no attributes and no LSNs; its records decode with LSN 0.
 //
 // Version 1 blocks (no attribute list; their dimensions were series
 // metadata) are still read: their dimensions are taken as the identity, as
@@ -27,6 +30,7 @@
 
 #include "chunk/chunk_codec.h"
 #include "chunk/coding.h"
+#include "chunk/integer_sequence.h"
 
 namespace cairn {
 
@@ -38,7 +42,8 @@ namespace {
 
 constexpr char kBlockMagic[2] = {'C', 'R'};
 constexpr uint8_t kBlockVersion = 2;
-constexpr uint8_t kOldestBlockVersion = 1;
+// Version 1: no attribute list, no LSNs.
+constexpr uint8_t kFirstBlockVersion = 1;
 // The chunk header fields a block reader peeks at to charge a chunk against
 // the limits before decoding it (chunk_format.md §3).
 constexpr char kChunkMagic[2] = {'C', 'K'};
@@ -209,12 +214,15 @@ Status EncodeSeriesChunks(std::span<const RecordRow> records, const SeriesPlan& 
       std::min(kMaxChunkRecords, kMaxChunkCells / std::max<size_t>(schema.size(), 1));
   std::vector<std::string> chunks;
   std::vector<ChunkRecord> piece;
+  std::vector<int64_t> lsns;
   for (const std::vector<size_t>& indexes : layers) {
     for (size_t begin = 0; begin < indexes.size(); begin += records_per_chunk) {
       const size_t end = std::min(indexes.size(), begin + records_per_chunk);
       piece.clear();
+      lsns.clear();
       for (size_t k = begin; k < end; ++k) {
         const RecordRow& row = records[indexes[k]];
+        lsns.push_back(static_cast<int64_t>(row.lsn));
         ChunkRecord& record = piece.emplace_back();
         record.timestamp = row.timestamp;
         record.version = row.version;
@@ -227,11 +235,12 @@ Status EncodeSeriesChunks(std::span<const RecordRow> records, const SeriesPlan& 
         return chunk.status().WithContext(DescribeSeries(series.first->device_id, series.first->measure_name,
                                                          series.first->shard, series.first->dimensions));
       }
-      chunks.push_back(std::move(chunk).value());
+      PutLengthPrefixed(&chunks.emplace_back(), *chunk);
+      chunk_coding::EncodeIntegerSequence(lsns, &chunks.back());
     }
   }
   PutVarint(out, chunks.size());
-  for (const std::string& chunk : chunks) PutLengthPrefixed(out, chunk);
+  for (const std::string& chunk : chunks) out->append(chunk);
   return Status::Ok();
 }
 
@@ -346,9 +355,10 @@ Status ReadSeriesHeader(ByteReader* reader, uint8_t version, DecodedSeriesHeader
   return AsCorruption(ValidateTags(header->attributes, "attribute"), series);
 }
 
-// Decodes one chunk of a series into rows appended to `rows`.
+// Decodes one chunk of a series into rows appended to `rows`, and then
+// (`lsns`, version 2) the LSNs that follow it in `reader`.
 Status DecodeSeriesChunk(std::string_view bytes, const DecodedSeriesHeader& header,
-                         std::map<std::string, FieldType>* series_fields, DecodeBudget* budget,
+                         std::map<std::string, FieldType>* series_fields, DecodeBudget* budget, ByteReader* lsns,
                          std::vector<RecordRow>* rows) {
   CAIRN_RETURN_IF_ERROR(ChargeChunk(bytes, budget));
   const std::string series =
@@ -370,6 +380,11 @@ Status DecodeSeriesChunk(std::string_view bytes, const DecodedSeriesHeader& head
   if (series_fields->size() > kMaxChunkFields) {
     return Status::Corruption("record block: " + series + " has more than " +
                               std::to_string(kMaxChunkFields) + " distinct fields");
+  }
+  std::vector<int64_t> chunk_lsns(chunk.size());
+  if (lsns != nullptr) {
+    Status read = chunk_coding::DecodeIntegerSequence(lsns, chunk_lsns);
+    if (!read.ok()) return Status::Corruption("record block: " + series + ": LSNs: " + read.message());
   }
 
   for (size_t i = 0; i < chunk.size(); ++i) {
@@ -405,6 +420,7 @@ Status DecodeSeriesChunk(std::string_view bytes, const DecodedSeriesHeader& head
     row.version = probe.version;
     row.ttl = probe.ttl;
     row.fields = std::move(probe.fields);
+    row.lsn = static_cast<uint64_t>(chunk_lsns[i]);
   }
   return Status::Ok();
 }
@@ -447,7 +463,7 @@ Result<RecordBlock> DecodeRecordBlock(std::string_view bytes, const RecordBlockL
     return Status::Corruption("record block: bad magic");
   }
   if (!reader.ReadByte(&version)) return Status::Corruption("record block: truncated format version");
-  if (version < kOldestBlockVersion || version > kBlockVersion) {
+  if (version != kBlockVersion && version != kFirstBlockVersion) {
     return Status::InvalidArgument("record block: unsupported format version " + std::to_string(version));
   }
   uint64_t series_count = 0;
@@ -480,7 +496,8 @@ Result<RecordBlock> DecodeRecordBlock(std::string_view bytes, const RecordBlockL
     for (uint64_t c = 0; c < chunk_count; ++c) {
       std::string_view chunk;
       CAIRN_RETURN_IF_ERROR(ReadLengthPrefixed(&reader, "chunk", reader.remaining(), &chunk));
-      CAIRN_RETURN_IF_ERROR(DecodeSeriesChunk(chunk, header, &series_fields, &budget, &rows));
+      CAIRN_RETURN_IF_ERROR(DecodeSeriesChunk(chunk, header, &series_fields, &budget,
+                                              version == kBlockVersion ? &reader : nullptr, &rows));
     }
     std::stable_sort(rows.begin(), rows.end(),
                      [](const RecordRow& a, const RecordRow& b) { return a.timestamp < b.timestamp; });

@@ -28,7 +28,8 @@ CREATE TABLE IF NOT EXISTS tables(
   shard_by TEXT NOT NULL,
   created_ns INTEGER NOT NULL,
   max_series INTEGER NOT NULL DEFAULT 0,
-  attributes BLOB NOT NULL DEFAULT x'00');
+  attributes BLOB NOT NULL DEFAULT x'00',
+  on_conflict TEXT NOT NULL DEFAULT 'reject');
 CREATE TABLE IF NOT EXISTS series(
   series_id INTEGER PRIMARY KEY,
   table_name TEXT NOT NULL,
@@ -86,16 +87,17 @@ bool ReadString(ByteReader* reader, std::string* out) {
   return true;
 }
 
-// Catalogs written before tables had max_series lack its column; 0 (the
-// engine's default) is what their tables had.
-Status AddMaxSeriesColumn(SqliteDb* db) {
+// Catalogs written before tables had max_series or on_conflict lack their
+// columns; the defaults (0: the engine's default; reject) are what their
+// tables had.
+Status AddTableColumn(SqliteDb* db, const std::string& name, const std::string& declaration) {
   CAIRN_ASSIGN_OR_RETURN(
       Statement * columns,
-      db->Prepare("SELECT COUNT(*) FROM pragma_table_info('tables') WHERE name='max_series'"));
+      db->Prepare("SELECT COUNT(*) FROM pragma_table_info('tables') WHERE name='" + name + "'"));
   StatementResetter reset(columns);
   CAIRN_ASSIGN_OR_RETURN(bool row, columns->Step());
   if (row && columns->ColumnInt64(0) > 0) return Status::Ok();
-  return db->Exec("ALTER TABLE tables ADD COLUMN max_series INTEGER NOT NULL DEFAULT 0");
+  return db->Exec("ALTER TABLE tables ADD COLUMN " + name + " " + declaration);
 }
 
 // The catalog's format_version, 0 when the row is missing.
@@ -158,7 +160,8 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& vfs_name, cons
   CAIRN_ASSIGN_OR_RETURN(auto db, SqliteDb::Open(path, vfs_name, /*read_only=*/false, /*cache_kib=*/256,
                                                  SqliteSynchronous::kFull));
   CAIRN_RETURN_IF_ERROR(db->Exec(kSchema));
-  CAIRN_RETURN_IF_ERROR(AddMaxSeriesColumn(db.get()));
+  CAIRN_RETURN_IF_ERROR(AddTableColumn(db.get(), "max_series", "INTEGER NOT NULL DEFAULT 0"));
+  CAIRN_RETURN_IF_ERROR(AddTableColumn(db.get(), "on_conflict", "TEXT NOT NULL DEFAULT 'reject'"));
   CAIRN_ASSIGN_OR_RETURN(int64_t version, FormatVersion(db.get()));
   if (version == 1) {
     CAIRN_RETURN_IF_ERROR(MigrateFromVersion1(db.get()));
@@ -248,7 +251,7 @@ Result<std::vector<TableInfo>> Catalog::LoadTables() {
       Statement * s,
       db_->Prepare(
           "SELECT name, period, retention_seconds, default_ttl_seconds, sync, shards, shard_by, created_ns, "
-          "max_series, attributes FROM tables ORDER BY name"));
+          "max_series, attributes, on_conflict FROM tables ORDER BY name"));
   StatementResetter reset(s);
   std::vector<TableInfo> tables;
   while (true) {
@@ -265,6 +268,7 @@ Result<std::vector<TableInfo>> Catalog::LoadTables() {
     t.created_unix_nanos = s->ColumnInt64(7);
     t.options.max_series = static_cast<uint64_t>(std::max<int64_t>(s->ColumnInt64(8), 0));
     CAIRN_ASSIGN_OR_RETURN(t.options.attributes, DecodeNames(s->ColumnBlob(9)));
+    CAIRN_ASSIGN_OR_RETURN(t.options.on_conflict, ParseConflictPolicy(s->ColumnText(10)));
     tables.push_back(std::move(t));
   }
   return tables;
@@ -276,7 +280,7 @@ Status Catalog::PutTable(const TableInfo& t) {
       Statement * s,
       db_->Prepare(
           "INSERT OR REPLACE INTO tables(name, period, retention_seconds, default_ttl_seconds, sync, shards, "
-          "shard_by, created_ns, max_series, attributes) VALUES(?,?,?,?,?,?,?,?,?,?)"));
+          "shard_by, created_ns, max_series, attributes, on_conflict) VALUES(?,?,?,?,?,?,?,?,?,?,?)"));
   CAIRN_RETURN_IF_ERROR(s->BindText(1, t.name));
   CAIRN_RETURN_IF_ERROR(s->BindText(2, PeriodName(t.options.period)));
   CAIRN_RETURN_IF_ERROR(s->BindInt64(3, t.options.retention_seconds));
@@ -287,6 +291,7 @@ Status Catalog::PutTable(const TableInfo& t) {
   CAIRN_RETURN_IF_ERROR(s->BindInt64(8, t.created_unix_nanos));
   CAIRN_RETURN_IF_ERROR(s->BindInt64(9, static_cast<int64_t>(t.options.max_series)));
   CAIRN_RETURN_IF_ERROR(s->BindBlob(10, EncodeNames(t.options.attributes)));
+  CAIRN_RETURN_IF_ERROR(s->BindText(11, ConflictPolicyName(t.options.on_conflict)));
   return s->Run();
 }
 

@@ -62,6 +62,8 @@ std::string EncodeTableOptions(const TableInfo& table) {
   out += ",\"shard_by\":";
   AppendJsonString(o.shard_by, &out);
   out += ",\"max_series\":" + std::to_string(o.max_series);
+  out += ",\"on_conflict\":";
+  AppendJsonString(ConflictPolicyName(o.on_conflict), &out);
   if (!o.attributes.empty()) {
     // Names hold no control characters (ValidateTableOptions): a newline
     // separates them in one string, as the flat object holds no arrays.
@@ -102,6 +104,8 @@ Status DecodeTableOptions(std::string_view text, TableInfo* table) {
         o.attributes.insert(string->substr(begin, end - begin));
         begin = end + 1;
       }
+    } else if (m.key == "on_conflict" && string) {
+      CAIRN_ASSIGN_OR_RETURN(o.on_conflict, ParseConflictPolicy(*string));
     } else if (m.key == "created_ns" && number) {
       decoded.created_unix_nanos = *number;
     }

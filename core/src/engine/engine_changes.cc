@@ -207,6 +207,7 @@ Result<ChangeBatch> EngineImpl::ReadChanges(const std::string& table_name, uint6
     if (identity == series_by_id.end()) continue;  // its table was dropped and recreated meanwhile
     batch.records.push_back(RowOf(identity->second, c));
     batch.lsns.push_back(c.lsn);
+    batch.records.back().lsn = c.lsn;
     const int64_t ts = c.record.timestamp;
     if (batch.records.size() == 1) batch.min_timestamp = batch.max_timestamp = ts;
     batch.min_timestamp = std::min(batch.min_timestamp, ts);

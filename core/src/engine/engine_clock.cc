@@ -127,6 +127,7 @@ Result<WriteResult> EngineImpl::WriteThroughClock(const std::string& table, cons
     out.duplicates += written.duplicates;
     out.rejected += written.rejected;
     out.invalid += written.invalid;
+    out.conflicts += written.conflicts;
   }
   HoldRecords(table, records, held_index, &out);
   return out;
@@ -255,7 +256,8 @@ Status EngineImpl::ResolveHeld() {
     const std::vector<bool>& estimated = estimated_by_table[table];
     for (size_t i = 0; i < written->records.size(); ++i) {
       const WriteOutcome outcome = written->records[i].outcome;
-      if (outcome == WriteOutcome::kInvalid || outcome == WriteOutcome::kRejectedVersion) {
+      if (outcome == WriteOutcome::kInvalid || outcome == WriteOutcome::kRejectedVersion ||
+          outcome == WriteOutcome::kConflict) {
         ++restamps_refused_;
         hold_error_ = "a held reading was refused when stamped: " + written->records[i].reason;
       } else if (estimated[i]) {

@@ -155,6 +155,7 @@ Result<std::vector<ChunkRecord>> EngineImpl::ReadSealed(const std::string& table
       r.timestamp = decoded.timestamps[i];
       r.version = decoded.versions[i];
       r.ttl = decoded.ttls[i];
+      r.lsn = i < chunk.lsns.size() ? chunk.lsns[i] : 0;  // the file checks their count on reading
       r.values.resize(fields.size());
       for (size_t c = 0; c < decoded.columns.size(); ++c) {
         if (column_to_field[c] >= 0 && decoded.columns[c].present[i]) {

@@ -146,11 +146,28 @@ class EngineImpl final : public Engine {
     TagMap attributes;
   };
   Status CommitGroup(const std::vector<PendingWrite*>& group);
+  // A group's accepted records by identity: index into its accepted list.
+  using PendingIdentities = std::unordered_map<const Series*, std::map<int64_t, size_t>>;
+  // Judges `r` against the record its identity holds: the group's own
+  // earlier record of it (not in the head yet), else the head or the sealed
+  // chunks. True when `r` is to be stored (`*merged` set when on_conflict
+  // overwrite merges it with the stored record); false with `*out` saying why
+  // not (duplicate, lower version, conflict).
+  Result<bool> JudgeWrite(TableState& table, const Series& series, const Record& r,
+                          const PendingIdentities& pending, const std::vector<AcceptedRecord>& accepted,
+                          RecordResult* out, std::unique_ptr<Record>* merged);
   // Takes back, newest first, series changes the catalog could not record.
   void UndoSeriesChanges(const std::vector<SeriesUndo>& undo);
-  Result<uint64_t> ExistingVersion(
-      TableState& table, Series& series, int64_t timestamp,
-      const std::unordered_map<const Series*, std::map<int64_t, uint64_t>>& pending);
+  // The record stored at one identity, as a write at it is judged (DESIGN §3).
+  struct StoredRecord {
+    uint64_t version = 0;
+    uint64_t lsn = 0;
+    std::vector<Field> fields;  // the fields it carries, in its series' schema order
+  };
+  // The newest (by version, then LSN) record at (series, timestamp) in the
+  // head or the sealed chunks, nullopt if none. Decodes only the chunks whose
+  // range holds `timestamp`, and only for a timestamp in sealed time.
+  Result<std::optional<StoredRecord>> FindStored(TableState& table, const Series& series, int64_t timestamp);
   // The series of (device, measure, dimensions), created (with a new id,
   // not yet in the catalog) when the table has none.
   Series* FindOrCreateSeries(TableState& table, const std::string& device_id, const std::string& measure_name,
@@ -347,6 +364,7 @@ class EngineImpl final : public Engine {
 
   std::atomic<uint64_t> records_written_{0}, records_duplicate_{0}, records_rejected_{0}, records_invalid_{0};
   std::atomic<uint64_t> records_over_series_limit_{0};
+  std::atomic<uint64_t> records_conflict_{0}, records_overwritten_{0};
   std::atomic<uint64_t> chunks_sealed_{0};
   std::atomic<uint64_t> chunks_decoded_{0};
 

@@ -187,6 +187,8 @@ EngineStats EngineImpl::Stats() {
   s.records_written = records_written_;
   s.records_duplicate = records_duplicate_;
   s.records_rejected = records_rejected_;
+  s.records_conflict = records_conflict_;
+  s.records_overwritten = records_overwritten_;
   s.records_invalid = records_invalid_;
   s.records_over_series_limit = records_over_series_limit_;
   s.chunks_sealed = chunks_sealed_;

@@ -212,10 +212,10 @@ Status EngineImpl::ReplayRecord(const std::string& table_name, Record& record, u
                     series->shard,  series->fields,     series->dimensions, series->attributes};
     CAIRN_RETURN_IF_ERROR(catalog_->PutSeries({c}));
   }
-  static const std::unordered_map<const Series*, std::map<int64_t, uint64_t>> kNoPending;
-  CAIRN_ASSIGN_OR_RETURN(uint64_t existing, ExistingVersion(t, *series, record.timestamp, kNoPending));
-  // existing is version+1 of what is stored, 0 when nothing is.
-  if (existing != 0 && record.version <= existing - 1) return Status::Ok();
+  CAIRN_ASSIGN_OR_RETURN(std::optional<StoredRecord> stored, FindStored(t, *series, record.timestamp));
+  // Of equal versions the later LSN wins (on_conflict overwrite logs merged
+  // records so); a record already sealed meets itself and is skipped.
+  if (stored && std::pair(record.version, lsn) <= std::pair(stored->version, stored->lsn)) return Status::Ok();
   ChunkRecord r;
   r.timestamp = record.timestamp;
   r.version = record.version;

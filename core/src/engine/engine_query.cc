@@ -18,8 +18,9 @@ constexpr int64_t kMaxAggregateBuckets = 1'000'000;
 
 bool Expired(const ChunkRecord& r, int64_t now_ns) { return r.ttl != 0 && r.ttl <= now_ns / kNanosPerSecond; }
 
-// Sorts by timestamp and keeps the highest version of each. Expired records
-// stay: an expired newest version must still hide the older ones.
+// Sorts by timestamp and keeps the highest version of each, of equal
+// versions the later arrival (higher LSN: on_conflict overwrite). Expired
+// records stay: an expired newest version must still hide the older ones.
 void MergeVersions(std::vector<ChunkRecord>* records) {
   const bool strictly_ascending =
       std::adjacent_find(records->begin(), records->end(), [](const ChunkRecord& a, const ChunkRecord& b) {
@@ -27,7 +28,8 @@ void MergeVersions(std::vector<ChunkRecord>* records) {
       }) == records->end();
   if (strictly_ascending) return;  // the common case: nothing to merge
   std::sort(records->begin(), records->end(), [](const ChunkRecord& a, const ChunkRecord& b) {
-    return a.timestamp != b.timestamp ? a.timestamp < b.timestamp : a.version > b.version;
+    if (a.timestamp != b.timestamp) return a.timestamp < b.timestamp;
+    return a.version != b.version ? a.version > b.version : a.lsn > b.lsn;
   });
   size_t out = 0;
   for (size_t i = 0; i < records->size(); ++i) {
@@ -141,6 +143,7 @@ Snapshot TakeSnapshot(const TableState& table, const Series& s, int64_t from, in
   for (auto it = lo; it != s.head.end() && it->record.timestamp < to; ++it) {
     snap.head.push_back(it->record);
     snap.head.back().values.resize(s.fields.size());
+    snap.head.back().lsn = it->lsn;
   }
   return snap;
 }

@@ -81,7 +81,9 @@ Status MergeChunkRecords(const ChunkRow& chunk, std::vector<ChunkField>* schema,
       if (decoded.columns[c].present[i]) r.values[column_to_schema[c]] = decoded.columns[c].values[i];
     }
     auto [it, inserted] = newest->try_emplace(r.timestamp, r, chunk.lsns[i]);
-    if (!inserted && r.version > it->second.first.version) it->second = {std::move(r), chunk.lsns[i]};
+    // Of equal versions the later LSN wins (on_conflict overwrite).
+    if (!inserted && std::pair(r.version, chunk.lsns[i]) > std::pair(it->second.first.version, it->second.second))
+      it->second = {std::move(r), chunk.lsns[i]};
   }
   return Status::Ok();
 }

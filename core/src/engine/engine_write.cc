@@ -6,6 +6,7 @@
 
 #include "engine/engine_impl.h"
 #include "engine/write_batch.h"
+#include "engine/write_conflict.h"
 #include "engine/write_failure.h"
 #include "log/log_reader.h"
 #include "storage/env_vfs.h"
@@ -69,6 +70,11 @@ struct EngineImpl::AcceptedRecord {
   Series* series;
   ChunkRecord record;
   int64_t ttl;
+  // on_conflict overwrite: the union of the stored record and the write,
+  // logged and applied in place of the write.
+  std::unique_ptr<Record> merged;
+
+  const Record& source() const { return merged ? *merged : (*writer->records)[index]; }
 };
 
 EngineImpl::EngineImpl(Env* env, std::string data_dir, const EngineOptions& options)
@@ -237,36 +243,6 @@ Series* EngineImpl::FindOrCreateSeries(TableState& table, const std::string& dev
   return raw;
 }
 
-// Returns 1 + the stored version of this identity, or 0 if none is stored
-// (so that version 0 stays representable).
-Result<uint64_t> EngineImpl::ExistingVersion(
-    TableState& table, Series& series, int64_t timestamp,
-    const std::unordered_map<const Series*, std::map<int64_t, uint64_t>>& pending) {
-  if (auto p = pending.find(&series); p != pending.end()) {
-    if (auto v = p->second.find(timestamp); v != p->second.end()) return v->second + 1;
-  }
-  if (size_t i = series.FindInHead(timestamp); i < series.head.size())
-    return series.head[i].record.version + 1;
-  if (timestamp > series.sealed_max_timestamp) return uint64_t{0};
-  // A late write into sealed time: look in the chunks that cover it.
-  const int64_t start = PeriodStart(table.info.options.period, timestamp);
-  if (!table.period_starts.count(start)) return uint64_t{0};
-  CAIRN_ASSIGN_OR_RETURN(
-      auto handle, GetPeriodFile(table.info.name, table.info.options.period, start, PeriodAccess::kRead));
-  std::lock_guard file_lock(handle->mutex);
-  CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRow> chunks,
-                         handle->file->ReadChunks(series.id, timestamp, timestamp + 1, /*with_data=*/true));
-  uint64_t best = 0;
-  for (const ChunkRow& chunk : chunks) {
-    CAIRN_ASSIGN_OR_RETURN(DecodedChunk decoded, DecodeChunk(chunk.data));
-    auto it = std::lower_bound(decoded.timestamps.begin(), decoded.timestamps.end(), timestamp);
-    if (it != decoded.timestamps.end() && *it == timestamp) {
-      best = std::max(best, decoded.versions[static_cast<size_t>(it - decoded.timestamps.begin())] + 1);
-    }
-  }
-  return best;
-}
-
 void EngineImpl::ApplyToHead(Series& series, ChunkRecord record, uint64_t lsn) {
   ++series.generation;
   if (series.latest_known && (!series.latest || record.timestamp >= series.latest->timestamp)) {
@@ -322,15 +298,53 @@ void EngineImpl::CountOutcomes(const std::vector<PendingWrite*>& group) {
         case WriteOutcome::kInvalid:
           ++w->result.invalid;
           break;
+        case WriteOutcome::kConflict:
+          ++w->result.conflicts;
+          break;
       }
     }
     records_written_ += w->result.stored;
     records_duplicate_ += w->result.duplicates;
     records_rejected_ += w->result.rejected;
     records_invalid_ += w->result.invalid;
+    records_conflict_ += w->result.conflicts;
   }
 }
 
+Result<bool> EngineImpl::JudgeWrite(TableState& table, const Series& series, const Record& r,
+                                    const PendingIdentities& pending, const std::vector<AcceptedRecord>& accepted,
+                                    RecordResult* out, std::unique_ptr<Record>* merged) {
+  std::optional<StoredRecord> stored;
+  if (auto p = pending.find(&series); p != pending.end()) {
+    if (auto q = p->second.find(r.timestamp); q != p->second.end()) {
+      const Record& earlier = accepted[q->second].source();
+      stored = StoredRecord{earlier.version, 0, earlier.fields};
+    }
+  }
+  if (!stored) {
+    CAIRN_ASSIGN_OR_RETURN(stored, FindStored(table, series, r.timestamp));
+  }
+  if (!stored || r.version > stored->version) return true;
+  if (r.version < stored->version) {
+    out->outcome = WriteOutcome::kRejectedVersion;
+    out->reason = "version " + std::to_string(r.version) + " is lower than the stored version " +
+                  std::to_string(stored->version);
+    return false;
+  }
+  SameVersionJudgement judged = JudgeSameVersion(r, stored->fields, table.info.options.on_conflict);
+  if (judged.outcome != WriteOutcome::kStored) {
+    out->outcome = judged.outcome;
+    out->reason = std::move(judged.reason);
+    return false;
+  }
+  *merged = std::move(judged.merged);
+  return true;
+}
+
+// One function, because one state-lock scope admits the whole group (judging
+// each record, recording new series in the catalog) and another applies it
+// after the log write; splitting them would hand partial state between
+// functions.
 Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
   std::lock_guard commit(commit_mutex_);
   std::vector<AcceptedRecord> accepted;
@@ -344,7 +358,9 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
     // untrusted clock (1970, or stepped a year ahead) it would refuse the
     // very readings it cannot judge.
     const std::optional<int64_t> deletion_now = clock_->DeletionNow();
-    std::unordered_map<const Series*, std::map<int64_t, uint64_t>> pending;
+    // This group's accepted records by identity (index into `accepted`):
+    // a later record of the group is judged against them, not yet in the head.
+    PendingIdentities pending;
     // Series created or whose schema or dimensions changed, with their table.
     std::map<Series*, const std::string*> changed_series;
     // How to take those changes back if the catalog cannot record them.
@@ -416,22 +432,11 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
         bool created = false;
         Series* series = FindOrCreateSeries(table, r.device_id, r.measure_name, dimensions, &created);
         if (created) will_change(table, series, /*created=*/true);
-        Result<uint64_t> stored = ExistingVersion(table, *series, r.timestamp, pending);
-        if (!stored.ok()) return stored.status();
-        if (*stored != 0) {
-          const uint64_t stored_version = *stored - 1;
-          if (r.version == stored_version) {
-            out.outcome = WriteOutcome::kDuplicate;
-            continue;
-          }
-          if (r.version < stored_version) {
-            out.outcome = WriteOutcome::kRejectedVersion;
-            out.reason = "version " + std::to_string(r.version) + " is lower than the stored version " +
-                         std::to_string(stored_version);
-            continue;
-          }
-        }
-        for (const Field& f : r.fields) {
+        std::unique_ptr<Record> merged;
+        Result<bool> store = JudgeWrite(table, *series, r, pending, accepted, &out, &merged);
+        if (!store.ok()) return store.status();
+        if (!*store) continue;
+        for (const Field& f : (merged ? *merged : r).fields) {
           if (!series->field_index.count(f.name)) {
             will_change(table, series, /*created=*/false);
             series->AddField(f.name, TypeOf(f.value));
@@ -441,7 +446,7 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
           will_change(table, series, /*created=*/false);
           series->attributes = std::move(attributes);
         }
-        pending[series][r.timestamp] = r.version;
+        pending[series][r.timestamp] = accepted.size();
         int64_t ttl = r.ttl;
         if (ttl == 0 && table.info.options.default_ttl_seconds > 0) {
           // Default expiry counts from the reading's own time, so replaying
@@ -449,7 +454,7 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
           const int64_t seconds = r.timestamp / kNanosPerSecond;
           ttl = std::max<int64_t>(1, seconds + table.info.options.default_ttl_seconds);
         }
-        AcceptedRecord a{w, i, series, ChunkRecord{}, ttl};
+        AcceptedRecord a{w, i, series, ChunkRecord{}, ttl, std::move(merged)};
         a.record.timestamp = r.timestamp;
         a.record.version = r.version;
         a.record.ttl = ttl;
@@ -477,7 +482,7 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
     }
     logged.reserve(accepted.size());
     for (AcceptedRecord& a : accepted) {
-      logged.push_back(LoggedRecord{a.writer->table, &(*a.writer->records)[a.index], a.ttl});
+      logged.push_back(LoggedRecord{a.writer->table, &a.source(), a.ttl});
     }
     first_lsn = next_lsn_;
     next_lsn_ += accepted.size();
@@ -504,7 +509,8 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
   uint64_t reading_bytes = 0;
   for (size_t k = 0; k < accepted.size(); ++k) {
     AcceptedRecord& a = accepted[k];
-    const Record& r = (*a.writer->records)[a.index];
+    const Record& r = a.source();
+    if (a.merged) ++records_overwritten_;
     reading_bytes += ReadingBytes(r);
     a.record.values.resize(a.series->fields.size());
     for (const Field& f : r.fields) a.record.values[a.series->field_index[f.name]] = f.value;

@@ -60,6 +60,23 @@ Result<Period> ParsePeriod(std::string_view name) {
   return Status::InvalidArgument("unknown period '" + std::string(name) + "' (hour, day, week or month)");
 }
 
+std::string_view ConflictPolicyName(ConflictPolicy policy) {
+  switch (policy) {
+    case ConflictPolicy::kReject:
+      return "reject";
+    case ConflictPolicy::kOverwrite:
+      return "overwrite";
+  }
+  return "unknown";
+}
+
+Result<ConflictPolicy> ParseConflictPolicy(std::string_view name) {
+  for (ConflictPolicy policy : {ConflictPolicy::kReject, ConflictPolicy::kOverwrite}) {
+    if (ConflictPolicyName(policy) == name) return policy;
+  }
+  return Status::InvalidArgument("unknown on_conflict '" + std::string(name) + "' (reject, overwrite)");
+}
+
 int64_t PeriodStart(Period period, int64_t unix_nanos) {
   const int64_t seconds = FloorDiv(unix_nanos, kNanosPerSecond);
   const int64_t days = FloorDiv(seconds, kSecondsPerDay);
@@ -225,6 +242,9 @@ Status ValidateTableOptions(const TableOptions& options) {
   if (options.max_series > kMaxSeriesLimit) {
     return Status::InvalidArgument("max_series must be at most " + std::to_string(kMaxSeriesLimit) +
                                    " (0: the engine's default)");
+  }
+  if (options.on_conflict != ConflictPolicy::kReject && options.on_conflict != ConflictPolicy::kOverwrite) {
+    return Status::InvalidArgument("on_conflict must be reject or overwrite");
   }
   if (options.shards != 1 || options.shard_by != "random") {
     return Status::InvalidArgument("write sharding is not available in this version: shards must be 1");

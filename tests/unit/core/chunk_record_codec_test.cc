@@ -15,6 +15,7 @@
 
 #include "chunk/chunk_codec.h"
 #include "chunk/coding.h"
+#include "chunk/integer_sequence.h"
 #include "record_rows.h"
 
 namespace cairn {
@@ -171,6 +172,23 @@ TEST(RecordCodecTest, RepeatedIdentitiesAreKeptInInputOrder) {
   ASSERT_EQ(block.records.size(), 6u);
   EXPECT_EQ(block.records[3].version, 1u);
   EXPECT_EQ(block.records[4].version, 2u);
+}
+
+TEST(RecordCodecTest, EveryRecordKeepsItsLsnThroughLayersAndChunks) {
+  // Equal versions of one timestamp told apart by their LSN only (a merge
+  // under on_conflict overwrite), in two layers.
+  std::vector<RecordRow> rows = {Row("d", "m", kStart, {{"v", 1.0}}), Row("d", "m", kStart + 1, {{"v", 2.0}}),
+                                 Row("d", "m", kStart, {{"v", 3.0}}), Row("e", "m", kStart, {{"v", 4.0}})};
+  const uint64_t lsns[] = {7, 9, 1'000'000'000'000, 8};
+  for (size_t i = 0; i < rows.size(); ++i) rows[i].lsn = lsns[i];
+  RecordBlock block = RoundTrip(rows);
+  ASSERT_EQ(block.records.size(), 4u);
+  // Block order: series d by timestamp (equal ones in input order), then e.
+  EXPECT_EQ(block.records[0].lsn, 7u);
+  EXPECT_EQ(block.records[1].lsn, 1'000'000'000'000u);
+  EXPECT_EQ(std::get<double>(block.records[1].fields[0].value), 3.0);
+  EXPECT_EQ(block.records[2].lsn, 9u);
+  EXPECT_EQ(block.records[3].lsn, 8u);
 }
 
 TEST(RecordCodecTest, FieldsComeBackSortedByName) {
@@ -381,6 +399,10 @@ class BlockBuilder {
     bytes_.append(text);
     return *this;
   }
+  BlockBuilder& Raw(std::string_view bytes) {
+    bytes_.append(bytes);
+    return *this;
+  }
   BlockBuilder& Series(std::string_view device, std::string_view measure, uint64_t shard) {
     return Text(device).Text(measure).Varint(shard);
   }
@@ -410,10 +432,14 @@ TEST(RecordCodecTest, HandBuiltBlockDecodes) {
       .Text("2")
       .Varint(1)
       .Text(chunk);
+  std::string lsns;
+  chunk_coding::EncodeIntegerSequence(std::vector<int64_t>{9}, &lsns);
+  builder.Raw(lsns);
   Result<RecordBlock> block = DecodeRecordBlock(builder.bytes());
   ASSERT_TRUE(block.ok()) << block.status().ToString();
   ExpectSameTaggedRows({Tagged(Row("d", "m", kStart, {{"v", 1.5}}, 0, 0, 7), {{"site", "n"}}, {{"fw", "2"}})},
                        block->records);
+  EXPECT_EQ(block->records[0].lsn, 9u);
 }
 
 // The previous release's gateways send version 1 blocks: no attribute list,
@@ -446,6 +472,20 @@ TEST(RecordCodecTest, Version1BlockDecodesWithItsDimensionsAsIdentity) {
   Result<RecordBlock> redecoded = DecodeRecordBlock(*again);
   ASSERT_TRUE(redecoded.ok()) << redecoded.status().ToString();
   ExpectSameTaggedRows(block->records, redecoded->records);
+  EXPECT_EQ(block->records[0].lsn, 0u);  // version 1 carries no LSNs
+}
+
+// Version 2: each chunk is followed by its records' LSNs.
+TEST(RecordCodecTest, Version2ChunksCarryTheirRecordsLsns) {
+  const std::string chunk = OneChunk({{"v", FieldType::kDouble}}, {{kStart, 0, 0, {Value(1.5)}}});
+  std::string lsns;
+  chunk_coding::EncodeIntegerSequence(std::vector<int64_t>{42}, &lsns);
+  BlockBuilder v2;
+  v2.Magic("CR", 2).Varint(1).Series("d", "m", 7).Varint(0).Varint(0).Varint(1).Text(chunk);
+  Result<RecordBlock> with_lsns = DecodeRecordBlock(v2.bytes() + lsns);
+  ASSERT_TRUE(with_lsns.ok()) << with_lsns.status().ToString();
+  EXPECT_EQ(with_lsns->records[0].lsn, 42u);
+  EXPECT_TRUE(DecodeRecordBlock(v2.bytes()).status().Is(StatusCode::kCorruption)) << "LSNs missing";
 }
 
 TEST(RecordCodecTest, RejectsMalformedBlocks) {
@@ -474,6 +514,8 @@ TEST(RecordCodecTest, RejectsMalformedBlocks) {
   // the same for both versions.
   auto block = [] { return BlockBuilder().Magic("CR", 1); };
   auto block2 = [] { return BlockBuilder().Magic("CR", 2); };
+  std::string one_lsn;  // what follows each chunk of a version 2 block
+  chunk_coding::EncodeIntegerSequence(std::vector<int64_t>{7}, &one_lsn);
   const std::vector<Case> cases = {
       {"bad magic", BlockBuilder().Magic("CK").Varint(0).bytes(), StatusCode::kCorruption},
       {"unknown version", BlockBuilder().Magic("CR", 3).Varint(0).bytes(), StatusCode::kInvalidArgument},
@@ -488,6 +530,7 @@ TEST(RecordCodecTest, RejectsMalformedBlocks) {
            .Varint(0)
            .Varint(1)
            .Text(chunk)
+           .Raw(one_lsn)
            .Series("d", "m", 0)
            .Varint(1)
            .Text("s")
@@ -497,6 +540,7 @@ TEST(RecordCodecTest, RejectsMalformedBlocks) {
            .Text("1")
            .Varint(1)
            .Text(chunk)
+           .Raw(one_lsn)
            .bytes(),
        StatusCode::kCorruption},
       {"attributes out of order",

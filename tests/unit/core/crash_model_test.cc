@@ -97,6 +97,9 @@ struct RunConfig {
   // The test's seed parameter, which CAIRN_CRASH_SEED takes to replay a
   // run (its seed proper adds an offset per test); 0: not replayable so.
   uint64_t replay_seed = 0;
+  // The table's policy for rewrites of the same version with other values
+  // (the generator makes such rewrites): refused, or merged and stored.
+  ConflictPolicy on_conflict = ConflictPolicy::kReject;
 };
 
 // What a run's power cuts did and what the engine made of them.
@@ -108,6 +111,8 @@ struct RunStats {
   uint64_t refusals = 0;          // opens refused with a message naming the file and the fix
   uint64_t acknowledged = 0;      // records acknowledged as stored
   uint64_t lost_at_risk = 0;      // of those, found in an earlier state after a cut (kInterval, kOff)
+  uint64_t conflicts = 0;         // rewrites of the same version with other values refused (reject)
+  uint64_t merged = 0;            // and merged (overwrite), acknowledged
 
   std::string Summary() const {
     return "cuts drop/torn/reordered " + std::to_string(cuts[0]) + "/" + std::to_string(cuts[1]) + "/" +
@@ -116,7 +121,8 @@ struct RunStats {
            std::to_string(sectors_kept) + " lost " + std::to_string(sectors_lost) + ", entry changes kept " +
            std::to_string(entry_changes_kept) + " undone " + std::to_string(entry_changes_undone) +
            ", refusals " + std::to_string(refusals) + ", acknowledged " + std::to_string(acknowledged) +
-           ", lost in the risk window " + std::to_string(lost_at_risk);
+           ", lost in the risk window " + std::to_string(lost_at_risk) + ", conflicts " +
+           std::to_string(conflicts) + ", merged " + std::to_string(merged);
   }
 };
 
@@ -149,6 +155,7 @@ class ModelRun : public ModelChecks {
     options_.writer_cache_kib = 256;
     options_.reader_cache_kib = 64;
     options_.max_open_period_files = rng_.Percent(50) ? 2 : 8;
+    model_.set_on_conflict(config.on_conflict);
   }
 
   void Run(uint64_t steps) {
@@ -197,6 +204,8 @@ class ModelRun : public ModelChecks {
     TableOptions table;
     table.period = Period::kHour;
     table.retention_seconds = kRetentionSeconds;
+    table.on_conflict = config_.on_conflict;
+    Note("on_conflict " + std::string(ConflictPolicyName(table.on_conflict)));
     return Succeeded("CreateTable", engine_->CreateTable(kTable, table));
   }
 
@@ -447,8 +456,13 @@ class ModelRun : public ModelChecks {
     // Predict sequentially: a record sees the batch's earlier records.
     std::map<Identity, StoredRecord> overlay;
     std::vector<WriteOutcome> expected;
-    size_t want_stored = 0, want_duplicates = 0, want_rejected = 0, want_invalid = 0;
-    for (const GeneratedRecord& generated : batch) {
+    // What each record expected to be stored stores (under overwrite, the
+    // union with the record it meets).
+    std::vector<StoredRecord> would_store(batch.size());
+    std::vector<size_t> merging;
+    size_t want_stored = 0, want_duplicates = 0, want_rejected = 0, want_invalid = 0, want_conflicts = 0;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const GeneratedRecord& generated = batch[i];
       if (!generated.valid) {
         expected.push_back(WriteOutcome::kInvalid);
         ++want_invalid;
@@ -458,23 +472,32 @@ class ModelRun : public ModelChecks {
       const Identity identity = IdentityOf(generated.record);
       auto in_batch = overlay.find(identity);
       const StoredRecord* current = in_batch != overlay.end() ? &in_batch->second : model_.Find(identity);
-      WriteOutcome outcome;
-      if (current == nullptr || generated.record.version > current->version) {
-        outcome = WriteOutcome::kStored;
-        overlay[identity] = StoredRecordOf(generated.record);
-        ++want_stored;
-      } else if (generated.record.version == current->version) {
-        outcome = WriteOutcome::kDuplicate;
-        ++want_duplicates;
-      } else {
-        outcome = WriteOutcome::kRejectedVersion;
-        ++want_rejected;
+      Prediction predicted = PredictWrite(current, generated.record, model_.on_conflict());
+      switch (predicted.outcome) {
+        case WriteOutcome::kStored:
+          if (current != nullptr && current->version == generated.record.version) merging.push_back(i);
+          would_store[i] = predicted.stored;
+          overlay[identity] = std::move(predicted.stored);
+          ++want_stored;
+          break;
+        case WriteOutcome::kDuplicate:
+          ++want_duplicates;
+          break;
+        case WriteOutcome::kRejectedVersion:
+          ++want_rejected;
+          break;
+        case WriteOutcome::kConflict:
+          ++want_conflicts;
+          break;
+        case WriteOutcome::kInvalid:
+          break;
       }
-      expected.push_back(outcome);
+      expected.push_back(predicted.outcome);
     }
     Note("write " + std::to_string(batch.size()) + " records (stored " + std::to_string(want_stored) +
          ", duplicate " + std::to_string(want_duplicates) + ", rejected " + std::to_string(want_rejected) +
-         ", invalid " + std::to_string(want_invalid) + ")" + (after_fault ? " after a fault" : ""));
+         ", conflicts " + std::to_string(want_conflicts) + ", invalid " + std::to_string(want_invalid) + ")" +
+         (after_fault ? " after a fault" : ""));
 
     Result<WriteResult> result = engine_->Write(kTable, records);
     const bool fired = FaultFired();
@@ -497,7 +520,7 @@ class ModelRun : public ModelChecks {
       // Each record the batch would have stored may or may not be on disk.
       for (size_t i = 0; i < batch.size(); ++i) {
         if (expected[i] == WriteOutcome::kStored) {
-          uncertain_[IdentityOf(batch[i].record)].push_back(StoredRecordOf(batch[i].record));
+          uncertain_[IdentityOf(batch[i].record)].push_back(would_store[i]);
         }
       }
       if (!after_fault) RecoverFromFault();
@@ -523,19 +546,19 @@ class ModelRun : public ModelChecks {
         Fail(detail);
         return;
       }
-      if ((got.outcome == WriteOutcome::kInvalid || got.outcome == WriteOutcome::kRejectedVersion) &&
-          got.reason.empty()) {
+      if (got.outcome != WriteOutcome::kStored && got.outcome != WriteOutcome::kDuplicate && got.reason.empty()) {
         Fail("record " + std::to_string(i) + " is " + OutcomeName(got.outcome) + " without a reason");
         return;
       }
     }
     if (written.stored != want_stored || written.duplicates != want_duplicates ||
-        written.rejected != want_rejected || written.invalid != want_invalid) {
-      Fail("Write counted stored/duplicates/rejected/invalid " + std::to_string(written.stored) + "/" +
+        written.rejected != want_rejected || written.invalid != want_invalid || written.conflicts != want_conflicts) {
+      Fail("Write counted stored/duplicates/rejected/invalid/conflicts " + std::to_string(written.stored) + "/" +
            std::to_string(written.duplicates) + "/" + std::to_string(written.rejected) + "/" +
-           std::to_string(written.invalid) + ", want " + std::to_string(want_stored) + "/" +
-           std::to_string(want_duplicates) + "/" + std::to_string(want_rejected) + "/" +
-           std::to_string(want_invalid));
+           std::to_string(written.invalid) + "/" + std::to_string(written.conflicts) + ", want " +
+           std::to_string(want_stored) + "/" + std::to_string(want_duplicates) + "/" +
+           std::to_string(want_rejected) + "/" + std::to_string(want_invalid) + "/" +
+           std::to_string(want_conflicts));
       return;
     }
     if ((written.first_lsn != 0) != (want_stored != 0)) {
@@ -553,6 +576,8 @@ class ModelRun : public ModelChecks {
       model_.Set(identity, record);
     }
     stats_.acknowledged += want_stored;
+    stats_.conflicts += want_conflicts;
+    stats_.merged += merging.size();
     if (fired && !after_fault) {
       Note("write succeeded although a fault fired inside it");
       RecoverFromFault();
@@ -732,12 +757,16 @@ std::vector<uint64_t> Seeds(uint64_t default_count) {
 
 // Runs seed `param` (from Seeds) of a test whose runs use seeds param +
 // offset, and prints what its power cuts did.
+// Even seeds run on a table whose on_conflict is overwrite, odd ones reject,
+// so every test with two seeds or more covers both.
 void RunAndReport(uint64_t param, uint64_t offset, RunConfig config) {
   config.replay_seed = param;
+  config.on_conflict = param % 2 == 0 ? ConflictPolicy::kOverwrite : ConflictPolicy::kReject;
   const uint64_t seed = param + offset;
   ModelRun run(seed, config);
   run.Run(StepsPerSeed());
-  std::printf("[ crash    ] %s seed %llu: %s\n", config.name, static_cast<unsigned long long>(seed),
+  std::printf("[ crash    ] %s, on_conflict %s, seed %llu: %s\n", config.name,
+              std::string(ConflictPolicyName(config.on_conflict)).c_str(), static_cast<unsigned long long>(seed),
               run.stats().Summary().c_str());
 }
 

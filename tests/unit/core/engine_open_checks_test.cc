@@ -91,6 +91,7 @@ TEST(CatalogRebuildTest, TableOptionsRoundTripThroughTheirText) {
   table.options.default_ttl_seconds = 3600;
   table.options.sync = false;
   table.options.max_series = 77;
+  table.options.on_conflict = ConflictPolicy::kOverwrite;
   table.created_unix_nanos = 1234567;
   TableInfo decoded;
   decoded.name = "plant";
@@ -100,12 +101,15 @@ TEST(CatalogRebuildTest, TableOptionsRoundTripThroughTheirText) {
   EXPECT_EQ(decoded.options.default_ttl_seconds, 3600);
   EXPECT_FALSE(decoded.options.sync);
   EXPECT_EQ(decoded.options.max_series, 77u);
+  EXPECT_EQ(decoded.options.on_conflict, ConflictPolicy::kOverwrite);
   EXPECT_EQ(decoded.created_unix_nanos, 1234567);
   // Unknown members are ignored, missing ones keep what was there.
   TableInfo partial;
   ASSERT_TRUE(DecodeTableOptions(R"({"retention_seconds":600,"from_the_future":"x"})", &partial).ok());
   EXPECT_EQ(partial.options.retention_seconds, 600);
   EXPECT_EQ(partial.options.period, TableOptions{}.period);
+  EXPECT_EQ(partial.options.on_conflict, ConflictPolicy::kReject);  // files from before the option
+  EXPECT_FALSE(DecodeTableOptions(R"({"on_conflict":"sometimes"})", &partial).ok());
   // Options that fail validation are refused, the table left as it was.
   EXPECT_FALSE(DecodeTableOptions(R"({"retention_seconds":-1})", &partial).ok());
   EXPECT_EQ(partial.options.retention_seconds, 600);
@@ -116,6 +120,7 @@ TEST_F(EngineOpenChecksTest, ALostCatalogIsRebuiltWithOptionsSeriesAndUnsealedRe
   plant.period = Period::kHour;
   plant.retention_seconds = 90 * 86400;
   plant.max_series = 77;
+  plant.on_conflict = ConflictPolicy::kOverwrite;
   CreateTable("plant", plant);
   CreateTable("t");
   WriteDevices("plant", 2, 300);
@@ -141,6 +146,7 @@ TEST_F(EngineOpenChecksTest, ALostCatalogIsRebuiltWithOptionsSeriesAndUnsealedRe
   EXPECT_EQ(info->options.period, Period::kHour);
   EXPECT_EQ(info->options.retention_seconds, 90 * 86400);
   EXPECT_EQ(info->options.max_series, 77u);
+  EXPECT_EQ(info->options.on_conflict, ConflictPolicy::kOverwrite);
   ExpectEverything();
 
   // New series take ids no period file uses: after sealing and reopening,

@@ -114,12 +114,14 @@ TEST_F(EngineCommandsTest, CreateTableAndListTables) {
             "period       hour\n"
             "retention    36h\n"
             "default_ttl  90m\n"
-            "max_series   -\n");
+            "max_series   -\n"
+            "on_conflict  reject\n"
+            "attributes   -\n");
   const std::string tables = Run("tables");
-  EXPECT_TRUE(Contains(tables, "table    period  retention  default_ttl  max_series  created\n")) << tables;
-  EXPECT_TRUE(Contains(tables, "hourly   hour    36h        90m          -           2023-11-14T22:13:20Z\n"))
+  EXPECT_TRUE(Contains(tables, "table    period  retention  default_ttl  max_series  on_conflict  attributes  created\n")) << tables;
+  EXPECT_TRUE(Contains(tables, "hourly   hour    36h        90m          -           reject       -           2023-11-14T22:13:20Z\n"))
       << tables;
-  EXPECT_TRUE(Contains(tables, "sensors  day     30d        -            -           2023-11-14T22:13:20Z\n"))
+  EXPECT_TRUE(Contains(tables, "sensors  day     30d        -            -           reject       -           2023-11-14T22:13:20Z\n"))
       << tables;
 
   Result<TableInfo> info = engine_->GetTable("hourly");
@@ -129,12 +131,12 @@ TEST_F(EngineCommandsTest, CreateTableAndListTables) {
   EXPECT_EQ(info->options.default_ttl_seconds, 90 * 60);
 
   EXPECT_EQ(Run("tables --json"),
-            "{\"columns\":[\"table\",\"period\",\"retention\",\"default_ttl\",\"max_series\",\"created\"],"
+            "{\"columns\":[\"table\",\"period\",\"retention\",\"default_ttl\",\"max_series\",\"on_conflict\",\"attributes\",\"created\"],"
             "\"rows\":["
             "{\"table\":\"hourly\",\"period\":\"hour\",\"retention\":\"36h\",\"default_ttl\":\"90m\","
-            "\"max_series\":null,\"created\":\"2023-11-14T22:13:20Z\"},"
+            "\"max_series\":null,\"on_conflict\":\"reject\",\"attributes\":null,\"created\":\"2023-11-14T22:13:20Z\"},"
             "{\"table\":\"sensors\",\"period\":\"day\",\"retention\":\"30d\",\"default_ttl\":null,"
-            "\"max_series\":null,\"created\":\"2023-11-14T22:13:20Z\"}]}\n");
+            "\"max_series\":null,\"on_conflict\":\"reject\",\"attributes\":null,\"created\":\"2023-11-14T22:13:20Z\"}]}\n");
 
   // alter-table changes what may change and keeps the rest.
   EXPECT_EQ(Run("alter-table hourly --max-series 5000 --retention 2d"),
@@ -142,8 +144,14 @@ TEST_F(EngineCommandsTest, CreateTableAndListTables) {
             "period       hour\n"
             "retention    2d\n"
             "default_ttl  90m\n"
-            "max_series   5000\n");
+            "max_series   5000\n"
+            "on_conflict  reject\n"
+            "attributes   -\n");
   EXPECT_EQ(engine_->GetTable("hourly")->options.max_series, 5000u);
+  EXPECT_TRUE(Contains(Run("alter-table hourly --on-conflict overwrite"), "on_conflict  overwrite\n"));
+  EXPECT_EQ(engine_->GetTable("hourly")->options.on_conflict, ConflictPolicy::kOverwrite);
+  EXPECT_EQ(Run("alter-table hourly --on-conflict merge"),
+            "error: --on-conflict: unknown on_conflict 'merge' (reject, overwrite)\n");
   EXPECT_EQ(Run("alter-table hourly --max-series lots"),
             "error: --max-series: 'lots' is not a count from 0 to 100000000 (0: the engine's default)\n");
   EXPECT_TRUE(Contains(Run("alter-table hourly --period day"), "error: ")) << "the period is fixed";
@@ -163,7 +171,7 @@ TEST_F(EngineCommandsTest, CreateTableErrorsNameTheProblem) {
   EXPECT_TRUE(Contains(Run("create-table ../etc"), "error: ")) << Run("create-table ../etc");
   EXPECT_EQ(Run("create-table"),
             "error: create-table needs 1 argument, got 0; usage: create-table [--period P] "
-            "[--retention D] [--ttl D] [--max-series N] [--json] NAME\n");
+            "[--retention D] [--ttl D] [--max-series N] [--on-conflict P] [--attributes A,...] [--json] NAME\n");
   // Nothing was created by the failed attempts.
   Result<std::vector<TableInfo>> tables = engine_->ListTables();
   ASSERT_TRUE(tables.ok());
@@ -294,6 +302,10 @@ TEST_F(EngineCommandsTest, PutReportsDuplicatesAndRejections) {
             "device   d1\n"
             "measure  env\n"
             "time     2023-11-14T22:13:10Z\n");
+  EXPECT_EQ(Run("put sensors env,device=d1 v=2 1699999990000000000"),
+            "error: put: conflict: version 0 of this point is stored with other values: field 'v' is 2 here, "
+            "1 stored (the table's on_conflict is reject: write a higher version to replace it)\n");
+  EXPECT_TRUE(HasEntry(Run("stats"), "records_conflict", "1"));
   EXPECT_EQ(Run("put sensors env,device=d1 v=\"text\" 1699999991000000000"),
             "error: put: invalid: field 'v' is double in this series, not string\n");
   EXPECT_EQ(Run("put sensors env,device=d1 v=1 1500000000000000000"),
@@ -334,6 +346,41 @@ TEST_F(EngineCommandsTest, DevicesAndMeasures) {
   EXPECT_EQ(Run("devices sensors --json"),
             "{\"columns\":[\"device\",\"measures\"],\"rows\":[{\"device\":\"d1\",\"measures\":\"env\"},"
             "{\"device\":\"d2\",\"measures\":\"power\"}]}\n");
+}
+
+// Telegraf's cpu=cpu0 / cpu=cpu1 at one timestamp: two series, both kept,
+// each row showing its tags; --tags narrows reads, --group-by splits buckets,
+// and a table's attributes stay metadata.
+TEST_F(EngineCommandsTest, TagsTellSeriesApartAndFilterEveryRead) {
+  const std::string at = " " + std::to_string(kNow - kMinute);
+  Put("cpu,device=gw,cpu=cpu0 usage=10i" + at);
+  Put("cpu,device=gw,cpu=cpu1 usage=20i" + at);
+  Put("cpu,device=gw,cpu=cpu1 usage=30i " + std::to_string(kNow - 2 * kMinute));
+  EXPECT_EQ(Run("range sensors gw --measure cpu"),
+            "time                  measure  cpu   usage\n"
+            "2023-11-14T22:11:20Z  cpu      cpu1     30\n"
+            "2023-11-14T22:12:20Z  cpu      cpu0     10\n"
+            "2023-11-14T22:12:20Z  cpu      cpu1     20\n");
+  EXPECT_EQ(Run("latest sensors gw --tags cpu=cpu1"),
+            "time                  measure  cpu   usage\n"
+            "2023-11-14T22:12:20Z  cpu      cpu1     20\n");
+  EXPECT_TRUE(Contains(Run("range sensors gw --json --tags cpu=cpu0"), R"("tags":"cpu")"));
+  EXPECT_EQ(Run("agg sensors gw cpu usage --step 1h --fn sum --group-by cpu --from -1h"),
+            "cpu   start                 sum\n"
+            "cpu0  2023-11-14T22:00:00Z   10\n"
+            "cpu1  2023-11-14T22:00:00Z   50\n");
+  EXPECT_EQ(Run("agg sensors gw cpu usage --step 1h --fn sum --tags cpu=cpu1 --from -1h"),
+            "start                 sum\n"
+            "2023-11-14T22:00:00Z   50\n");
+  EXPECT_EQ(Run("range sensors gw --tags cpu"), "error: --tags: 'cpu' has no '=VALUE'\n");
+  EXPECT_EQ(Run("range sensors gw --tags cpu=a,cpu=b"), "error: --tags: 'cpu' is given twice\n");
+
+  EXPECT_TRUE(Contains(Run("create-table fleet --attributes firmware,model"), "attributes   firmware,model\n"));
+  ASSERT_TRUE(Contains(Run("put fleet env,device=gw,firmware=1.2 t=1" + at), "outcome  stored\n"));
+  ASSERT_TRUE(Contains(Run("put fleet env,device=gw,firmware=1.3 t=2 " + std::to_string(kNow)), "outcome  stored\n"));
+  EXPECT_EQ(Run("measures fleet"),
+            "measure  fields    dimensions  attributes  devices  series\n"
+            "env      t:double  -           firmware          1       1\n");
 }
 
 TEST_F(EngineCommandsTest, RangeShowsRowsInOrderWithinTheDefaultLimit) {
@@ -383,8 +430,8 @@ TEST_F(EngineCommandsTest, RangePagesThroughEverythingWithTheToken) {
   const std::string token = first.substr(first.rfind(' ') + 1, first.size() - first.rfind(' ') - 2);
   const std::string rest = Run("range sensors d1 --limit 11 --page " + token);
   EXPECT_EQ(rest,
-            "time                  measure  humidity  temperature\n"
-            "2023-11-14T22:08:20Z  env            51           31\n");
+            "time                  measure  site  humidity  temperature\n"
+            "2023-11-14T22:08:20Z  env      lab         51           31\n");
 }
 
 TEST_F(EngineCommandsTest, RangeFiltersByMeasureAndPrefix) {
@@ -480,7 +527,7 @@ TEST_F(EngineCommandsTest, AggregateErrorsNameTheProblem) {
             "error: --from must be before --to\n");
   EXPECT_EQ(Run("agg sensors d1 env"),
             "error: agg needs 4 arguments, got 3; usage: agg [--step D] [--fn F,...] "
-            "[--from T] [--to T] [--json] TABLE DEVICE MEASURE FIELD\n");
+            "[--tags K=V,...] [--group-by TAG,...] [--from T] [--to T] [--json] TABLE DEVICE MEASURE FIELD\n");
 }
 
 TEST_F(EngineCommandsTest, AggregateOfTheSameFunctionTwiceKeepsColumnsDistinct) {

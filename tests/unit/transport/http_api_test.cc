@@ -121,6 +121,39 @@ class HttpApiTest : public ::testing::Test {
   const int64_t now_seconds_ = Env::Default()->NowUnixNanos() / kSecond;
 };
 
+// Two series told apart by a tag, both written at one timestamp over /write:
+// readings carry their tags and the tags note, and tag.NAME=V filters every
+// read; a table declares attributes with PUT.
+TEST_F(HttpApiTest, TagParametersFilterReadsAndAttributesAreDeclaredWithTheTable) {
+  const int64_t at = now_seconds_ - 60;
+  const std::string body = "cpu,device=gw,cpu=cpu0 usage=10i " + std::to_string(at) +
+                           "\ncpu,device=gw,cpu=cpu1 usage=20i " + std::to_string(at) + "\n";
+  ASSERT_EQ(Call("POST", "/write?db=sensors&precision=s", writer_, body).status, 204);
+  HttpResponse all = Call("GET", "/v1/tables/sensors/devices/gw/readings?measure=cpu&from=-1h", reader_);
+  ASSERT_EQ(all.status, 200) << all.body;
+  JsonValue all_json = Json(all);
+  ASSERT_EQ(all_json.Find("records")->elements().size(), 2u) << all.body;
+  EXPECT_EQ(all_json.Find("tags")->text(), "cpu");
+  HttpResponse one = Call("GET", "/v1/tables/sensors/devices/gw/readings?from=-1h&tag.cpu=cpu1", reader_);
+  ASSERT_EQ(one.status, 200) << one.body;
+  ASSERT_EQ(Json(one).Find("records")->elements().size(), 1u);
+  EXPECT_EQ(Json(one).Find("records")->elements()[0].Find("usage")->number(), 20);
+  HttpResponse latest = Call("GET", "/v1/tables/sensors/devices/gw/latest?tag.cpu=cpu0", reader_);
+  ASSERT_EQ(latest.status, 200) << latest.body;
+  EXPECT_EQ(Json(latest).Find("records")->elements()[0].Find("usage")->number(), 10);
+  HttpResponse grouped = Call(
+      "GET", "/v1/tables/sensors/devices/gw/aggregate?measure=cpu&field=usage&step=1h&fn=sum&from=-2h&group_by=cpu",
+      reader_);
+  ASSERT_EQ(grouped.status, 200) << grouped.body;
+  EXPECT_EQ(Json(grouped).Find("buckets")->elements().size(), 2u) << grouped.body;
+  EXPECT_EQ(Call("GET", "/v1/tables/sensors/devices/gw/readings?tag.=x", reader_).status, 400);
+  EXPECT_EQ(Call("GET", "/v1/tables/sensors/devices/gw/readings?tags.cpu=x", reader_).status, 400);
+
+  HttpResponse created = Call("PUT", "/v1/tables/fleet", admin_, R"({"attributes":["firmware"]})");
+  ASSERT_EQ(created.status, 201) << created.body;
+  EXPECT_NE(created.body.find("\"attributes\":\"firmware\""), std::string::npos) << created.body;
+}
+
 TEST_F(HttpApiTest, InfluxWriteThenEveryQuery) {
   const int64_t base = now_seconds_ - 600;
   HttpResponse written = Call("POST", "/write?db=sensors&precision=s", writer_, Lines("pump-1", 30, base));
@@ -419,6 +452,38 @@ TEST_F(HttpApiTest, TheSeriesLimitIsSetOverHttpAndNamedInRefusals) {
   EXPECT_EQ(Call("PATCH", "/v1/tables/small?max_series=-1", admin_).status, 400);
   EXPECT_EQ(Call("PATCH", "/v1/tables/small?max_series=3", writer_).status, 403);
   EXPECT_EQ(Call("PATCH", "/v1/tables/none?max_series=3", admin_).status, 404);
+}
+
+TEST_F(HttpApiTest, ARewriteWithOtherValuesIsRefusedAndCountedUnlessTheTableOverwrites) {
+  const std::string at = " " + std::to_string(now_seconds_) + "\n";
+  ASSERT_EQ(Call("POST", "/write?db=sensors&precision=s", writer_, "env,device=d1 t=1,h=2i" + at).status, 204);
+  // The same point again is a duplicate: retries stay silent.
+  EXPECT_EQ(Call("POST", "/write?db=sensors&precision=s", writer_, "env,device=d1 h=2i,t=1" + at).status, 204);
+  HttpResponse other = Call("POST", "/write?db=sensors&precision=s", writer_,
+                            "env,device=d2 t=5" + at + "env,device=d1 t=1.5,h=2i" + at);
+  ASSERT_EQ(other.status, 400) << other.body;
+  EXPECT_NE(ErrorMessage(other).find("1 line rejected, first: line 2: version 0 of this point is stored with "
+                                     "other values: field 't' is 1.5 here, 1 stored"),
+            std::string::npos)
+      << other.body;
+  EXPECT_EQ(Json(other).Find("stored")->number(), 1);
+  EXPECT_EQ(Json(other).Find("conflicts")->number(), 1);
+  const std::string metrics = Call("GET", "/metrics", admin_).body;
+  EXPECT_NE(metrics.find("cairn_write_records_total{outcome=\"conflict\"} 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("cairn_engine_records_conflict_total 1\n"), std::string::npos);
+
+  ASSERT_EQ(Call("PATCH", "/v1/tables/sensors", admin_, R"({"on_conflict":"overwrite"})").status, 200);
+  EXPECT_EQ(engine_->GetTable("sensors")->options.on_conflict, ConflictPolicy::kOverwrite);
+  EXPECT_EQ(Call("PATCH", "/v1/tables/sensors?on_conflict=sometimes", admin_).status, 400);
+  EXPECT_EQ(Call("POST", "/write?db=sensors&precision=s", writer_, "env,device=d1 t=1.5,co2=400i" + at).status,
+            204);
+  HttpResponse latest = Call("GET", "/v1/tables/sensors/devices/d1/latest", reader_);
+  ASSERT_EQ(latest.status, 200) << latest.body;
+  EXPECT_NE(latest.body.find("\"co2\":400"), std::string::npos) << latest.body;
+  EXPECT_NE(latest.body.find("\"h\":2"), std::string::npos) << latest.body;
+  EXPECT_NE(latest.body.find("\"t\":1.5"), std::string::npos) << latest.body;
+  EXPECT_EQ(Call("PUT", "/v1/tables/merging?on_conflict=overwrite", admin_).status, 201);
+  EXPECT_EQ(engine_->GetTable("merging")->options.on_conflict, ConflictPolicy::kOverwrite);
 }
 
 TEST_F(HttpApiTest, ErrorsAreJsonWithTheRightStatus) {

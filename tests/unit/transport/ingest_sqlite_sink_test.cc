@@ -183,6 +183,51 @@ TEST_F(SqliteSinkTest, HigherVersionReplacesLowerIsIgnoredAndCounted) {
   EXPECT_EQ(std::get<double>(readings[2].row.fields[0].value), 31.0);
 }
 
+// A table whose on_conflict is overwrite stores a rewrite of the same version
+// as a new record under a later LSN; the sink must keep the later one
+// whichever batch arrives first, as the gateway's reads do.
+TEST_F(SqliteSinkTest, EqualVersionsAreOrderedByTheGatewaysLsnWhateverOrderBatchesArriveIn) {
+  const auto at = [](RecordRow row, uint64_t lsn) {
+    row.lsn = lsn;
+    return row;
+  };
+  const RecordRow original = at(Row("pump-7", "env", kStart, {{"t", 1.0}}), 1000);
+  const RecordRow merged = at(Row("pump-7", "env", kStart, {{"h", int64_t{40}}, {"t", 2.0}}), 2000);
+  for (EnvelopeEncoding encoding : {EnvelopeEncoding::kBinary, EnvelopeEncoding::kJson}) {
+    SCOPED_TRACE(encoding == EnvelopeEncoding::kBinary ? "binary" : "json");
+    const int64_t ts = kStart + (encoding == EnvelopeEncoding::kBinary ? 0 : kSecond);
+    RecordRow first = original, second = merged;
+    first.timestamp = second.timestamp = ts;
+    // The later batch arrives first, then the earlier one, then the later again.
+    Result<DecodedEnvelope> later = MakeBatch(HeaderFor(2, 1), {second}, encoding);
+    Result<DecodedEnvelope> earlier = MakeBatch(HeaderFor(1, 1), {first}, encoding);
+    ASSERT_TRUE(later.ok() && earlier.ok()) << later.status().ToString() << earlier.status().ToString();
+    ASSERT_EQ(later->records[0].lsn, 2000u);
+    EXPECT_EQ(Apply(*later), (SinkCounts{1, 0, 0, 0}));
+    EXPECT_EQ(Apply(*earlier), (SinkCounts{0, 0, 0, 1}));
+    EXPECT_EQ(Apply(*later), (SinkCounts{0, 0, 1, 0}));
+  }
+  std::vector<StoredReading> readings = Readings();
+  ASSERT_EQ(readings.size(), 2u);
+  for (const StoredReading& reading : readings) {
+    EXPECT_EQ(reading.row.lsn, 2000u);
+    ASSERT_EQ(reading.row.fields.size(), 2u);
+    EXPECT_EQ(std::get<double>(reading.row.fields[1].value), 2.0);
+  }
+  // In order, and both within one batch: the later LSN replaces.
+  const RecordRow third = at(Row("pump-7", "env", kStart + 2 * kSecond, {{"t", 3.0}}), 3000);
+  const RecordRow fourth = at(Row("pump-7", "env", kStart + 2 * kSecond, {{"t", 4.0}}), 3001);
+  Result<DecodedEnvelope> one = MakeBatch(HeaderFor(3, 1), {third});
+  Result<DecodedEnvelope> both = MakeBatch(HeaderFor(4, 2), {fourth, third});
+  ASSERT_TRUE(one.ok() && both.ok());
+  EXPECT_EQ(Apply(*one), (SinkCounts{1, 0, 0, 0}));
+  EXPECT_EQ(Apply(*both), (SinkCounts{0, 1, 0, 1}));
+  readings = Readings();
+  ASSERT_EQ(readings.size(), 3u);
+  EXPECT_EQ(std::get<double>(readings[2].row.fields[0].value), 4.0);
+  EXPECT_EQ(readings[2].row.lsn, 3001u);
+}
+
 TEST_F(SqliteSinkTest, KeepsShardDimensionsAndLatestAttributes) {
   const std::vector<RecordRow> rows = {Tagged(Row("pump-7", "env", kStart, {{"t", 1.0}}, 0, 0, 13),
                                               {{"rack", "4"}, {"site", "north"}}, {{"firmware", "1.0"}}),

@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "cairn/platform/crypto.h"
+#include "chunk/integer_sequence.h"
 
 #include "record_rows.h"
 
@@ -296,7 +297,7 @@ TEST(SyncEnvelopeTest, JsonRecordsCarryTheirTags) {
             "\"lane\":\"live\",\"batch_sequence\":42,\"first_lsn\":7,\"last_lsn\":7,\"record_count\":1,"
             "\"records\":[{\"device_id\":\"gw1\",\"measure_name\":\"env\",\"shard\":0,"
             "\"dimensions\":{\"sensor\":\"x\",\"site\":\"a\"},\"attributes\":{\"firmware\":\"1.2\"},"
-            "\"timestamp\":1700000000000000000,\"version\":0,\"ttl\":0,"
+            "\"timestamp\":1700000000000000000,\"version\":0,\"ttl\":0,\"lsn\":0,"
             "\"fields\":{\"t\":{\"double\":1}}}]}");
 }
 
@@ -335,7 +336,11 @@ TEST(SyncEnvelopeTest, BinaryWithAVersion1BlockGivesItsDimensionsAsIdentity) {
   const size_t attribute_count_at = 3 + 1 + 2 + 2 + 1 + 1 + 5 + 2;
   ASSERT_EQ((*block)[2], '\x02');
   ASSERT_EQ((*block)[attribute_count_at], '\x00');
-  std::string v1 = *block;
+  // Nor LSNs after the chunk (both records have LSN 0).
+  std::string lsns;
+  chunk_coding::EncodeIntegerSequence(std::vector<int64_t>{0, 0}, &lsns);
+  ASSERT_EQ(block->substr(block->size() - lsns.size()), lsns);
+  std::string v1 = block->substr(0, block->size() - lsns.size());
   v1[2] = '\x01';
   v1.erase(attribute_count_at, 1);
   RawEnvelope raw;
@@ -354,7 +359,7 @@ TEST(SyncEnvelopeTest, JsonIsReadableAndTyped) {
             "{\"type\":\"cairn.sync.envelope\",\"version\":1,\"gateway_id\":\"gw-7\",\"table\":\"sensors\","
             "\"lane\":\"live\",\"batch_sequence\":42,\"first_lsn\":7,\"last_lsn\":7,\"record_count\":1,"
             "\"records\":[{\"device_id\":\"pump-7\",\"measure_name\":\"env\",\"shard\":0,"
-            "\"timestamp\":1700000000000000000,\"version\":0,\"ttl\":0,"
+            "\"timestamp\":1700000000000000000,\"version\":0,\"ttl\":0,\"lsn\":0,"
             "\"fields\":{\"temperature\":{\"double\":21.5},\"count\":{\"int64\":3}}}]}");
   EXPECT_EQ(payload, SignJson(Unsigned(payload)));
 }

@@ -14,10 +14,12 @@ BatchPlan PlanBatch(const std::vector<RecordRow>& records) {
     const RecordRow& row = records[i];
     return std::tie(row.device_id, row.measure_name, row.dimensions, row.timestamp);
   };
-  // Within an identity: highest version first, then input order.
+  // Within an identity: greatest (version, LSN) first, as the gateway orders
+  // equal versions (envelope_format.md §4), then input order.
+  const auto rank = [&records](size_t i) { return std::pair(records[i].version, records[i].lsn); };
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     if (identity(a) != identity(b)) return identity(a) < identity(b);
-    if (records[a].version != records[b].version) return records[a].version > records[b].version;
+    if (rank(a) != rank(b)) return rank(a) > rank(b);
     return a < b;
   });
   BatchPlan plan;
@@ -27,7 +29,7 @@ BatchPlan PlanBatch(const std::vector<RecordRow>& records) {
     plan.winners.push_back(winner);
     size_t j = i + 1;
     for (; j < order.size() && identity(order[j]) == identity(winner); ++j) {
-      if (records[order[j]].version == records[winner].version) {
+      if (rank(order[j]) == rank(winner)) {
         ++plan.losers.duplicates;
       } else {
         ++plan.losers.older;

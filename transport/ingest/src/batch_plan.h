@@ -16,12 +16,12 @@ namespace cairn::ingest {
 
 struct BatchPlan {
   // Indexes into the batch's records: one per identity (device_id,
-  // measure_name, dimensions, timestamp), the record of the highest version (the first
-  // of them when several share it), ordered by identity so that concurrent
-  // writers lock rows in one order.
+  // measure_name, dimensions, timestamp), the record of the greatest
+  // (version, LSN) (the first of them when several share both), ordered by
+  // identity so that concurrent writers lock rows in one order.
   std::vector<size_t> winners;
-  // The other records: `duplicates` equal the winner's version, `older` are
-  // below it. inserted and replaced stay 0.
+  // The other records: `duplicates` equal the winner's version and LSN (a
+  // record sent twice), `older` are below it. inserted and replaced stay 0.
   SinkCounts losers;
 };
 

@@ -33,8 +33,11 @@ CREATE TABLE IF NOT EXISTS cairn_readings (
   version       numeric(20, 0) NOT NULL,
   ttl           bigint         NOT NULL,
   fields        jsonb          NOT NULL,
+  lsn           numeric(20, 0) NOT NULL DEFAULT 0,
   PRIMARY KEY (table_name, device_id, measure_name, dimensions, timestamp_ns)
 );
+-- Tables created before readings carried their gateway's LSN lack it.
+ALTER TABLE cairn_readings ADD COLUMN IF NOT EXISTS lsn numeric(20, 0) NOT NULL DEFAULT 0;
 CREATE TABLE IF NOT EXISTS cairn_series (
   table_name    text    NOT NULL,
   device_id     text    NOT NULL,
@@ -89,7 +92,8 @@ CREATE TABLE cairn_readings_v2 (
   partition_key text           NOT NULL,
   version       numeric(20, 0) NOT NULL,
   ttl           bigint         NOT NULL,
-  fields        jsonb          NOT NULL
+  fields        jsonb          NOT NULL,
+  lsn           numeric(20, 0) NOT NULL DEFAULT 0
 );
 CREATE TABLE cairn_series_v2 (
   table_name    text    NOT NULL,
@@ -231,7 +235,7 @@ class PostgresSink final : public IngestSink {
         Execute(
             "SELECT r.table_name, r.device_id, r.measure_name, r.shard, r.timestamp_ns, r.version::text, "
             "r.ttl, "
-            "r.fields::text, r.dimensions, s.attributes::text FROM cairn_readings AS r "
+            "r.fields::text, r.dimensions, s.attributes::text, r.lsn::text FROM cairn_readings AS r "
             "LEFT JOIN cairn_series AS s ON s.table_name = r.table_name AND s.device_id = r.device_id AND "
             "s.measure_name = r.measure_name AND s.dimensions = r.dimensions AND s.shard = r.shard "
             "ORDER BY r.table_name COLLATE \"C\", r.device_id COLLATE \"C\", r.measure_name COLLATE \"C\", "
@@ -256,6 +260,7 @@ class PostgresSink final : public IngestSink {
       if (PQgetisnull(result.get(), i, 9) == 0) {
         CAIRN_ASSIGN_OR_RETURN(reading.row.attributes, ingest::TagsFromJson(PQgetvalue(result.get(), i, 9)));
       }
+      CAIRN_ASSIGN_OR_RETURN(reading.row.lsn, ParseNumber<uint64_t>(PQgetvalue(result.get(), i, 10), "lsn"));
       readings.push_back(std::move(reading));
     }
     return readings;
@@ -417,8 +422,8 @@ class PostgresSink final : public IngestSink {
   }
 
   // Upserts winners [start, end): a row is written when its identity is new
-  // or its stored version is lower. Rows left alone (equal or higher stored
-  // version) stay locked by the upsert until the transaction ends, so the
+  // or its stored (version, LSN) is lower, the gateway's order. Rows left
+  // alone stay locked by the upsert until the transaction ends, so the
   // versions read back for them afterwards are the ones it compared with.
   Status UpsertReadings(const std::string& table, const std::vector<RecordRow>& records,
                         const std::vector<size_t>& winners, size_t start, size_t end, SinkCounts* counts) {
@@ -426,12 +431,11 @@ class PostgresSink final : public IngestSink {
     std::map<Identity, size_t> pending;  // identity -> record index, until accounted for
     std::string sql =
         "INSERT INTO cairn_readings AS stored (table_name, device_id, measure_name, dimensions, "
-        "timestamp_ns, "
-        "shard, partition_key, version, ttl, fields) VALUES ";
+        "timestamp_ns, shard, partition_key, version, ttl, fields, lsn) VALUES ";
     std::vector<std::string> params{table};
     int next = 1;
     const std::vector<std::string_view> casts{"", "",        "",       "bigint", "integer",
-                                              "", "numeric", "bigint", "jsonb"};
+                                              "", "numeric", "bigint", "jsonb",  "numeric"};
     for (size_t i = start; i < end; ++i) {
       const RecordRow& row = records[winners[i]];
       std::string dimensions = ingest::TagsToJson(row.dimensions);
@@ -447,11 +451,13 @@ class PostgresSink final : public IngestSink {
       params.push_back(std::to_string(row.version));
       params.push_back(std::to_string(row.ttl));
       params.push_back(ingest::FieldsToJson(row.fields));
+      params.push_back(std::to_string(row.lsn));
     }
     sql +=
         " ON CONFLICT (table_name, device_id, measure_name, dimensions, timestamp_ns) DO UPDATE SET "
         "shard = EXCLUDED.shard, partition_key = EXCLUDED.partition_key, version = EXCLUDED.version, "
-        "ttl = EXCLUDED.ttl, fields = EXCLUDED.fields WHERE stored.version < EXCLUDED.version "
+        "ttl = EXCLUDED.ttl, fields = EXCLUDED.fields, lsn = EXCLUDED.lsn "
+        "WHERE (stored.version, stored.lsn) < (EXCLUDED.version, EXCLUDED.lsn) "
         "RETURNING device_id, measure_name, dimensions, timestamp_ns, (xmax = 0) AS inserted";
     CAIRN_ASSIGN_OR_RETURN(PgResult written, Execute(sql, params));
     for (int i = 0; i < PQntuples(written.get()); ++i) {
@@ -467,10 +473,10 @@ class PostgresSink final : public IngestSink {
     }
     if (pending.empty()) return Status::Ok();
 
-    // The rows left alone: a duplicate when the stored version is ours,
-    // older when it is higher.
+    // The rows left alone: a duplicate when the stored version and LSN are
+    // ours, older when they are greater.
     std::string select =
-        "SELECT device_id, measure_name, dimensions, timestamp_ns, version::text FROM cairn_readings "
+        "SELECT device_id, measure_name, dimensions, timestamp_ns, version::text, lsn::text FROM cairn_readings "
         "WHERE table_name = $1 AND (device_id, measure_name, dimensions, timestamp_ns) IN (VALUES ";
     std::vector<std::string> select_params{table};
     int select_next = 1;
@@ -492,10 +498,12 @@ class PostgresSink final : public IngestSink {
                              ParseNumber<int64_t>(PQgetvalue(stored.get(), i, 3), "timestamp"));
       CAIRN_ASSIGN_OR_RETURN(uint64_t version,
                              ParseNumber<uint64_t>(PQgetvalue(stored.get(), i, 4), "version"));
+      CAIRN_ASSIGN_OR_RETURN(uint64_t lsn, ParseNumber<uint64_t>(PQgetvalue(stored.get(), i, 5), "lsn"));
       const auto found = pending.find(Identity{PQgetvalue(stored.get(), i, 0), PQgetvalue(stored.get(), i, 1),
                                                PQgetvalue(stored.get(), i, 2), timestamp});
       if (found == pending.end()) continue;
-      if (version == records[found->second].version) {
+      const RecordRow& incoming = records[found->second];
+      if (version == incoming.version && lsn == incoming.lsn) {
         ++counts->duplicates;
       } else {
         ++counts->older;

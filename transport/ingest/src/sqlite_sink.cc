@@ -28,6 +28,7 @@ constexpr char kReadingsColumns[] = R"sql((
   version       INTEGER NOT NULL,
   ttl           INTEGER NOT NULL,
   fields        TEXT    NOT NULL,
+  lsn           INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (table_name, device_id, measure_name, dimensions, timestamp_ns)
 ) WITHOUT ROWID;
 )sql";
@@ -145,7 +146,7 @@ class SqliteSink final : public IngestSink {
     CAIRN_ASSIGN_OR_RETURN(
         Statement * select,
         db_->Prepare("SELECT r.table_name, r.device_id, r.measure_name, r.shard, r.timestamp_ns, r.version, "
-                     "r.ttl, r.fields, r.dimensions, s.attributes FROM cairn_readings AS r "
+                     "r.ttl, r.fields, r.dimensions, s.attributes, r.lsn FROM cairn_readings AS r "
                      "LEFT JOIN cairn_series AS s ON s.table_name = r.table_name AND "
                      "s.device_id = r.device_id AND s.measure_name = r.measure_name AND "
                      "s.dimensions = r.dimensions AND s.shard = r.shard "
@@ -168,6 +169,7 @@ class SqliteSink final : public IngestSink {
       if (!select->ColumnIsNull(9)) {
         CAIRN_ASSIGN_OR_RETURN(reading.row.attributes, ingest::TagsFromJson(select->ColumnText(9)));
       }
+      reading.row.lsn = FromStored(select->ColumnInt64(10));
       readings.push_back(std::move(reading));
     }
     return readings;
@@ -259,14 +261,14 @@ class SqliteSink final : public IngestSink {
     SinkCounts counts = plan.losers;
 
     CAIRN_ASSIGN_OR_RETURN(Statement * select,
-                           db_->Prepare("SELECT version FROM cairn_readings WHERE table_name = ?1 AND "
+                           db_->Prepare("SELECT version, lsn FROM cairn_readings WHERE table_name = ?1 AND "
                                         "device_id = ?2 AND measure_name = ?3 AND dimensions = ?4 AND "
                                         "timestamp_ns = ?5"));
     CAIRN_ASSIGN_OR_RETURN(
         Statement * upsert,
         db_->Prepare("INSERT OR REPLACE INTO cairn_readings (table_name, device_id, measure_name, "
-                     "dimensions, timestamp_ns, shard, partition_key, version, ttl, fields) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"));
+                     "dimensions, timestamp_ns, shard, partition_key, version, ttl, fields, lsn) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"));
     for (size_t index : plan.winners) {
       const RecordRow& row = batch.records[index];
       const std::string dimensions = ingest::TagsToJson(row.dimensions);
@@ -278,12 +280,15 @@ class SqliteSink final : public IngestSink {
       CAIRN_ASSIGN_OR_RETURN(bool found, select->Step());
       bool write = true;
       if (found) {
-        const uint64_t stored = FromStored(select->ColumnInt64(0));
+        // The gateway's order: version first, then LSN (a rewrite of the
+        // same version merged under on_conflict overwrite has a later one).
+        const std::pair stored(FromStored(select->ColumnInt64(0)), FromStored(select->ColumnInt64(1)));
+        const std::pair incoming(row.version, row.lsn);
         select->Reset();
-        if (stored == row.version) {
+        if (stored == incoming) {
           ++counts.duplicates;
           write = false;
-        } else if (stored > row.version) {
+        } else if (stored > incoming) {
           ++counts.older;
           write = false;
         } else {
@@ -303,6 +308,7 @@ class SqliteSink final : public IngestSink {
       CAIRN_RETURN_IF_ERROR(upsert->BindInt64(8, ToStored(row.version)));
       CAIRN_RETURN_IF_ERROR(upsert->BindInt64(9, row.ttl));
       CAIRN_RETURN_IF_ERROR(upsert->BindText(10, ingest::FieldsToJson(row.fields)));
+      CAIRN_RETURN_IF_ERROR(upsert->BindInt64(11, ToStored(row.lsn)));
       CAIRN_RETURN_IF_ERROR(upsert->Run());
     }
 

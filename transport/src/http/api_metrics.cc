@@ -76,6 +76,7 @@ void ApiMetrics::RecordWrite(const WriteResult& result, uint64_t lines_rejected)
   records_duplicate_.fetch_add(result.duplicates, std::memory_order_relaxed);
   records_rejected_.fetch_add(result.rejected, std::memory_order_relaxed);
   records_invalid_.fetch_add(result.invalid, std::memory_order_relaxed);
+  records_conflict_.fetch_add(result.conflicts, std::memory_order_relaxed);
   lines_rejected_.fetch_add(lines_rejected, std::memory_order_relaxed);
 }
 
@@ -123,6 +124,7 @@ std::string ApiMetrics::RenderPrometheus(const EngineStats& engine, const HttpSe
       "cairn_write_records_total{outcome=\"duplicate\"} " + std::to_string(records_duplicate_.load()) + "\n";
   out += "cairn_write_records_total{outcome=\"rejected\"} " + std::to_string(records_rejected_.load()) + "\n";
   out += "cairn_write_records_total{outcome=\"invalid\"} " + std::to_string(records_invalid_.load()) + "\n";
+  out += "cairn_write_records_total{outcome=\"conflict\"} " + std::to_string(records_conflict_.load()) + "\n";
   Single(&out, "cairn_write_lines_rejected_total", "counter", "Line-protocol lines refused by writes.",
          lines_rejected_.load());
   Single(&out, "cairn_auth_failures_total", "counter", "Requests with a missing or invalid token.",
@@ -172,6 +174,14 @@ std::string ApiMetrics::RenderPrometheus(const EngineStats& engine, const HttpSe
   Single(&out, "cairn_engine_records_over_series_limit_total", "counter",
          "Records refused because they would have started a series beyond their table's max_series.",
          engine.records_over_series_limit);
+  Single(&out, "cairn_engine_records_conflict_total", "counter",
+         "Records refused since the engine opened because their point is stored with the same version and "
+         "other values (on_conflict reject).",
+         engine.records_conflict);
+  Single(&out, "cairn_engine_records_overwritten_total", "counter",
+         "Records merged since the engine opened into a stored point of the same version (on_conflict "
+         "overwrite).",
+         engine.records_overwritten);
   Single(&out, "cairn_disk_free_bytes", "gauge", "Free bytes on the data directory's filesystem.",
          disk_free_bytes);
   return out;

@@ -126,8 +126,9 @@ HttpResponse HttpApi::Write(Call* call, std::string_view table_parameter) {
     size_t kept = 0;
     for (size_t i = 0; i < written.records.size(); ++i) {
       RecordResult& outcome = written.records[i];
-      if (outcome.outcome != WriteOutcome::kInvalid && outcome.outcome != WriteOutcome::kRejectedVersion)
-        continue;
+      // Stored and duplicate lines are kept; the others are refused, each
+      // with its reason, in InfluxDB's partial-write answer below.
+      if (outcome.outcome == WriteOutcome::kStored || outcome.outcome == WriteOutcome::kDuplicate) continue;
       ++rejected_lines;
       if (kept++ < kMaxReportedLineErrors)
         errors.push_back({batch.records[i].line_number, std::move(outcome.reason)});
@@ -161,6 +162,8 @@ HttpResponse HttpApi::Write(Call* call, std::string_view table_parameter) {
   json.Uint(written.stored);
   json.Key("duplicates");
   json.Uint(written.duplicates);
+  json.Key("conflicts");
+  json.Uint(written.conflicts);
   json.Key("lines");
   json.BeginArray();
   for (size_t i = 0; i < errors.size() && i < kMaxReportedLineErrors; ++i) {

@@ -23,8 +23,9 @@ namespace {
 using http_api_internal::ErrorFor;
 
 // The options a table can be created (PUT) or altered (PATCH) with.
-constexpr std::string_view kCreateOptions[] = {"period", "retention", "ttl", "max_series", "attributes"};
-constexpr std::string_view kAlterOptions[] = {"retention", "ttl", "max_series", "attributes"};
+constexpr std::string_view kCreateOptions[] = {"period", "retention", "ttl", "max_series", "on_conflict",
+                                               "attributes"};
+constexpr std::string_view kAlterOptions[] = {"retention", "ttl", "max_series", "on_conflict", "attributes"};
 
 // The tag.NAME=VALUE parameters of a read as the command's --tags option.
 void AddTagFilter(const TagMap& tags, std::vector<std::pair<std::string, std::string>>* options) {
@@ -328,6 +329,7 @@ HttpResponse HttpApi::CreateTable(Call* call, const std::string& table, bool alt
   }
   for (auto& option : options) {
     if (option.first == "max_series") option.first = "max-series";
+    if (option.first == "on_conflict") option.first = "on-conflict";
   }
   HttpResponse response = RunCommand(call, alter ? "alter-table" : "create-table", {table}, options, "");
   if (response.status == 200 && !alter) response.status = 201;

@@ -276,11 +276,12 @@ class EngineCommands {
       rows.push_back(
           {table.name, std::string(PeriodName(o.period)), FormatDurationSeconds(o.retention_seconds),
            o.default_ttl_seconds == 0 ? Value() : Value(FormatDurationSeconds(o.default_ttl_seconds)),
-           o.max_series == 0 ? Value() : Count(o.max_series),
+           o.max_series == 0 ? Value() : Count(o.max_series), std::string(ConflictPolicyName(o.on_conflict)),
            o.attributes.empty() ? Value() : Value(JoinNames(o.attributes)), TimeValue(table.created_unix_nanos)});
     }
     return CommandResult::Table(
-        {"table", "period", "retention", "default_ttl", "max_series", "attributes", "created"}, std::move(rows));
+        {"table", "period", "retention", "default_ttl", "max_series", "on_conflict", "attributes", "created"},
+        std::move(rows));
   }
 
   CommandResult CreateTable(const CommandInvocation& invocation) {
@@ -312,8 +313,8 @@ class EngineCommands {
     return DescribeTable("altered", name, table_options);
   }
 
-  // --retention, --ttl and --max-series, which create-table and
-  // alter-table share, over `options`.
+  // --retention, --ttl, --max-series and --on-conflict, which create-table
+  // and alter-table share, over `options`.
   static Status ApplyChangeableOptions(const CommandInvocation& invocation, TableOptions* options) {
     CAIRN_ASSIGN_OR_RETURN(const int64_t retention,
                            SecondsOption(invocation, "retention", options->retention_seconds));
@@ -322,6 +323,11 @@ class EngineCommands {
     CAIRN_ASSIGN_OR_RETURN(options->default_ttl_seconds,
                            SecondsOption(invocation, "ttl", options->default_ttl_seconds));
     CAIRN_ASSIGN_OR_RETURN(options->max_series, MaxSeriesOption(invocation, options->max_series));
+    if (std::optional<std::string_view> policy = invocation.Value("on-conflict")) {
+      Result<ConflictPolicy> parsed = ParseConflictPolicy(*policy);
+      if (!parsed.ok()) return parsed.status().WithContext("--on-conflict");
+      options->on_conflict = *parsed;
+    }
     if (std::optional<std::string_view> attributes = invocation.Value("attributes")) {
       options->attributes.clear();
       for (size_t begin = 0; begin < attributes->size();) {
@@ -349,6 +355,7 @@ class EngineCommands {
                             ? Value()
                             : Value(FormatDurationSeconds(options.default_ttl_seconds))},
         {"max_series", options.max_series == 0 ? Value() : Count(options.max_series)},
+        {"on_conflict", std::string(ConflictPolicyName(options.on_conflict))},
         {"attributes", options.attributes.empty() ? Value() : Value(JoinNames(options.attributes))},
     });
   }
@@ -642,6 +649,8 @@ class EngineCommands {
         return CommandResult::Error(Status::InvalidArgument("put: invalid: " + outcome.reason));
       case WriteOutcome::kRejectedVersion:
         return CommandResult::Error(Status::FailedPrecondition("put: rejected: " + outcome.reason));
+      case WriteOutcome::kConflict:
+        return CommandResult::Error(Status::FailedPrecondition("put: conflict: " + outcome.reason));
       case WriteOutcome::kStored:
       case WriteOutcome::kDuplicate:
         break;
@@ -676,6 +685,8 @@ class EngineCommands {
         {"records_duplicate", Count(stats.records_duplicate)},
         {"records_rejected", Count(stats.records_rejected)},
         {"records_invalid", Count(stats.records_invalid)},
+        {"records_conflict", Count(stats.records_conflict)},
+        {"records_overwritten", Count(stats.records_overwritten)},
         {"last_lsn", Count(stats.last_lsn)},
         {"checkpoint_lsn", Count(stats.checkpoint_lsn)},
         {"series", Count(stats.series)},
@@ -844,6 +855,9 @@ Status RegisterEngineCommands(CommandRegistry* registry, Engine* engine, Env* en
                    {"max-series", "N",
                     "refuse records that would start a series beyond N (default: the "
                     "daemon's --max-series, 100000)"},
+                   {"on-conflict", "P",
+                    "a rewrite of a stored point with the same version and other values: reject (default: "
+                    "refused, reported) or overwrite (fields merged, the later write wins)"},
                    {"attributes", "A,...", kAttributesSummary}},
        .min_arguments = 1,
        .max_arguments = 1},
@@ -851,10 +865,11 @@ Status RegisterEngineCommands(CommandRegistry* registry, Engine* engine, Env* en
   CAIRN_RETURN_IF_ERROR(add(
       {.name = "alter-table",
        .arguments = "NAME",
-       .summary = "change a table's retention, default ttl, series limit or attributes",
+       .summary = "change a table's retention, default ttl, series limit, conflict policy or attributes",
        .options = {{"retention", "D", "drop whole periods older than D"},
                    {"ttl", "D", "records without their own ttl expire D after their time (0: never)"},
                    {"max-series", "N", "refuse records that would start a series beyond N (0: the default)"},
+                   {"on-conflict", "P", "reject or overwrite a rewrite with the same version and other values"},
                    {"attributes", "A,...", kAttributesSummary}},
        .min_arguments = 1,
        .max_arguments = 1},

@@ -647,6 +647,7 @@ Result<RecordRow> ReadRecord(const JsonValue& json, size_t index) {
   CAIRN_ASSIGN_OR_RETURN(row.timestamp, reader.Signed("timestamp"));
   CAIRN_ASSIGN_OR_RETURN(row.version, reader.OptionalUnsigned("version"));
   CAIRN_ASSIGN_OR_RETURN(row.ttl, reader.OptionalSigned("ttl"));
+  CAIRN_ASSIGN_OR_RETURN(row.lsn, reader.OptionalUnsigned("lsn"));
   CAIRN_ASSIGN_OR_RETURN(const JsonValue* fields, reader.Required("fields"));
   if (!fields->is_object()) return reader.Error("member \"fields\" is not an object");
   row.fields.reserve(fields->members().size());
@@ -737,6 +738,8 @@ Result<std::string> EncodeJsonEnvelope(const EnvelopeHeader& header, std::span<c
     json.Uint(row.version);
     json.Key("ttl");
     json.Int(row.ttl);
+    json.Key("lsn");
+    json.Uint(row.lsn);
     json.Key("fields");
     json.BeginObject();
     for (const Field& field : row.fields) {

@@ -134,21 +134,29 @@ struct EngineOptions {
 
 // What happened to one record of a write batch.
 enum class WriteOutcome : uint8_t {
-  kStored,           // new identity, or a higher version replaced an older one
-  kDuplicate,        // same identity and version already stored: dropped silently
-  kRejectedVersion,  // a higher version of this identity is stored
+  // New identity, a higher version replaced an older one, or (on_conflict
+  // overwrite) the same version with other values was merged into it.
+  kStored,
+  // Same identity, same version, same values already stored (an earlier
+  // write or one before it in this batch): dropped, so retries are idempotent.
+  kDuplicate,
+  kRejectedVersion,  // a higher version of this identity is stored; `reason` names both
   kInvalid,          // failed validation; `reason` says why
+  // Same identity and version stored with other values, on a table whose
+  // on_conflict is reject: refused; `reason` names the first field that
+  // differs and both of its values.
+  kConflict,
 };
 
 struct RecordResult {
   WriteOutcome outcome = WriteOutcome::kStored;
-  std::string reason;  // empty unless kInvalid or kRejectedVersion
+  std::string reason;  // empty unless kInvalid, kRejectedVersion or kConflict
 };
 
 struct WriteResult {
   std::vector<RecordResult> records;  // one per input record, same order
   uint64_t first_lsn = 0;             // LSN of the first stored record (0 if none stored)
-  size_t stored = 0, duplicates = 0, rejected = 0, invalid = 0;
+  size_t stored = 0, duplicates = 0, rejected = 0, invalid = 0, conflicts = 0;
 };
 
 // A record as a query returns it: its series, its identity and its fields.
@@ -162,6 +170,10 @@ struct RecordRow {
   uint64_t version = 0;
   int64_t ttl = 0;            // 0 = none
   std::vector<Field> fields;  // only the fields this record carries, sorted by name
+  // The LSN the gateway stored it under: set by ReadChanges and carried by the
+  // sync envelope, so that a receiver orders equal versions as the gateway
+  // does (the later LSN wins); 0 from every other read.
+  uint64_t lsn = 0;
 };
 
 enum class Order : uint8_t { kAscending, kDescending };
@@ -267,6 +279,10 @@ struct MeasureInfo {
 
 struct EngineStats {
   uint64_t records_written = 0, records_duplicate = 0, records_rejected = 0, records_invalid = 0;
+  // Records refused as conflicts (WriteOutcome::kConflict), and records
+  // merged into a stored one of the same version (on_conflict overwrite;
+  // also counted in records_written).
+  uint64_t records_conflict = 0, records_overwritten = 0;
   uint64_t last_lsn = 0;        // highest LSN assigned
   uint64_t checkpoint_lsn = 0;  // every record below it is in a period file
   uint64_t head_records = 0, head_bytes = 0;

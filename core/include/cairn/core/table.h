@@ -22,6 +22,23 @@ enum class Period : uint8_t { kHour = 1, kDay = 2, kWeek = 3, kMonth = 4 };
 std::string_view PeriodName(Period period);
 Result<Period> ParsePeriod(std::string_view name);
 
+// What a write does when its identity is stored with the same version but
+// other values (DESIGN §3). A retry with the same values is a duplicate under
+// either policy. The numeric values are stored in the catalog.
+enum class ConflictPolicy : uint8_t {
+  // Refused and reported to the writer (WriteOutcome::kConflict), naming the
+  // first field that differs: Timestream's rule.
+  kReject = 1,
+  // Stored: the record's fields become the union of the stored and the new
+  // ones, new values winning; of two writes with equal versions the later
+  // arrival (higher LSN) wins, as in InfluxDB.
+  kOverwrite = 2,
+};
+
+// "reject" / "overwrite".
+std::string_view ConflictPolicyName(ConflictPolicy policy);
+Result<ConflictPolicy> ParseConflictPolicy(std::string_view name);
+
 // Start of the period holding `unix_nanos`, and of the next one. Both
 // saturate: INT64_MIN for the first period int64 nanoseconds can express
 // (1677), INT64_MAX as the end of the last one (2262).
@@ -59,6 +76,8 @@ struct TableOptions {
   // dimension and part of the series' identity. Changing the set later
   // applies to the writes that follow; existing series keep their identity.
   std::set<std::string> attributes;
+  // Same identity, same version, other values: refused or merged.
+  ConflictPolicy on_conflict = ConflictPolicy::kReject;
 };
 
 struct TableInfo {
@@ -77,7 +96,7 @@ Status ValidateTableName(std::string_view name);
 
 // Checks ranges: retention > 0, default ttl >= 0, max_series at most
 // kMaxSeriesLimit, attributes valid tag names (at most
-// kMaxDimensionsPerSeries of them), shards == 1 and shard_by == "random" (sharding arrives
+// kMaxDimensionsPerSeries of them), on_conflict one of ConflictPolicy, shards == 1 and shard_by == "random" (sharding arrives
 // with its own capability).
 Status ValidateTableOptions(const TableOptions& options);
 

@@ -60,6 +60,7 @@ class ApiMetrics {
   std::map<std::string, Latency, std::less<>> latencies_;
   std::map<std::string, uint64_t, std::less<>> queries_;
   std::atomic<uint64_t> records_stored_{0}, records_duplicate_{0}, records_rejected_{0}, records_invalid_{0};
+  std::atomic<uint64_t> records_conflict_{0};
   std::atomic<uint64_t> lines_rejected_{0};
   std::atomic<uint64_t> auth_failures_{0}, rate_limited_{0};
 };

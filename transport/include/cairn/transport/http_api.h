@@ -20,9 +20,10 @@
 //        an unknown table unless auto_create_tables.
 // Queries, JSON (scope read:<table>):
 //   GET    /v1/tables                                     {"tables":[...]} (the tables the token can read)
-//   PUT    /v1/tables/{t}    (admin)  ?period=&retention=&ttl=&max_series= or the same as a JSON
-//                                     object body: creates the table
-//   PATCH  /v1/tables/{t}    (admin)  ?retention=&ttl=&max_series= (or a JSON body): changes them
+//   PUT    /v1/tables/{t}    (admin)  ?period=&retention=&ttl=&max_series=&on_conflict= or the same
+//                                     as a JSON object body: creates the table
+//   PATCH  /v1/tables/{t}    (admin)  ?retention=&ttl=&max_series=&on_conflict= (or a JSON body):
+//                                     changes them
 //   DELETE /v1/tables/{t}    (admin)
 //   GET    /v1/tables/{t}/devices                         {"devices":[...]}
 //   GET    /v1/tables/{t}/measures                        {"measures":[...]}

@@ -30,9 +30,11 @@ namespace cairn {
 // counted exactly once.
 struct SinkCounts {
   uint64_t inserted = 0;    // a new identity
-  uint64_t replaced = 0;    // replaced a stored record of lower version
-  uint64_t duplicates = 0;  // equal version to the stored (or batch) record: ignored
-  uint64_t older = 0;       // lower version than the stored (or batch) record: ignored
+  // Records are ordered by (version, LSN), as their gateway orders them
+  // (envelope_format.md §4).
+  uint64_t replaced = 0;    // replaced a stored record of lower (version, LSN)
+  uint64_t duplicates = 0;  // equal version and LSN to the stored (or batch) record: ignored
+  uint64_t older = 0;       // lower (version, LSN) than the stored (or batch) record: ignored
   friend bool operator==(const SinkCounts&, const SinkCounts&) = default;
 };
 
