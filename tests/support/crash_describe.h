@@ -38,8 +38,9 @@ inline std::string Escape(std::string_view text, size_t max_bytes = 48) {
 }
 
 inline std::string Describe(const Identity& identity) {
-  return "(" + Escape(identity.device_id) + ", " + identity.measure_name + ", " +
-         std::to_string(identity.timestamp) + ")";
+  std::string text = "(" + Escape(identity.device_id) + ", " + identity.measure_name;
+  for (const auto& [name, value] : identity.dimensions) text += ", " + name + "=" + value;
+  return text + ", " + std::to_string(identity.timestamp) + ")";
 }
 
 inline std::string Describe(const Value& value) {

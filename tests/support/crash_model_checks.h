@@ -133,11 +133,27 @@ class ModelChecks {
     std::optional<std::vector<RecordRow>> got = RangeAllPages(query, limit, want.size(), what);
     if (!got) return;
     if (!SameRows(*got, want)) Fail(what + ": " + DiffRows(*got, want, Explainer()));
+    CheckAttributes(what, *got);
+  }
+
+  // Attributes are series metadata: a row shows none or a value some write
+  // of its own series carried.
+  void CheckAttributes(const std::string& what, const std::vector<RecordRow>& rows) {
+    for (const RecordRow& row : rows) {
+      if (!model_.PossibleAttributes(IdentityOf(row), row.attributes)) {
+        std::string shown;
+        for (const auto& [name, value] : row.attributes) shown += " " + name + "=" + value;
+        Fail(what + ": " + Describe(IdentityOf(row)) + " shows attributes" + shown +
+             " no write of its series carried");
+        return;
+      }
+    }
   }
 
   void CheckGet(const Identity& identity) {
     const int64_t now = NowNanos();
-    auto got = engine_->Get(table_.c_str(), identity.device_id, identity.measure_name, identity.timestamp);
+    auto got = engine_->Get(table_.c_str(), identity.device_id, identity.measure_name, identity.timestamp,
+                            identity.dimensions);
     if (!QuerySucceeded("Get", got)) return;
     const std::optional<RecordRow> want = model_.Get(identity, now);
     if (got->has_value() != want.has_value() || (want.has_value() && !SameRow(**got, *want))) {
@@ -155,6 +171,7 @@ class ModelChecks {
     if (!SameRows(*got, want)) {
       Fail("Latest(" + Escape(device) + ", '" + measure + "'): " + DiffRows(*got, want, Explainer()));
     }
+    CheckAttributes("Latest(" + Escape(device) + ", '" + measure + "')", *got);
   }
 
   void CheckLatestBatch(const std::vector<std::string>& devices, const std::string& measure) {
@@ -168,7 +185,8 @@ class ModelChecks {
     // The order across devices is not part of the contract.
     std::vector<RecordRow> got_rows = *got;
     const auto by_series = [](const RecordRow& a, const RecordRow& b) {
-      return std::tie(a.device_id, a.measure_name) < std::tie(b.device_id, b.measure_name);
+      return std::tie(a.device_id, a.measure_name, a.dimensions) <
+             std::tie(b.device_id, b.measure_name, b.dimensions);
     };
     std::sort(got_rows.begin(), got_rows.end(), by_series);
     std::sort(want.begin(), want.end(), by_series);
@@ -437,7 +455,7 @@ class ModelChecks {
             std::advance(it, static_cast<std::ptrdiff_t>(rng_.Index(model_.records().size())));
             CheckGet(it->first);
           }
-          CheckGet(Identity{device, "power", NowNanos() + 17});
+          CheckGet(Identity{device, "power", NowNanos() + 17, {}});
           break;
         }
         case 1:

@@ -279,6 +279,24 @@ class WorkloadGenerator {
   }
 
  private:
+  // A series' dimensions: none for half of the records, else one or two
+  // tags, so that one device and measure hold several series and readings
+  // at one timestamp told apart by a tag.
+  TagMap DrawDimensions() {
+    TagMap dimensions;
+    if (rng_.Percent(50)) return dimensions;
+    dimensions.emplace("sensor", rng_.Percent(50) ? "a" : "b");
+    if (rng_.Percent(30)) dimensions.emplace("site", "north");
+    return dimensions;
+  }
+
+  // Some writes carry the table's attribute tag (crash::kAttributeTag),
+  // which must not change the series they belong to.
+  TagMap WithMaybeAttribute(TagMap dimensions) {
+    if (rng_.Percent(25)) dimensions.emplace(kAttributeTag, rng_.Percent(50) ? "1.0" : "1.1");
+    return dimensions;
+  }
+
   // A record with an identity the model has never held.
   GeneratedRecord Fresh(const ReferenceModel& model, const std::set<Identity>& avoid,
                         std::set<Identity>* fresh_in_batch, int64_t now) {
@@ -297,7 +315,7 @@ class WorkloadGenerator {
       // Out of order: anywhere in the window, often in an older period.
       timestamp = now - rng_.Between(0, window_nanos_);
     }
-    Identity identity{device, spec.name, timestamp};
+    Identity identity{device, spec.name, timestamp, DrawDimensions()};
     while (model.Find(identity) != nullptr || avoid.count(identity) != 0 ||
            fresh_in_batch->count(identity) != 0) {
       --identity.timestamp;  // backwards keeps it at or before now
@@ -307,6 +325,7 @@ class WorkloadGenerator {
     generated.record.device_id = device;
     generated.record.measure_name = spec.name;
     generated.record.timestamp = identity.timestamp;
+    generated.record.dimensions = WithMaybeAttribute(identity.dimensions);
     generated.record.fields = Fields(spec);
     generated.record.ttl = MaybeTtl(now);
     const int64_t version_draw = rng_.Between(0, 9);
@@ -334,6 +353,7 @@ class WorkloadGenerator {
       generated.record.device_id = identity.device_id;
       generated.record.measure_name = identity.measure_name;
       generated.record.timestamp = identity.timestamp;
+      generated.record.dimensions = WithMaybeAttribute(identity.dimensions);
       generated.record.fields = Fields(*spec);
       generated.record.ttl = MaybeTtl(now);
       const int64_t draw = rng_.Between(0, 99);

@@ -24,6 +24,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -34,21 +35,34 @@
 
 namespace cairn::crash {
 
+// The tag the workload's table declares an attribute (metadata, not
+// identity); every other tag of a record is one of its dimensions.
+inline constexpr const char* kAttributeTag = "fw";
+
 // A record's identity within one table.
 struct Identity {
   std::string device_id;
   std::string measure_name;
   int64_t timestamp = 0;
+  TagMap dimensions;
   friend auto operator<=>(const Identity&, const Identity&) = default;
   friend bool operator==(const Identity&, const Identity&) = default;
 };
 
 inline Identity IdentityOf(const Record& record) {
-  return Identity{record.device_id, record.measure_name, record.timestamp};
+  Identity identity{record.device_id, record.measure_name, record.timestamp, record.dimensions};
+  identity.dimensions.erase(kAttributeTag);
+  return identity;
 }
 
 inline Identity IdentityOf(const RecordRow& row) {
-  return Identity{row.device_id, row.measure_name, row.timestamp};
+  return Identity{row.device_id, row.measure_name, row.timestamp, row.dimensions};
+}
+
+// A series as the model names it: (device, measure, dimensions).
+using SeriesName = std::tuple<std::string, std::string, TagMap>;
+inline SeriesName SeriesOf(const Identity& identity) {
+  return {identity.device_id, identity.measure_name, identity.dimensions};
 }
 
 // What the model keeps per identity: the version that won, its ttl and its
@@ -109,6 +123,7 @@ inline RecordRow MakeRow(const Identity& identity, const StoredRecord& record) {
   RecordRow row;
   row.device_id = identity.device_id;
   row.measure_name = identity.measure_name;
+  row.dimensions = identity.dimensions;
   row.shard = 0;
   row.timestamp = identity.timestamp;
   row.version = record.version;
@@ -118,7 +133,8 @@ inline RecordRow MakeRow(const Identity& identity, const StoredRecord& record) {
 }
 
 inline bool SameRow(const RecordRow& a, const RecordRow& b) {
-  return a.device_id == b.device_id && a.measure_name == b.measure_name && a.shard == b.shard &&
+  return a.device_id == b.device_id && a.measure_name == b.measure_name && a.dimensions == b.dimensions &&
+         a.shard == b.shard &&
          a.timestamp == b.timestamp && a.version == b.version && a.ttl == b.ttl &&
          SameFields(a.fields, b.fields);
 }
@@ -211,6 +227,10 @@ class ReferenceModel {
   // not) so that listings can be bounded from above.
   void NoteAttempted(const Record& record) {
     attempted_series_.insert({record.device_id, record.measure_name});
+    TagMap& attributes = attempted_attributes_[SeriesOf(IdentityOf(record))];
+    if (auto it = record.dimensions.find(kAttributeTag); it != record.dimensions.end()) {
+      attributes.emplace(it->second, "");
+    }
     for (const Field& field : record.fields) {
       attempted_fields_[record.measure_name].insert({field.name, TypeOf(field.value)});
     }
@@ -218,6 +238,16 @@ class ReferenceModel {
   const std::set<std::pair<std::string, std::string>>& attempted_series() const { return attempted_series_; }
   const std::map<std::string, std::set<std::pair<std::string, FieldType>>>& attempted_fields() const {
     return attempted_fields_;
+  }
+  // Whether `attributes` can be what a row of `identity`'s series shows:
+  // none, or the attribute tag with a value some write of that series
+  // carried (acknowledged or not: a write the catalog recorded may have
+  // crashed before its log write).
+  bool PossibleAttributes(const Identity& identity, const TagMap& attributes) const {
+    if (attributes.empty()) return true;
+    if (attributes.size() != 1 || attributes.begin()->first != kAttributeTag) return false;
+    auto it = attempted_attributes_.find(SeriesOf(identity));
+    return it != attempted_attributes_.end() && it->second.count(attributes.begin()->second) != 0;
   }
 
   // ---- queries ---------------------------------------------------------------
@@ -241,22 +271,23 @@ class ReferenceModel {
       rows.push_back(MakeRow(identity, record));
     }
     std::sort(rows.begin(), rows.end(), [](const RecordRow& a, const RecordRow& b) {
-      return std::tie(a.timestamp, a.measure_name) < std::tie(b.timestamp, b.measure_name);
+      return std::tie(a.timestamp, a.measure_name, a.dimensions) <
+             std::tie(b.timestamp, b.measure_name, b.dimensions);
     });
     if (query.order == Order::kDescending) std::reverse(rows.begin(), rows.end());
     return rows;
   }
 
-  // The visible record with the highest timestamp per measure of `device`
-  // (or of `measure` alone), sorted by measure name.
+  // The visible record with the highest timestamp per series of `device`
+  // (or of `measure`'s alone), sorted by measure name, then dimensions.
   std::vector<RecordRow> Latest(const std::string& device, const std::string& measure, int64_t now) const {
-    std::map<std::string, RecordRow> latest;
+    std::map<std::pair<std::string, TagMap>, RecordRow> latest;
     for (const auto& [identity, record] : records_) {
       if (identity.device_id != device) continue;
       if (!measure.empty() && identity.measure_name != measure) continue;
       if (!IsVisible(record.ttl, now)) continue;
       // Ascending map order: a later timestamp of the same measure overwrites.
-      latest[identity.measure_name] = MakeRow(identity, record);
+      latest[{identity.measure_name, identity.dimensions}] = MakeRow(identity, record);
     }
     std::vector<RecordRow> rows;
     for (auto& [name, row] : latest) rows.push_back(std::move(row));
@@ -316,6 +347,8 @@ class ReferenceModel {
  private:
   ConflictPolicy on_conflict_ = ConflictPolicy::kReject;
   std::map<Identity, StoredRecord> records_;
+  // Series -> the attribute values written with it (as TagMap keys).
+  std::map<SeriesName, TagMap> attempted_attributes_;
   std::set<std::pair<std::string, std::string>> attempted_series_;
   std::map<std::string, std::set<std::pair<std::string, FieldType>>> attempted_fields_;
 };

@@ -205,6 +205,7 @@ class ModelRun : public ModelChecks {
     table.period = Period::kHour;
     table.retention_seconds = kRetentionSeconds;
     table.on_conflict = config_.on_conflict;
+    table.attributes = {kAttributeTag};
     Note("on_conflict " + std::string(ConflictPolicyName(table.on_conflict)));
     return Succeeded("CreateTable", engine_->CreateTable(kTable, table));
   }
