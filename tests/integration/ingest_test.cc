@@ -440,7 +440,7 @@ INSERT INTO cairn_batches VALUES ('gw-7', 'sensors', 'live', 1, 1000, 1002, 3, 3
   ASSERT_TRUE(stored.ok()) << stored.status().ToString();
   EXPECT_EQ((*stored)[0][0],
             "table_name text, device_id text, measure_name text, dimensions text, timestamp_ns bigint, "
-            "shard integer, partition_key text, version numeric, ttl bigint, fields jsonb");
+            "shard integer, partition_key text, version numeric, ttl bigint, fields jsonb, lsn numeric");
 }
 
 // Equal versions are ordered by the gateway's LSN (on_conflict overwrite

@@ -251,6 +251,7 @@ class SweepRun : public ModelChecks {
     TableOptions table;
     table.period = Period::kHour;
     table.retention_seconds = kRetentionSeconds;
+    table.attributes = {kAttributeTag};  // as the workload expects (crash_workload.h)
     const Status created = engine_->CreateTable(kTable, table);
     if (!created.ok()) {
       Fail("CreateTable: " + created.ToString());
@@ -515,7 +516,8 @@ class SweepRun : public ModelChecks {
     for (const auto& [identity, acknowledged] : expiring_) open_questions.insert(identity);
     for (const auto& [identity, candidates] : uncertain_) open_questions.insert(identity);
     for (const Identity& identity : open_questions) {
-      auto got = engine_->Get(kTable, identity.device_id, identity.measure_name, identity.timestamp);
+      auto got = engine_->Get(kTable, identity.device_id, identity.measure_name, identity.timestamp,
+                              identity.dimensions);
       if (!got.ok()) {
         Report(findings, "query failed after recovery", "Get " + Describe(identity) + " " + when + ": " +
                                                               got.status().ToString());

@@ -672,7 +672,8 @@ class ModelRun : public ModelChecks {
     std::set<Identity> identities = UncertainIdentities();
     for (const auto& [identity, states] : at_risk_) identities.insert(identity);
     for (const Identity& identity : identities) {
-      auto got = engine_->Get(kTable, identity.device_id, identity.measure_name, identity.timestamp);
+      auto got = engine_->Get(kTable, identity.device_id, identity.measure_name, identity.timestamp,
+                              identity.dimensions);
       if (!got.ok()) {
         Fail("Get " + Describe(identity) + " after recovery: " + got.status().ToString());
         return;
