@@ -70,6 +70,12 @@ inline void PutVarint(std::string* out, uint64_t value) {
 
 inline void PutSignedVarint(std::string* out, int64_t value) { PutVarint(out, ZigZagEncode(value)); }
 
+// A byte string as its varint length, then its bytes.
+inline void PutLengthPrefixed(std::string* out, std::string_view bytes) {
+  PutVarint(out, bytes.size());
+  out->append(bytes);
+}
+
 inline size_t VarintSize(uint64_t value) {
   size_t size = 1;
   while (value >= 0x80) {
@@ -133,6 +139,17 @@ class ByteReader {
     if (remaining() < size) return false;
     *bytes = std::string_view(reinterpret_cast<const char*>(position_), size);
     position_ += size;
+    return true;
+  }
+
+  // Reads what PutLengthPrefixed wrote into `*text`; false when truncated.
+  bool ReadLengthPrefixed(std::string* text) {
+    uint64_t length;
+    std::string_view bytes;
+    if (!ReadVarint(&length) || length > remaining() || !ReadBytes(static_cast<size_t>(length), &bytes)) {
+      return false;
+    }
+    text->assign(bytes);
     return true;
   }
 

@@ -36,6 +36,7 @@ namespace cairn {
 
 using chunk_coding::ByteReader;
 using chunk_coding::PutByte;
+using chunk_coding::PutLengthPrefixed;
 using chunk_coding::PutVarint;
 
 namespace {
@@ -182,10 +183,6 @@ Result<std::vector<SeriesPlan>> PlanBlock(std::span<const RecordRow> records, co
   return plan;
 }
 
-void PutLengthPrefixed(std::string* out, std::string_view bytes) {
-  PutVarint(out, bytes.size());
-  out->append(bytes);
-}
 
 // Encodes one series' records as chunks and appends their count and bytes.
 Status EncodeSeriesChunks(std::span<const RecordRow> records, const SeriesPlan& series, std::string* out) {

@@ -7,6 +7,7 @@
 namespace cairn {
 
 using chunk_coding::ByteReader;
+using chunk_coding::PutLengthPrefixed;
 using chunk_coding::PutVarint;
 
 namespace {
@@ -71,21 +72,6 @@ INSERT OR IGNORE INTO meta(key, value) VALUES('format_version', 2);
 INSERT OR IGNORE INTO meta(key, value) VALUES('checkpoint_lsn', 1);
 )sql";
 
-void PutString(std::string* out, std::string_view s) {
-  PutVarint(out, s.size());
-  out->append(s);
-}
-
-bool ReadString(ByteReader* reader, std::string* out) {
-  uint64_t length;
-  std::string_view bytes;
-  if (!reader->ReadVarint(&length) || length > reader->remaining() ||
-      !reader->ReadBytes(static_cast<size_t>(length), &bytes)) {
-    return false;
-  }
-  out->assign(bytes);
-  return true;
-}
 
 // Catalogs written before tables had max_series or on_conflict lack their
 // columns; the defaults (0: the engine's default; reject) are what their
@@ -497,7 +483,7 @@ std::string Catalog::EncodeFields(const std::vector<ChunkField>& fields) {
   std::string out;
   PutVarint(&out, fields.size());
   for (const ChunkField& f : fields) {
-    PutString(&out, f.name);
+    PutLengthPrefixed(&out, f.name);
     out.push_back(static_cast<char>(f.type));
   }
   return out;
@@ -511,7 +497,7 @@ Result<std::vector<ChunkField>> Catalog::DecodeFields(std::string_view bytes) {
   std::vector<ChunkField> fields(static_cast<size_t>(count));
   for (ChunkField& f : fields) {
     uint8_t type;
-    if (!ReadString(&reader, &f.name) || !reader.ReadByte(&type) || type < 1 || type > 5) {
+    if (!reader.ReadLengthPrefixed(&f.name) || !reader.ReadByte(&type) || type < 1 || type > 5) {
       return Status::Corruption("bad series field list");
     }
     f.type = static_cast<FieldType>(type);

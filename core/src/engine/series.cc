@@ -5,34 +5,15 @@
 namespace cairn {
 
 using chunk_coding::ByteReader;
+using chunk_coding::PutLengthPrefixed;
 using chunk_coding::PutVarint;
-
-namespace {
-
-void PutString(std::string* out, std::string_view s) {
-  PutVarint(out, s.size());
-  out->append(s);
-}
-
-bool ReadString(ByteReader* reader, std::string* out) {
-  uint64_t length;
-  std::string_view bytes;
-  if (!reader->ReadVarint(&length) || length > reader->remaining() ||
-      !reader->ReadBytes(static_cast<size_t>(length), &bytes)) {
-    return false;
-  }
-  out->assign(bytes);
-  return true;
-}
-
-}  // namespace
 
 std::string EncodeTagMap(const TagMap& tags) {
   std::string out;
   PutVarint(&out, tags.size());
   for (const auto& [name, value] : tags) {
-    PutString(&out, name);
-    PutString(&out, value);
+    PutLengthPrefixed(&out, name);
+    PutLengthPrefixed(&out, value);
   }
   return out;
 }
@@ -44,7 +25,7 @@ Result<TagMap> DecodeTagMap(std::string_view bytes) {
   TagMap tags;
   for (uint64_t i = 0; i < count; ++i) {
     std::string name, value;
-    if (!ReadString(&reader, &name) || !ReadString(&reader, &value)) return Status::Corruption("bad tag set");
+    if (!reader.ReadLengthPrefixed(&name) || !reader.ReadLengthPrefixed(&value)) return Status::Corruption("bad tag set");
     // The encoding is canonical (names ascending, each once): anything else
     // would give one tag set two keys.
     if (!tags.empty() && !(tags.rbegin()->first < name)) return Status::Corruption("bad tag set: unsorted");
