@@ -287,9 +287,13 @@ TEST_F(HttpServerTest, AWaitingConnectionMakesRoomForANewOne) {
   options.max_connections = 2;
   StartServer(options);
   HttpTestClient first = Client();
+  // A connection waits once the server has finished writing its answer,
+  // which may be a moment after the client has read it.
   ASSERT_TRUE(first.Request("GET", "/1").ok());
+  ASSERT_TRUE(Eventually([this] { return server_->stats().waiting_connections == 1; }, 10000));
   HttpTestClient second = Client();
   ASSERT_TRUE(second.Request("GET", "/2").ok());
+  ASSERT_TRUE(Eventually([this] { return server_->stats().waiting_connections == 2; }, 10000));
   // Both wait between requests: the one waiting longest gives way.
   HttpTestClient third = Client();
   Result<HttpTestResponse> served = third.Request("GET", "/3");

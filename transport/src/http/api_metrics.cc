@@ -151,6 +151,8 @@ std::string ApiMetrics::RenderPrometheus(const EngineStats& engine, const HttpSe
   Single(&out, "cairn_http_requests_refused_stopping_total", "counter",
          "Requests answered 503 because cairnd was stopping.", server.requests_refused_stopping);
   Single(&out, "cairn_http_open_connections", "gauge", "Connections open now.", server.open_connections);
+  Single(&out, "cairn_http_waiting_connections", "gauge",
+         "Open connections waiting for a request (the ones a newcomer may displace).", server.waiting_connections);
 
   Single(&out, "cairn_engine_records_written_total", "counter",
          "Records stored by the engine since it opened.", engine.records_written);

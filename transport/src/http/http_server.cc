@@ -137,7 +137,13 @@ HttpServer::~HttpServer() { Stop(); }
 
 HttpServerStats HttpServer::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+  HttpServerStats stats = stats_;
+  for (const std::unique_ptr<Connection>& connection : connections_) {
+    if (connection->evicted || connection->finished.load()) continue;
+    std::lock_guard<std::mutex> guard(connection->mutex);
+    if (connection->phase == Phase::kWaiting) ++stats.waiting_connections;
+  }
+  return stats;
 }
 
 void HttpServer::Count(uint64_t HttpServerStats::*counter) {

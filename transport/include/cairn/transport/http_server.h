@@ -123,6 +123,9 @@ struct HttpServerStats {
   uint64_t requests_refused_at_head = 0;   // the head check answered
   uint64_t requests_refused_stopping = 0;  // 503 while stopping
   uint64_t open_connections = 0;
+  // Open connections between requests (or before their first): the ones a
+  // newcomer may displace when the server or its address is full.
+  uint64_t waiting_connections = 0;
 };
 
 class HttpServer {
