@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "cairnd/clock_option.h"
+#include "cairnd/flag_words.h"
 #include "cairnd/wear_options.h"
 
 namespace cairn::cairnd {
@@ -502,30 +503,16 @@ Result<ParsedCommandLine> ParseCommandLine(std::span<const char* const> words) {
       return Status::InvalidArgument("unexpected argument '" + std::string(word) +
                                      "' (cairnd takes flags only)");
     }
-    std::string_view name = word;
-    std::optional<std::string_view> value;
-    if (const size_t equals = word.find('='); equals != std::string_view::npos) {
-      name = word.substr(0, equals);
-      value = word.substr(equals + 1);
-    }
-    const std::optional<FlagSpec> flag = FindFlag(name);
-    if (!flag) return Status::InvalidArgument("unknown flag '" + std::string(name) + "'");
+    const FlagWord flag_word = SplitFlagWord(word);
+    const std::optional<FlagSpec> flag = FindFlag(flag_word.name);
+    if (!flag) return Status::InvalidArgument("unknown flag '" + std::string(flag_word.name) + "'");
     if (!seen.insert(flag->name).second) {
       return Status::InvalidArgument("flag " + std::string(flag->name) + " is given more than once");
     }
-    if (flag->value_name.empty()) {
-      if (value) return Status::InvalidArgument("flag " + std::string(flag->name) + " takes no value");
-    } else if (!value) {
-      if (i + 1 == words.size()) {
-        return Status::InvalidArgument("flag " + std::string(flag->name) + " needs a value: " +
-                                       std::string(flag->name) + " " + std::string(flag->value_name));
-      }
-      value = words[++i];
-    }
-    if (value && value->empty()) {
-      return Status::InvalidArgument("flag " + std::string(flag->name) + " needs a non-empty value");
-    }
-    CAIRN_RETURN_IF_ERROR(flag->apply(flag->name, value.value_or(std::string_view()), &parsed));
+    const std::string usage = std::string(flag->name) + " " + std::string(flag->value_name);
+    CAIRN_ASSIGN_OR_RETURN(const std::string_view value,
+                           TakeFlagValue(words, &i, flag_word, !flag->value_name.empty(), usage));
+    CAIRN_RETURN_IF_ERROR(flag->apply(flag->name, value, &parsed));
   }
   CAIRN_RETURN_IF_ERROR(CheckFlagCombinations(seen, &parsed));
   return parsed;

@@ -12,6 +12,7 @@
 #include "cairn/transport/result_renderer.h"
 #include "cairn/transport/token_store.h"
 
+#include "cairnd/flag_words.h"
 #include "cairnd/options.h"
 
 namespace cairn::cairnd {
@@ -62,6 +63,38 @@ std::span<const FlagSpec> FlagsOf(Subcommand subcommand) {
 
 bool IsHelpWord(std::string_view word) { return word == "--help" || word == "-h"; }
 
+// Checks the words that are not flags, and the flags a subcommand needs.
+Status CheckTokenArguments(const std::vector<std::string_view>& arguments, TokenCommandLine* parsed) {
+  switch (parsed->subcommand) {
+    case Subcommand::kCreate:
+      if (!arguments.empty()) {
+        return Status::InvalidArgument("unexpected argument '" + std::string(arguments[0]) +
+                                       "' (create takes --name and --scope)");
+      }
+      if (parsed->name.empty()) return Status::InvalidArgument("create needs --name NAME");
+      if (parsed->scopes.empty()) {
+        return Status::InvalidArgument(
+            "create needs at least one --scope (admin, read:TABLE or write:TABLE)");
+      }
+      break;
+    case Subcommand::kList:
+    case Subcommand::kRepair:
+      if (!arguments.empty())
+        return Status::InvalidArgument("unexpected argument '" + std::string(arguments[0]) + "'");
+      break;
+    case Subcommand::kRevoke:
+      if (arguments.size() != 1) {
+        return Status::InvalidArgument("revoke needs exactly one token id or name, got " +
+                                       std::to_string(arguments.size()));
+      }
+      parsed->id_or_name = std::string(arguments[0]);
+      break;
+    case Subcommand::kHelp:
+      break;
+  }
+  return Status::Ok();
+}
+
 // InvalidArgument carries a usage error, to be shown after "cairnd token: ".
 Result<TokenCommandLine> ParseTokenCommandLine(std::span<const char* const> words) {
   TokenCommandLine parsed;
@@ -93,42 +126,28 @@ Result<TokenCommandLine> ParseTokenCommandLine(std::span<const char* const> word
       arguments.push_back(word);
       continue;
     }
-    std::string_view name = word;
-    std::optional<std::string_view> value;
-    if (const size_t equals = word.find('='); equals != std::string_view::npos) {
-      name = word.substr(0, equals);
-      value = word.substr(equals + 1);
-    }
+    const FlagWord flag_word = SplitFlagWord(word);
     const FlagSpec* flag = nullptr;
     for (const FlagSpec& candidate : flags) {
-      if (candidate.name == name) flag = &candidate;
+      if (candidate.name == flag_word.name) flag = &candidate;
     }
     if (flag == nullptr) {
-      return Status::InvalidArgument("unknown flag '" + std::string(name) + "' for " +
+      return Status::InvalidArgument("unknown flag '" + std::string(flag_word.name) + "' for " +
                                      std::string(subcommand));
     }
     if (!flag->repeatable && !seen.insert(flag->name).second) {
       return Status::InvalidArgument("flag " + std::string(flag->name) + " is given more than once");
     }
-    if (!flag->takes_value) {
-      if (value) return Status::InvalidArgument("flag " + std::string(flag->name) + " takes no value");
-    } else if (!value) {
-      if (i + 1 == words.size()) {
-        return Status::InvalidArgument("flag " + std::string(flag->name) + " needs a value");
-      }
-      value = words[++i];
-    }
-    if (value && value->empty()) {
-      return Status::InvalidArgument("flag " + std::string(flag->name) + " needs a non-empty value");
-    }
+    CAIRN_ASSIGN_OR_RETURN(const std::string_view value,
+                           TakeFlagValue(words, &i, flag_word, flag->takes_value, ""));
 
     if (flag->name == "--data-dir") {
-      parsed.data_dir = std::string(*value);
+      parsed.data_dir = std::string(value);
     } else if (flag->name == "--name") {
-      CAIRN_RETURN_IF_ERROR(ValidateTokenName(*value));
-      parsed.name = std::string(*value);
+      CAIRN_RETURN_IF_ERROR(ValidateTokenName(value));
+      parsed.name = std::string(value);
     } else if (flag->name == "--scope") {
-      std::string_view list = *value;
+      std::string_view list = value;
       for (;;) {
         const size_t comma = list.find(',');
         const std::string_view scope = list.substr(0, comma);
@@ -142,33 +161,7 @@ Result<TokenCommandLine> ParseTokenCommandLine(std::span<const char* const> word
     }
   }
 
-  switch (parsed.subcommand) {
-    case Subcommand::kCreate:
-      if (!arguments.empty()) {
-        return Status::InvalidArgument("unexpected argument '" + std::string(arguments[0]) +
-                                       "' (create takes --name and --scope)");
-      }
-      if (parsed.name.empty()) return Status::InvalidArgument("create needs --name NAME");
-      if (parsed.scopes.empty()) {
-        return Status::InvalidArgument(
-            "create needs at least one --scope (admin, read:TABLE or write:TABLE)");
-      }
-      break;
-    case Subcommand::kList:
-    case Subcommand::kRepair:
-      if (!arguments.empty())
-        return Status::InvalidArgument("unexpected argument '" + std::string(arguments[0]) + "'");
-      break;
-    case Subcommand::kRevoke:
-      if (arguments.size() != 1) {
-        return Status::InvalidArgument("revoke needs exactly one token id or name, got " +
-                                       std::to_string(arguments.size()));
-      }
-      parsed.id_or_name = std::string(arguments[0]);
-      break;
-    case Subcommand::kHelp:
-      break;
-  }
+  CAIRN_RETURN_IF_ERROR(CheckTokenArguments(arguments, &parsed));
   return parsed;
 }
 
