@@ -18,6 +18,7 @@ Result<std::unique_ptr<IngestService>> IngestService::Create(Env* env, IngestSer
                                                              std::unique_ptr<IngestSink> sink) {
   if (sink == nullptr) return Status::InvalidArgument("the ingest service needs a sink");
   if (options.ingest.keys.empty()) return Status::InvalidArgument("the ingest service needs gateway keys");
+  if (!options.link_factory) return Status::InvalidArgument("the ingest service needs an MQTT link factory");
   for (const auto& [gateway, key] : options.ingest.keys) {
     if (key.size() < kMinSyncKeyBytes) {
       return Status::InvalidArgument("the key of gateway '" + gateway + "' is shorter than " +
@@ -36,7 +37,7 @@ Result<std::unique_ptr<IngestService>> IngestService::Create(Env* env, IngestSer
   IngestService* self = service.get();
   CAIRN_ASSIGN_OR_RETURN(
       service->link_,
-      MqttLink::Create(
+      service->options_.link_factory(
           env, std::move(link),
           [self](std::string_view topic, std::string_view payload) { self->OnMessage(topic, payload); },
           [self](bool connected, const std::string& reason) { self->OnConnection(connected, reason); }));

@@ -226,7 +226,7 @@ class MqttInput::Impl {
   };
 
   Result<std::unique_ptr<MqttLink>> CreateLink() {
-    return MqttLink::Create(
+    return options_.link_factory(
         env_, link_options_,
         [this](std::string_view topic, std::string_view payload) { OnMessage(topic, payload); },
         [this](bool connected, const std::string&) { OnConnection(connected); });
@@ -513,6 +513,7 @@ Result<std::unique_ptr<MqttInput>> MqttInput::Create(Env* env, Engine* engine, M
     return Status::InvalidArgument("MQTT input retry backoff needs 1 <= retry_min_ms <= retry_max_ms");
   }
   if (options.device_tag.empty()) return Status::InvalidArgument("MQTT input device_tag is empty");
+  if (!options.link_factory) return Status::InvalidArgument("MQTT input needs an MQTT link factory");
   if (engine == nullptr) return Status::InvalidArgument("MQTT input needs an engine");
   auto impl = std::make_unique<Impl>(env, engine, std::move(options));
   CAIRN_RETURN_IF_ERROR(impl->Init());

@@ -521,10 +521,10 @@ class MqttLinkImpl final : public MqttLink {
   // Waits for a Paho token, giving up early when Stop begins. Returns the
   // failure reason, or "" on success.
   std::string AwaitToken(const mqtt::token_ptr& token, int64_t timeout_ms, const char* what) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    const int64_t deadline_ns = env_->MonotonicNanos() + timeout_ms * 1'000'000;
     try {
       while (!token->wait_for(std::chrono::milliseconds(50))) {
-        if (std::chrono::steady_clock::now() >= deadline) return std::string(what) + " timed out";
+        if (env_->MonotonicNanos() >= deadline_ns) return std::string(what) + " timed out";
       }
     } catch (const mqtt::exception& error) {
       const int code = error.get_return_code();

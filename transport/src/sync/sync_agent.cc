@@ -93,8 +93,9 @@ class SyncAgentImpl final : public SyncAgent {
     MqttLinkOptions link = options_.link;
     if (link.client_id.empty()) link.client_id = "cairn-" + options_.gateway_id;
     if (options_.confirmation == SyncConfirmation::kReceipt) link.subscriptions.push_back(receipt_topic_);
+    if (!options_.link_factory) return Status::InvalidArgument("the sync agent needs an MQTT link factory");
     CAIRN_ASSIGN_OR_RETURN(
-        link_, MqttLink::Create(
+        link_, options_.link_factory(
                    env_, std::move(link),
                    [this](std::string_view topic, std::string_view payload) { OnMessage(topic, payload); },
                    [this](bool connected, const std::string& reason) { OnConnection(connected, reason); }));

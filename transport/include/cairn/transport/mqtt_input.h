@@ -80,6 +80,8 @@ struct MqttInputOptions {
   // so that readings published while cairnd is down or the input is paused
   // wait at the broker; with it on, the broker drops them.
   MqttLinkOptions link;
+  // Builds the link from `link`, at Create and again after every pause.
+  MqttLinkFactory link_factory = &MqttLink::Create;
   // At least one.
   std::vector<MqttInputRoute> routes;
   // Unit of timestamps in line protocol and in JSON "time".

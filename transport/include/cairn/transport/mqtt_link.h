@@ -1,8 +1,13 @@
-// MqttLink: one MQTT connection that stays up. It wraps Paho MQTT C++'s
-// async client for the three users of MQTT in cairn: the sync sender in
-// cairnd, the local sensor input in cairnd, and the cloud-side cairn-ingest.
+// MqttLink: one MQTT connection that stays up, for the three users of MQTT
+// in cairn: the sync sender in cairnd, the local sensor input in cairnd, and
+// the cloud-side cairn-ingest.
 //
-// What it adds to Paho:
+// MqttLink is the interface those users program against; they obtain links
+// through an MqttLinkFactory, which is MqttLink::Create (Paho MQTT C++'s
+// async client) unless a test hands them another. Every link keeps the
+// contract written on the methods below.
+//
+// What MqttLink::Create adds to Paho:
 //   - reconnection forever, with exponential backoff and full jitter (the
 //     delay before attempt n is uniform in [0, min(max, min_delay * 2^n)]),
 //     so a fleet of gateways does not reconnect in lockstep after an outage;
@@ -18,8 +23,8 @@
 // lost.
 //
 // Thread-safety: every method may be called from any thread. Handlers and
-// publish callbacks run on Paho's threads, one at a time; they may call
-// Publish and connected(), and must not call Stop.
+// publish callbacks run on the link's threads (Paho's), one at a time; they
+// may call Publish and connected(), and must not call Stop.
 #pragma once
 
 #include <cstddef>
@@ -129,5 +134,13 @@ class MqttLink {
   // handler call. No handler runs afterwards. Idempotent.
   virtual void Stop() = 0;
 };
+
+// Builds a link as MqttLink::Create does (checking the options, without
+// connecting); the handlers follow MqttLink's contract. SyncAgent, MqttInput
+// and IngestService take one in their options, defaulting to
+// MqttLink::Create, so that tests can connect them to an in-memory broker.
+using MqttLinkFactory = std::function<Result<std::unique_ptr<MqttLink>>(
+    Env* env, MqttLinkOptions options, MqttLink::MessageHandler on_message,
+    MqttLink::ConnectionHandler on_connection)>;
 
 }  // namespace cairn

@@ -68,6 +68,8 @@ struct SyncAgentOptions {
   // subscriptions (receipt mode) and uses "cairn-<gateway_id>" as client
   // id when it is empty. Its max_inflight is the whole window.
   MqttLinkOptions link;
+  // Builds the link from `link`.
+  MqttLinkFactory link_factory = &MqttLink::Create;
 
   int64_t live_interval_ms = 1000;
   size_t live_max_records = 10'000;

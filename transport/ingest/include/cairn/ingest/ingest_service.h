@@ -36,6 +36,8 @@ struct IngestServiceOptions {
   // The broker connection. The service sets clean_session = false and its
   // own subscription; other subscriptions are kept.
   MqttLinkOptions link;
+  // Builds the link from `link`.
+  MqttLinkFactory link_factory = &MqttLink::Create;
   IngestHandlerOptions ingest;
   // Receives log lines (without newline): connection changes ("subscribed to
   // <filter> on <server_uri>" after every connect), every refused
