@@ -141,7 +141,8 @@ class FakeMqttBroker::Link {
       stats_.publish_failures += remaining.size();
     }
     broker_->Detach(this);
-    for (auto& [key, done] : remaining) {
+    for (auto& entry : remaining) {
+      MqttLink::PublishCallback& done = entry.second;
       Invoke([&] {
         if (done) done(Status::Unavailable("MQTT link stopped before PUBACK (cancelled)"));
       });
@@ -236,7 +237,8 @@ class FakeMqttBroker::Link {
       stats_.publish_failures += failed.size();
     }
     changed_.SignalAll();
-    for (auto& [key, done] : failed) {
+    for (auto& entry : failed) {
+      MqttLink::PublishCallback& done = entry.second;
       Invoke([&] {
         if (done) done(Status::Unavailable("connection lost before PUBACK"));
       });

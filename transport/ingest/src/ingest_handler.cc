@@ -29,13 +29,13 @@ IngestHandler::IngestHandler(Env* env, IngestHandlerOptions options, IngestSink*
 void IngestHandler::RequestStop() { stop_requested_.store(true); }
 
 IngestStats IngestHandler::stats() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return stats_;
 }
 
 HandledMessage IngestHandler::Refuse(IngestOutcome outcome, std::string detail) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     switch (outcome) {
       case IngestOutcome::kUnknownGateway:
         ++stats_.unknown_gateway;
@@ -69,7 +69,7 @@ void IngestHandler::SleepUnlessStopped(int64_t ms) {
 
 HandledMessage IngestHandler::Handle(std::string_view topic, std::string_view payload) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     ++stats_.messages;
   }
   Result<SyncTopicParts> parts = ParseSyncTopic(options_.topic_prefix, topic);
@@ -112,7 +112,7 @@ HandledMessage IngestHandler::Handle(std::string_view topic, std::string_view pa
       handled.outcome = IngestOutcome::kStored;
       handled.counts = *counts;
       receipt.status = ReceiptStatus::kOk;
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       ++stats_.batches_stored;
       stats_.records_inserted += counts->inserted;
       stats_.records_replaced += counts->replaced;
@@ -134,12 +134,12 @@ HandledMessage IngestHandler::Handle(std::string_view topic, std::string_view pa
       if (reason.empty()) reason = "rejected by the sink";
       if (reason.size() > kMaxReceiptReasonBytes) reason.resize(kMaxReceiptReasonBytes);
       receipt.reason = std::move(reason);
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       ++stats_.batches_rejected;
       break;
     }
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       ++stats_.sink_failures;
       stats_.last_error = counts.status().ToString();
     }

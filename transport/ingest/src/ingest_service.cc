@@ -132,7 +132,7 @@ Status IngestService::TryPublish(const OutgoingReceipt& receipt) {
 }
 
 void IngestService::FlushDeferredReceipts() {
-  std::lock_guard<std::mutex> lock(deferred_mutex_);
+  MutexLock lock(&deferred_mutex_);
   while (!deferred_receipts_.empty()) {
     Status published = TryPublish(deferred_receipts_.front());
     if (published.Is(StatusCode::kUnavailable)) return;  // later, on the next message or connect
@@ -145,7 +145,7 @@ void IngestService::FlushDeferredReceipts() {
 }
 
 void IngestService::DeferReceipt(OutgoingReceipt receipt) {
-  std::lock_guard<std::mutex> lock(deferred_mutex_);
+  MutexLock lock(&deferred_mutex_);
   if (deferred_receipts_.size() >= kMaxDeferredReceipts) {
     // The gateway re-sends what stays unconfirmed; the batch is stored.
     counters_->failures.fetch_add(1);
@@ -159,7 +159,7 @@ void IngestService::DeferReceipt(OutgoingReceipt receipt) {
 void IngestService::PublishReceipt(OutgoingReceipt receipt) {
   FlushDeferredReceipts();
   {
-    std::lock_guard<std::mutex> lock(deferred_mutex_);
+    MutexLock lock(&deferred_mutex_);
     if (!deferred_receipts_.empty()) {
       // Keep the order: this one goes after those still waiting.
       counters_->deferred.fetch_add(1);

@@ -2,14 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "cairn/platform/mutex.h"
 #include "cairn/transport/json_value.h"
 
 #include "json_reading.h"
@@ -149,9 +148,9 @@ class MqttInput::Impl {
   }
 
   Status Start() {
-    std::lock_guard<std::mutex> lifecycle(lifecycle_mutex_);
+    MutexLock lifecycle(&lifecycle_mutex_);
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       if (stopping_) return Status::FailedPrecondition("MQTT input stopped");
       if (started_) return Status::FailedPrecondition("MQTT input already started");
       started_ = true;
@@ -163,25 +162,25 @@ class MqttInput::Impl {
   }
 
   void Stop() {
-    std::lock_guard<std::mutex> lifecycle(lifecycle_mutex_);
+    MutexLock lifecycle(&lifecycle_mutex_);
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       if (stopped_) return;
       stopping_ = true;
       link_connected_ = false;
     }
-    state_changed_.notify_all();
+    state_changed_.SignalAll();
     if (worker_.joinable()) worker_.join();
     MqttLink* link;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       link = link_.get();
     }
     // Handlers still running hold what the engine refuses; none runs after this.
     if (link != nullptr) link->Stop();
     std::deque<HeldMessage> lost;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       lost.swap(held_);
       stats_.messages += lost.size();
       stats_.messages_failed += lost.size();
@@ -196,15 +195,16 @@ class MqttInput::Impl {
     }
   }
 
-  bool WaitConnected(int64_t timeout_ms) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    state_changed_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(timeout_ms, 0)),
-                            [this] { return link_connected_ || stopping_; });
+  bool WaitConnected(int64_t timeout_ms) EXCLUDES(mutex_) {
+    MutexLock lock(&mutex_);
+    // A wait's deadline: the condition variable's steady clock.
+    state_changed_.WaitFor(&mutex_, std::chrono::milliseconds(std::max<int64_t>(timeout_ms, 0)),
+                           [this]() REQUIRES(mutex_) { return link_connected_ || stopping_; });
     return link_connected_;
   }
 
   MqttInputStats stats() const {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     MqttInputStats copy = stats_;
     copy.paused = paused_;
     copy.messages_held = held_.size();
@@ -234,7 +234,7 @@ class MqttInput::Impl {
 
   void Log(const std::string& line) {
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       stats_.last_error = line;
     }
     if (options_.log) options_.log(line);
@@ -262,17 +262,17 @@ class MqttInput::Impl {
   // On Paho's thread.
   void OnConnection(bool connected) {
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       link_connected_ = connected && !stopping_;
     }
-    state_changed_.notify_all();
+    state_changed_.SignalAll();
   }
 
   // On Paho's thread: returns without waiting for the engine beyond one
   // Engine::Write, so that Paho's other clients keep going.
   void OnMessage(std::string_view topic, std::string_view payload) {
     if (!HandleMessage(topic, payload)) return;
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     ++stats_.messages;
   }
 
@@ -283,7 +283,7 @@ class MqttInput::Impl {
       // Only possible when the broker delivers beyond our filters (a
       // session subscribed earlier with other routes).
       {
-        std::lock_guard<std::mutex> lock(mutex_);
+        MutexLock lock(&mutex_);
         ++stats_.messages_failed;
       }
       Log("MQTT input: no route for topic " + std::string(topic) + "; message dropped");
@@ -300,21 +300,21 @@ class MqttInput::Impl {
     std::string where = "MQTT input " + std::string(topic) + " -> " + route->table + ": ";
     if (!parsed.ok()) {
       {
-        std::lock_guard<std::mutex> lock(mutex_);
+        MutexLock lock(&mutex_);
         ++stats_.messages_failed;
       }
       Log(where + parsed.message());
       return true;
     }
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       stats_.records_rejected += errors.size();
     }
     for (const std::string& error : errors) Log(where + error);
     if (records.empty()) return true;
     HeldMessage message{std::move(where), route->table, std::move(records), 0};
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       if (pausing_) {
         // Behind the held ones: written after them, by the input's thread.
         held_.push_back(std::move(message));
@@ -325,13 +325,13 @@ class MqttInput::Impl {
     if (refusal.ok()) return true;
     Log(message.where + refusal.ToString() + "; pausing the input and retrying");
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       message.refusals = 1;
       held_.push_back(std::move(message));
       pausing_ = true;
       ++stats_.pauses;
     }
-    state_changed_.notify_all();
+    state_changed_.SignalAll();
     return false;
   }
 
@@ -346,7 +346,7 @@ class MqttInput::Impl {
     if (!written.ok()) {
       if (IsRefusal(written.status())) return written.status();
       {
-        std::lock_guard<std::mutex> lock(mutex_);
+        MutexLock lock(&mutex_);
         ++stats_.messages_failed;
       }
       Log(where + written.status().ToString());
@@ -364,7 +364,7 @@ class MqttInput::Impl {
       }
     }
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       stats_.records_stored += stored;
       stats_.records_rejected += refused.size();
     }
@@ -375,36 +375,36 @@ class MqttInput::Impl {
   // The input's thread: waits for a refusal, then pauses until the held
   // messages are stored. Never runs on Paho's threads, so it may stop and
   // start links.
-  void RunPauses() {
-    std::unique_lock<std::mutex> lock(mutex_);
+  void RunPauses() EXCLUDES(mutex_) {
+    MutexLock lock(&mutex_);
     while (true) {
-      state_changed_.wait(lock, [this] { return stopping_ || pausing_; });
+      state_changed_.Wait(&mutex_, [this]() REQUIRES(mutex_) { return stopping_ || pausing_; });
       if (stopping_) return;
-      Pause(lock);
+      Pause();
     }
   }
 
   // One pause, from stopping the link to resuming with a new one; returns
   // early when Stop begins (Stop then accounts for the held messages).
-  // `lock` holds mutex_ on entry and on return.
-  void Pause(std::unique_lock<std::mutex>& lock) {
+  // Releases mutex_ while it calls the link and the engine.
+  void Pause() REQUIRES(mutex_) {
     // The broker keeps for the session whatever it does not deliver: stop
     // delivering. MqttLink::Stop returns after the last handler call, so
     // the held queue is complete from here on.
     MqttLink* link = link_.get();
-    lock.unlock();
+    mutex_.Unlock();
     link->Stop();
-    lock.lock();
+    mutex_.Lock();
     AddLinkStats(link_->stats(), &retired_link_stats_);
     retired_link_stats_.connected = false;
     retired_link_stats_.inflight = 0;
     std::unique_ptr<MqttLink> stopped = std::move(link_);
     link_connected_ = false;
     paused_ = true;
-    lock.unlock();
+    mutex_.Unlock();
     // Destroyed before a new client with the same id exists.
     stopped.reset();
-    lock.lock();
+    mutex_.Lock();
 
     // Only this thread removes held messages, and no handler adds any while
     // the link is stopped, so the front stays put while unlocked.
@@ -412,15 +412,15 @@ class MqttInput::Impl {
       if (stopping_) return;
       HeldMessage& message = held_.front();
       if (message.refusals > 0) {
-        if (state_changed_.wait_for(lock, std::chrono::milliseconds(RetryDelayMs(message.refusals - 1)),
-                                    [this] { return stopping_; })) {
+        if (state_changed_.WaitFor(&mutex_, std::chrono::milliseconds(RetryDelayMs(message.refusals - 1)),
+                                   [this]() REQUIRES(mutex_) { return stopping_; })) {
           return;
         }
         ++stats_.write_retries;
       }
-      lock.unlock();
+      mutex_.Unlock();
       Status refusal = TryStore(message.where, message.table, message.records);
-      lock.lock();
+      mutex_.Lock();
       if (!refusal.ok()) {
         ++message.refusals;
         continue;
@@ -432,36 +432,36 @@ class MqttInput::Impl {
     // A stopped link cannot start again: resume with a new one.
     for (int attempt = 0;; ++attempt) {
       if (stopping_) return;
-      lock.unlock();
+      mutex_.Unlock();
       Result<std::unique_ptr<MqttLink>> created = CreateLink();
       // Logged once: the options passed at Create, so what fails now (a TLS
       // file gone) tends to last.
       if (!created.ok() && attempt == 0) Log("MQTT input cannot resume: " + created.status().ToString());
-      lock.lock();
+      mutex_.Lock();
       if (created.ok()) {
         if (stopping_) {
-          lock.unlock();
+          mutex_.Unlock();
           created->reset();
-          lock.lock();
+          mutex_.Lock();
           return;
         }
         link_ = std::move(*created);
         break;
       }
-      if (state_changed_.wait_for(lock, std::chrono::milliseconds(RetryDelayMs(attempt)),
-                                  [this] { return stopping_; })) {
+      if (state_changed_.WaitFor(&mutex_, std::chrono::milliseconds(RetryDelayMs(attempt)),
+                                 [this]() REQUIRES(mutex_) { return stopping_; })) {
         return;
       }
     }
     pausing_ = false;
     paused_ = false;
     MqttLink* resumed = link_.get();
-    lock.unlock();
+    mutex_.Unlock();
     // Refused only for a link started or stopped before, not a new one.
     // Stop waits for this thread before it stops the link.
     Status started = resumed->Start();
     if (!started.ok()) Log("MQTT input cannot resume: " + started.ToString());
-    lock.lock();
+    mutex_.Lock();
   }
 
   Env* const env_;
@@ -471,28 +471,30 @@ class MqttInput::Impl {
   MqttLinkOptions link_options_;
 
   // Serialises Start and Stop. Never taken by handlers or the input's thread.
-  std::mutex lifecycle_mutex_;
+  Mutex lifecycle_mutex_ ACQUIRED_BEFORE(mutex_);
   std::thread worker_;
 
   // Taken briefly by handlers on Paho's thread; never held while calling
   // MqttLink::Stop, Start, Create or a link's destructor, nor the engine.
-  mutable std::mutex mutex_;
-  std::condition_variable state_changed_;
-  bool started_ = false;
-  bool stopping_ = false;
-  bool stopped_ = false;
+  mutable Mutex mutex_;
+  CondVar state_changed_;
+  bool started_ GUARDED_BY(mutex_) = false;
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  bool stopped_ GUARDED_BY(mutex_) = false;
   // The current link announced its connection.
-  bool link_connected_ = false;
+  bool link_connected_ GUARDED_BY(mutex_) = false;
   // A refusal asked for a pause; handlers hold what arrives (until resumed).
-  bool pausing_ = false;
+  bool pausing_ GUARDED_BY(mutex_) = false;
   // The link is stopped for the pause (until resumed).
-  bool paused_ = false;
-  std::deque<HeldMessage> held_;
-  MqttInputStats stats_;
+  bool paused_ GUARDED_BY(mutex_) = false;
+  std::deque<HeldMessage> held_ GUARDED_BY(mutex_);
+  MqttInputStats stats_ GUARDED_BY(mutex_);
   // Counters of the links stopped by pauses.
-  MqttLinkStats retired_link_stats_;
+  MqttLinkStats retired_link_stats_ GUARDED_BY(mutex_);
   // Last: destroyed (and stopped) first, while the members its handler uses
-  // still exist. Null during a pause, between two links.
+  // still exist. Null during a pause, between two links. Not GUARDED_BY:
+  // only the input's thread replaces it (under mutex_), and Init and Start
+  // use it before that thread runs; everyone else reads it under mutex_.
   std::unique_ptr<MqttLink> link_;
 };
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <exception>
 #include <map>
@@ -12,6 +11,7 @@
 
 #include <mqtt/async_client.h>
 
+#include "cairn/platform/mutex.h"
 #include "shell/utf8.h"
 
 namespace cairn {
@@ -297,7 +297,7 @@ class MqttLinkImpl final : public MqttLink {
   }
 
   Status Start() override {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     if (started_) return Status::FailedPrecondition("MQTT link already started");
     if (stopping_) return Status::FailedPrecondition("MQTT link stopped");
     started_ = true;
@@ -309,7 +309,7 @@ class MqttLinkImpl final : public MqttLink {
     CAIRN_RETURN_IF_ERROR(CheckTopicName(topic));
     uintptr_t key;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       if (stopping_) return Status::Unavailable("MQTT link stopped");
       if (!connected_) return Status::Unavailable("not connected to MQTT broker " + options_.server_uri);
       if (pending_.size() >= options_.max_inflight) {
@@ -332,7 +332,7 @@ class MqttLinkImpl final : public MqttLink {
       failure = error.what();
     }
     if (failure.empty()) return Status::Ok();
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     stats_.last_error = "publish to " + topic + " failed: " + failure;
     // A connection loss may already have failed it (and called `done`): then
     // the publish counts as accepted.
@@ -343,19 +343,20 @@ class MqttLinkImpl final : public MqttLink {
   }
 
   bool WaitConnected(int64_t timeout_ms) override {
-    std::unique_lock<std::mutex> lock(mutex_);
-    return state_changed_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(timeout_ms, 0)), [this] {
-      return connected_ || stopping_;
-    }) && connected_;
+    MutexLock lock(&mutex_);
+    // A wait's deadline: the condition variable's steady clock.
+    return state_changed_.WaitFor(&mutex_, std::chrono::milliseconds(std::max<int64_t>(timeout_ms, 0)),
+                                  [this]() REQUIRES(mutex_) { return connected_ || stopping_; }) &&
+           connected_;
   }
 
   bool connected() const override {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     return connected_;
   }
 
   MqttLinkStats stats() const override {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     MqttLinkStats copy = stats_;
     copy.connected = connected_;
     copy.inflight = pending_.size();
@@ -364,21 +365,21 @@ class MqttLinkImpl final : public MqttLink {
 
   void Stop() override {
     {
-      std::unique_lock<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       if (stopping_) {
         // A concurrent second caller returns when the first is done.
-        state_changed_.wait(lock, [this] { return stopped_; });
+        state_changed_.Wait(&mutex_, [this]() REQUIRES(mutex_) { return stopped_; });
         return;
       }
       stopping_ = true;
       connected_ = false;
     }
-    state_changed_.notify_all();
+    state_changed_.SignalAll();
     if (thread_.joinable()) thread_.join();
     if (client_ != nullptr) {
       bool awaiting_puback;
       {
-        std::lock_guard<std::mutex> lock(mutex_);
+        MutexLock lock(&mutex_);
         awaiting_puback = !pending_.empty();
       }
       // Paho lets a disconnect with a timeout run to its next cycle even
@@ -396,7 +397,7 @@ class MqttLinkImpl final : public MqttLink {
     {
       // Waits for a handler that is running, then shuts the gate on the rest.
       std::lock_guard<std::recursive_mutex> callbacks(callback_mutex_);
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       callbacks_enabled_ = false;
       remaining.swap(pending_);
       stats_.publish_failures += remaining.size();
@@ -410,10 +411,10 @@ class MqttLinkImpl final : public MqttLink {
       });
     }
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       stopped_ = true;
     }
-    state_changed_.notify_all();
+    state_changed_.SignalAll();
   }
 
   void OnPublishResult(const mqtt::token& token, bool success) {
@@ -422,7 +423,7 @@ class MqttLinkImpl final : public MqttLink {
     PublishCallback done;
     Status status;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       if (!callbacks_enabled_) return;
       auto it = pending_.find(key);
       // Already failed by a connection loss; Paho re-sent it afterwards.
@@ -451,10 +452,10 @@ class MqttLinkImpl final : public MqttLink {
     try {
       fn();
     } catch (const std::exception& error) {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       stats_.last_error = std::string("MQTT handler threw: ") + error.what();
     } catch (...) {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       stats_.last_error = "MQTT handler threw";
     }
   }
@@ -463,7 +464,7 @@ class MqttLinkImpl final : public MqttLink {
     if (message == nullptr) return;
     std::lock_guard<std::recursive_mutex> callbacks(callback_mutex_);
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       if (!callbacks_enabled_) return;
       ++stats_.received;
     }
@@ -480,7 +481,7 @@ class MqttLinkImpl final : public MqttLink {
     bool announce = false;
     std::map<uintptr_t, PublishCallback> failed;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       link_up_ = false;
       if (!attempt_done_) {
         attempt_done_ = true;
@@ -496,7 +497,7 @@ class MqttLinkImpl final : public MqttLink {
       failed.swap(pending_);
       stats_.publish_failures += failed.size();
     }
-    state_changed_.notify_all();
+    state_changed_.SignalAll();
     for (auto& entry : failed) {
       PublishCallback& done = entry.second;
       Invoke([&] {
@@ -544,7 +545,7 @@ class MqttLinkImpl final : public MqttLink {
   // thread could deadlock against a Paho thread delivering a message.
   std::string ConnectOnce() {
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       attempt_done_ = false;
       attempt_failure_.clear();
     }
@@ -562,15 +563,18 @@ class MqttLinkImpl final : public MqttLink {
       EndAttempt("");
       return failure;
     }
-    std::unique_lock<std::mutex> lock(mutex_);
-    state_changed_.wait_for(lock, std::chrono::milliseconds(options_.connect_timeout_ms + kTokenGraceMs),
-                            [this] { return attempt_done_ || stopping_; });
-    if (attempt_done_) return attempt_failure_;
-    // Timed out subscribing, or stopping: late callbacks of this attempt
-    // must find it over.
-    attempt_done_ = true;
-    const bool stopping = stopping_;
-    lock.unlock();
+    bool stopping;
+    {
+      MutexLock lock(&mutex_);
+      // A wait's deadline: the condition variable's steady clock.
+      state_changed_.WaitFor(&mutex_, std::chrono::milliseconds(options_.connect_timeout_ms + kTokenGraceMs),
+                             [this]() REQUIRES(mutex_) { return attempt_done_ || stopping_; });
+      if (attempt_done_) return attempt_failure_;
+      // Timed out subscribing, or stopping: late callbacks of this attempt
+      // must find it over.
+      attempt_done_ = true;
+      stopping = stopping_;
+    }
     DisconnectQuietly();
     return stopping ? "stopping" : "subscribe timed out";
   }
@@ -579,12 +583,12 @@ class MqttLinkImpl final : public MqttLink {
   // elsewhere); false when it was already over.
   bool EndAttempt(const std::string& failure) {
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       if (attempt_done_) return false;
       attempt_done_ = true;
       attempt_failure_ = failure;
     }
-    state_changed_.notify_all();
+    state_changed_.SignalAll();
     return true;
   }
 
@@ -593,7 +597,7 @@ class MqttLinkImpl final : public MqttLink {
   void OnConnectResult(const mqtt::token&, bool success) {
     if (!success) return;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       link_up_ = true;
       ++stats_.connects;
       subscribe_index_ = 0;
@@ -607,7 +611,7 @@ class MqttLinkImpl final : public MqttLink {
     std::string filter;
     uintptr_t key;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       if (attempt_done_ || stopping_) return;
       if (subscribe_index_ == options_.subscriptions.size()) {
         // Falls through to Announce below, outside this lock.
@@ -632,7 +636,7 @@ class MqttLinkImpl final : public MqttLink {
     const uintptr_t key = reinterpret_cast<uintptr_t>(token.get_user_context());
     std::string filter;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       // A subscription of an attempt that is already over.
       if (key != subscribe_key_ || attempt_done_) return;
       filter = options_.subscriptions[subscribe_index_];
@@ -655,7 +659,7 @@ class MqttLinkImpl final : public MqttLink {
       return;
     }
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       ++subscribe_index_;
     }
     SubscribeNext();
@@ -666,7 +670,7 @@ class MqttLinkImpl final : public MqttLink {
   void AbandonConnection(const std::string& failure) {
     if (!EndAttempt(failure)) return;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       link_up_ = false;
     }
     try {
@@ -681,7 +685,7 @@ class MqttLinkImpl final : public MqttLink {
     std::lock_guard<std::recursive_mutex> callbacks(callback_mutex_);
     bool up;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       if (attempt_done_ || stopping_ || !callbacks_enabled_) return;
       attempt_done_ = true;
       up = link_up_;
@@ -692,7 +696,7 @@ class MqttLinkImpl final : public MqttLink {
         connected_ = true;
       }
     }
-    state_changed_.notify_all();
+    state_changed_.SignalAll();
     if (up && on_connection_) Invoke([&] { on_connection_(true, ""); });
   }
 
@@ -704,26 +708,28 @@ class MqttLinkImpl final : public MqttLink {
     } catch (const std::exception&) {
       // The connection is gone either way.
     }
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     link_up_ = false;
   }
 
-  void ConnectionLoop() {
+  void ConnectionLoop() EXCLUDES(mutex_) {
     int failures = 0;
     bool first = true;
-    std::unique_lock<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     while (!stopping_) {
       if (!first) {
         const int64_t delay_ms = BackoffMs(failures);
-        if (state_changed_.wait_for(lock, std::chrono::milliseconds(delay_ms),
-                                    [this] { return stopping_; })) {
+        // The backoff is a wait that Stop cuts short: its deadline is the
+        // condition variable's steady clock.
+        if (state_changed_.WaitFor(&mutex_, std::chrono::milliseconds(delay_ms),
+                                   [this]() REQUIRES(mutex_) { return stopping_; })) {
           break;
         }
       }
       first = false;
-      lock.unlock();
+      mutex_.Unlock();
       std::string failure = ConnectOnce();
-      lock.lock();
+      mutex_.Lock();
       if (stopping_) break;
       if (!failure.empty()) {
         ++failures;
@@ -732,7 +738,7 @@ class MqttLinkImpl final : public MqttLink {
         continue;
       }
       failures = 0;
-      state_changed_.wait(lock, [this] { return stopping_ || !link_up_; });
+      state_changed_.Wait(&mutex_, [this]() REQUIRES(mutex_) { return stopping_ || !link_up_; });
     }
   }
 
@@ -749,28 +755,31 @@ class MqttLinkImpl final : public MqttLink {
   // Serialises every call into user code (handlers, publish callbacks) and
   // lets Stop wait out the one that runs. Taken before mutex_; recursive in
   // case Paho ever reports an outcome on the thread of the call it answers.
+  // cairn::Mutex is not recursive, so this one stays a std::recursive_mutex,
+  // which the thread-safety analysis does not see: the order (this, then
+  // mutex_) is kept by hand.
   std::recursive_mutex callback_mutex_;
-  mutable std::mutex mutex_;
-  std::condition_variable state_changed_;
-  bool started_ = false;
-  bool stopping_ = false;
-  bool stopped_ = false;
-  bool callbacks_enabled_ = true;
+  mutable Mutex mutex_;
+  CondVar state_changed_;
+  bool started_ GUARDED_BY(mutex_) = false;
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  bool stopped_ GUARDED_BY(mutex_) = false;
+  bool callbacks_enabled_ GUARDED_BY(mutex_) = true;
   // Paho has a connection (CONNACK seen, no loss since).
-  bool link_up_ = false;
+  bool link_up_ GUARDED_BY(mutex_) = false;
   // link_up_ with the subscriptions in place and announced.
-  bool connected_ = false;
+  bool connected_ GUARDED_BY(mutex_) = false;
   // The current connect attempt has ended (connected, or failed with
   // attempt_failure_); Paho's callbacks of an ended attempt do nothing.
-  bool attempt_done_ = true;
-  std::string attempt_failure_;
+  bool attempt_done_ GUARDED_BY(mutex_) = true;
+  std::string attempt_failure_ GUARDED_BY(mutex_);
   // Which subscription the attempt is at, and the key of its request.
-  size_t subscribe_index_ = 0;
-  uintptr_t subscribe_key_ = 0;
-  uintptr_t next_subscribe_key_ = 1;
-  uintptr_t next_publish_key_ = 1;
-  std::map<uintptr_t, PublishCallback> pending_;
-  MqttLinkStats stats_;
+  size_t subscribe_index_ GUARDED_BY(mutex_) = 0;
+  uintptr_t subscribe_key_ GUARDED_BY(mutex_) = 0;
+  uintptr_t next_subscribe_key_ GUARDED_BY(mutex_) = 1;
+  uintptr_t next_publish_key_ GUARDED_BY(mutex_) = 1;
+  std::map<uintptr_t, PublishCallback> pending_ GUARDED_BY(mutex_);
+  MqttLinkStats stats_ GUARDED_BY(mutex_);
   std::thread thread_;
 
   // Last: destroyed first, so Paho stops calling in while the rest exists.

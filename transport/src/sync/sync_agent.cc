@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <map>
-#include <mutex>
 #include <thread>
+
+#include "cairn/platform/mutex.h"
 
 namespace cairn {
 
@@ -104,14 +104,14 @@ class SyncAgentImpl final : public SyncAgent {
 
   Status Start() override {
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(&mutex_);
       if (started_) return Status::FailedPrecondition("the sync agent was started already");
       started_ = true;
     }
     CAIRN_ASSIGN_OR_RETURN(std::vector<SyncLedger> ledgers, engine_->LoadSyncLedgers());
     const uint64_t last_lsn = engine_->Stats().last_lsn;
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(&mutex_);
       for (SyncLedger& ledger : ledgers) {
         TableSync& table = tables_[ledger.table];
         table.name = ledger.table;
@@ -129,14 +129,14 @@ class SyncAgentImpl final : public SyncAgent {
 
   void Notify() override {
     notified_.store(true, std::memory_order_relaxed);
-    wake_.notify_one();
+    wake_.Signal();
   }
 
   Result<SyncStatus> GetStatus() override {
     SyncStatus status;
     std::vector<std::pair<std::string, LsnRangeSet>> confirmed;
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(&mutex_);
       status.connected = link_->connected();
       status.gateway_id = options_.gateway_id;
       status.confirmation = options_.confirmation;
@@ -182,14 +182,14 @@ class SyncAgentImpl final : public SyncAgent {
 
   void Stop() override {
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(&mutex_);
       if (stopping_) return;
       stopping_ = true;
     }
-    wake_.notify_all();
+    wake_.SignalAll();
     if (thread_.joinable()) thread_.join();
     if (link_) link_->Stop();
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     if (started_) FlushLedgers(/*force=*/true);
   }
 
@@ -202,19 +202,19 @@ class SyncAgentImpl final : public SyncAgent {
 
   void OnConnection(bool connected, const std::string& reason) {
     if (!connected) {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(&mutex_);
       // Publishes without PUBACK fail through their callbacks; batches
       // awaiting receipts wait for them (the session keeps them) until
       // their timeout.
       last_link_error_ = reason;
     }
-    wake_.notify_one();
+    wake_.Signal();
   }
 
   void OnMessage(std::string_view topic, std::string_view payload) {
     if (topic != receipt_topic_) return;
     Result<SyncReceipt> receipt = DecodeReceipt(payload, options_.key);
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     if (!receipt.ok()) {
       ++receipts_invalid_;
       Log("sync: ignored a receipt: " + receipt.status().ToString());
@@ -244,12 +244,12 @@ class SyncAgentImpl final : public SyncAgent {
     }
     ++receipts_accepted_;
     Confirm(table->second, batch);
-    wake_.notify_one();
+    wake_.Signal();
   }
 
   void OnPublished(const std::string& table_name, SyncLane lane, uint64_t sequence, uint32_t attempt,
                    const Status& status) {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     auto table = tables_.find(table_name);
     if (table == tables_.end()) return;
     auto batch = table->second.in_flight.find({lane, sequence});
@@ -266,11 +266,11 @@ class SyncAgentImpl final : public SyncAgent {
       batch->second.needs_publish = true;
       batch->second.retry_at_monotonic_ns = env_->MonotonicNanos() + kRepublishDelayNs;
     }
-    wake_.notify_one();
+    wake_.Signal();
   }
 
-  // Requires mutex_.
-  void Confirm(TableSync& table, std::map<std::pair<SyncLane, uint64_t>, InFlight>::iterator batch) {
+  void Confirm(TableSync& table, std::map<std::pair<SyncLane, uint64_t>, InFlight>::iterator batch)
+      REQUIRES(mutex_) {
     const SyncBatchState& state = batch->second.state;
     table.confirmed.Add(state.first_lsn, state.last_lsn);
     LaneCounters& lane = table.lanes[state.lane];
@@ -283,21 +283,22 @@ class SyncAgentImpl final : public SyncAgent {
 
   // ---- the sending thread -----------------------------------------------------
 
-  void Run() {
-    std::unique_lock lock(mutex_);
+  void Run() EXCLUDES(mutex_) {
+    MutexLock lock(&mutex_);
     while (!stopping_) {
       // A write's Notify wakes the wait; a full live batch that may have more
-      // behind it skips it.
-      wake_.wait_for(lock, std::chrono::milliseconds(options_.poll_interval_ms),
-                     [this] { return stopping_ || more_live_; });
+      // behind it skips it. (The wait's deadline is the condition variable's
+      // steady clock; the agent's own time reads go through env_.)
+      wake_.WaitFor(&mutex_, std::chrono::milliseconds(options_.poll_interval_ms),
+                    [this]() REQUIRES(mutex_) { return stopping_ || more_live_; });
       if (stopping_) break;
       if (more_live_) {
         more_live_ = false;
         notified_.store(true, std::memory_order_relaxed);
       }
-      lock.unlock();
+      mutex_.Unlock();
       Status status = Round();
-      lock.lock();
+      mutex_.Lock();
       if (!status.ok()) Log("sync: " + status.ToString());
       FlushLedgers(/*force=*/false);
     }
@@ -309,7 +310,7 @@ class SyncAgentImpl final : public SyncAgent {
     const int64_t now = env_->MonotonicNanos();
     const bool notified = notified_.exchange(false, std::memory_order_relaxed);
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(&mutex_);
       // Tables dropped or switched off stop syncing; new ones start, with
       // everything already stored as backfill.
       for (auto it = tables_.begin(); it != tables_.end();) {
@@ -356,7 +357,7 @@ class SyncAgentImpl final : public SyncAgent {
     };
     std::vector<Attempt> attempts;
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(&mutex_);
       auto table = tables_.find(table_name);
       if (table == tables_.end()) return Status::Ok();
       for (auto& [key, batch] : table->second.in_flight) {
@@ -390,7 +391,7 @@ class SyncAgentImpl final : public SyncAgent {
                                 });
         link_refused = !status.ok();
       }
-      std::lock_guard lock(mutex_);
+      MutexLock lock(&mutex_);
       auto table = tables_.find(table_name);
       if (table == tables_.end()) return Status::Ok();
       auto batch = table->second.in_flight.find(attempt.key);
@@ -413,8 +414,9 @@ class SyncAgentImpl final : public SyncAgent {
   }
 
   // Builds a batch from `changes` (non-empty) covering after+1..covered,
-  // for PublishPending to send. Requires mutex_.
-  Status AddBatchLocked(TableSync& table, SyncLane lane, uint64_t after, const ChangeBatch& changes) {
+  // for PublishPending to send.
+  Status AddBatchLocked(TableSync& table, SyncLane lane, uint64_t after, const ChangeBatch& changes)
+      REQUIRES(mutex_) {
     EnvelopeHeader header;
     header.gateway_id = options_.gateway_id;
     header.table = table.name;
@@ -461,7 +463,7 @@ class SyncAgentImpl final : public SyncAgent {
   Status SendLive(const std::string& table_name, int64_t now, bool notified) {
     uint64_t after = 0;
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(&mutex_);
       auto table = tables_.find(table_name);
       if (table == tables_.end()) return Status::Ok();
       const bool due =
@@ -477,7 +479,7 @@ class SyncAgentImpl final : public SyncAgent {
     const bool full = changes.records.size() >= options_.live_max_records;
     uint64_t last_lsn = 0;
     if (full) last_lsn = engine_->Stats().last_lsn;
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     auto table = tables_.find(table_name);
     if (table == tables_.end() || table->second.live_sent != after) return Status::Ok();
     TableSync& t = table->second;
@@ -511,7 +513,7 @@ class SyncAgentImpl final : public SyncAgent {
   Status SendBackfill(const std::string& table_name, int64_t now) {
     // Refill the rate limiter's bucket (at most one second's worth).
     if (options_.backfill_records_per_second > 0) {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(&mutex_);
       const double per_ns = static_cast<double>(options_.backfill_records_per_second) / kNanosPerSecond;
       if (last_refill_ns_ == 0) last_refill_ns_ = now;
       backfill_tokens_ = std::min(static_cast<double>(options_.backfill_records_per_second),
@@ -522,7 +524,7 @@ class SyncAgentImpl final : public SyncAgent {
       uint64_t after = 0, through = 0;
       size_t max_records = options_.backfill_max_records;
       {
-        std::lock_guard lock(mutex_);
+        MutexLock lock(&mutex_);
         auto table = tables_.find(table_name);
         if (table == tables_.end()) return Status::Ok();
         TableSync& t = table->second;
@@ -544,7 +546,7 @@ class SyncAgentImpl final : public SyncAgent {
       }
       CAIRN_ASSIGN_OR_RETURN(ChangeBatch changes, ReadEncodable(table_name, after, through, max_records));
       {
-        std::lock_guard lock(mutex_);
+        MutexLock lock(&mutex_);
         auto table = tables_.find(table_name);
         if (table == tables_.end()) return Status::Ok();
         TableSync& t = table->second;
@@ -571,8 +573,7 @@ class SyncAgentImpl final : public SyncAgent {
     return Status::Ok();
   }
 
-  // Requires mutex_.
-  void FlushLedgers(bool force) {
+  void FlushLedgers(bool force) REQUIRES(mutex_) {
     const int64_t now = env_->MonotonicNanos();
     if (!force && now - last_flush_ns_ < options_.ledger_flush_ms * kNanosPerMilli) return;
     last_flush_ns_ = now;
@@ -598,19 +599,22 @@ class SyncAgentImpl final : public SyncAgent {
   std::string receipt_topic_;
   std::unique_ptr<MqttLink> link_;
 
-  std::mutex mutex_;
-  std::condition_variable wake_;
+  // Taken by the MQTT callbacks, so never held while calling the link.
+  Mutex mutex_;
+  CondVar wake_;
   std::atomic<bool> notified_{false};
-  bool more_live_ = false;  // a full live batch was sent; guarded by mutex_
-  bool started_ = false;
-  bool stopping_ = false;
-  uint64_t start_lsn_ = 0;
-  std::map<std::string, TableSync> tables_;
-  uint64_t receipts_accepted_ = 0, receipts_rejected_ = 0, receipts_invalid_ = 0;
-  std::string last_link_error_;
-  double backfill_tokens_ = 0;
-  int64_t last_refill_ns_ = 0;
-  int64_t last_flush_ns_ = 0;
+  bool more_live_ GUARDED_BY(mutex_) = false;  // a full live batch was sent
+  bool started_ GUARDED_BY(mutex_) = false;
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  uint64_t start_lsn_ GUARDED_BY(mutex_) = 0;
+  std::map<std::string, TableSync> tables_ GUARDED_BY(mutex_);
+  uint64_t receipts_accepted_ GUARDED_BY(mutex_) = 0;
+  uint64_t receipts_rejected_ GUARDED_BY(mutex_) = 0;
+  uint64_t receipts_invalid_ GUARDED_BY(mutex_) = 0;
+  std::string last_link_error_ GUARDED_BY(mutex_);
+  double backfill_tokens_ GUARDED_BY(mutex_) = 0;
+  int64_t last_refill_ns_ GUARDED_BY(mutex_) = 0;
+  int64_t last_flush_ns_ GUARDED_BY(mutex_) = 0;
   std::thread thread_;
 };
 

@@ -17,7 +17,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,6 +24,7 @@
 #include "cairn/ingest/gateway_keys.h"
 #include "cairn/ingest/ingest_sink.h"
 #include "cairn/platform/env.h"
+#include "cairn/platform/mutex.h"
 #include "cairn/transport/sync_envelope.h"
 
 namespace cairn {
@@ -110,8 +110,8 @@ class IngestHandler {
   const IngestHandlerOptions options_;
   IngestSink* const sink_;
   std::atomic<bool> stop_requested_{false};
-  mutable std::mutex mutex_;
-  IngestStats stats_;  // guarded by mutex_
+  mutable Mutex mutex_;
+  IngestStats stats_ GUARDED_BY(mutex_);
 };
 
 }  // namespace cairn

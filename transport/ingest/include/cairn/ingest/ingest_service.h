@@ -20,13 +20,13 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 
 #include "cairn/ingest/ingest_handler.h"
 #include "cairn/ingest/ingest_sink.h"
 #include "cairn/platform/env.h"
+#include "cairn/platform/mutex.h"
 #include "cairn/platform/status.h"
 #include "cairn/transport/mqtt_link.h"
 
@@ -97,11 +97,11 @@ class IngestService {
   void OnMessage(std::string_view topic, std::string_view payload);
   void OnConnection(bool connected, const std::string& reason);
   // Publishes now, or queues the receipt when the link cannot take it yet.
-  void PublishReceipt(OutgoingReceipt receipt);
+  void PublishReceipt(OutgoingReceipt receipt) EXCLUDES(deferred_mutex_);
   Status TryPublish(const OutgoingReceipt& receipt);
-  void DeferReceipt(OutgoingReceipt receipt);
+  void DeferReceipt(OutgoingReceipt receipt) EXCLUDES(deferred_mutex_);
   // Publishes queued receipts, oldest first, while the link takes them.
-  void FlushDeferredReceipts();
+  void FlushDeferredReceipts() EXCLUDES(deferred_mutex_);
   void Log(std::string_view line);
 
   // Queued receipts beyond this are dropped (and counted as failures).
@@ -113,8 +113,8 @@ class IngestService {
   IngestHandler handler_;
   std::string subscription_;
   std::shared_ptr<Counters> counters_;  // shared with publish callbacks
-  std::mutex deferred_mutex_;
-  std::deque<OutgoingReceipt> deferred_receipts_;  // guarded by deferred_mutex_
+  Mutex deferred_mutex_;
+  std::deque<OutgoingReceipt> deferred_receipts_ GUARDED_BY(deferred_mutex_);
   std::unique_ptr<MqttLink> link_;
 };
 
