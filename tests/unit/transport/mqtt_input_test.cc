@@ -1,7 +1,7 @@
 // MqttInput's payload formats (mqtt_input_format.md), route parsing, option
-// checks and its life cycle without a broker; the tests with a broker and an
-// engine (deliveries, pauses while the engine refuses writes) are in
-// tests/integration/mqtt_input_test.cc.
+// checks and its life cycle without a broker; deliveries over the in-memory
+// broker are in mqtt_input_delivery_test.cc, and the tests with mosquitto
+// and an engine in tests/integration/mqtt_input_test.cc.
 #include "cairn/transport/mqtt_input.h"
 
 #include <cstdint>
