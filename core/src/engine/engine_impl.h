@@ -32,6 +32,7 @@
 #include "engine/flash_wear_monitor.h"
 #include "engine/health_board.h"
 #include "engine/aggregate_bucket.h"
+#include "engine/reclaimer.h"
 #include "engine/series.h"
 #include "log/log_writer.h"
 #include "storage/period_file.h"
@@ -252,19 +253,25 @@ class EngineImpl final : public Engine {
                                  const LsnRangeSet& confirmed);
 
   // ---- sync quota (engine_quota.cc) ----
-  struct QuotaMeasurement;
-  // OK, or ResourceExhausted naming the limit when the quota refuses writes
-  // to `table` now; `received` (WriteReceived) is refused by the floor only.
-  Status AdmitUnderQuota(const std::string& table, bool received);
+  // The tables and period files as the Reclaimer reaches them.
+  class QuotaStore final : public ReclaimerStore {
+   public:
+    explicit QuotaStore(EngineImpl* engine) : engine_(engine) {}
+    Result<std::vector<SyncedTable>> SyncedTables() override;
+    bool IsSynced(const std::string& table) override;
+    Result<UnsyncedSummary> SummarizeUnsynced(const std::string& table, const LsnRangeSet& confirmed) override;
+    Status WithPeriodFile(const std::string& table, Period period, int64_t start,
+                          const std::function<Status(PeriodFile&)>& work) override;
+    Status EnsureAggregateSeries(const std::string& table, const std::vector<AggregateRequest>& requests,
+                                 std::map<int64_t, AggregateTarget>* targets) override;
+    void SeriesRewritten(const std::string& table, const std::set<int64_t>& touched,
+                         const std::vector<ChunkRow>& added) override;
+    Result<uint64_t> WithSealsHeld(const std::function<Result<uint64_t>()>& work) override;
+
+   private:
+    EngineImpl* const engine_;
+  };
   Result<WriteResult> WriteAdmitted(const std::string& table, const std::vector<Record>& records);
-  // Measures the quota when due, applies the policy, updates quota_.
-  Status CheckSyncQuota();
-  Result<QuotaMeasurement> MeasureQuota();
-  // Drops or downsamples the oldest unsynced sealed records until about
-  // `wanted` bytes are freed or nothing is left; returns the bytes freed.
-  Result<uint64_t> ReclaimUnsynced(uint64_t wanted, const QuotaMeasurement& measurement, bool downsample);
-  Result<uint64_t> ReclaimInPeriod(const std::string& table, Period period, int64_t start,
-                                   const LsnRangeSet& confirmed, uint64_t wanted, bool downsample);
 
   // ---- storage (engine_storage.cc) ----
   std::string TableDir(const std::string& table) const;
@@ -368,12 +375,9 @@ class EngineImpl final : public Engine {
   std::atomic<uint64_t> chunks_sealed_{0};
   std::atomic<uint64_t> chunks_decoded_{0};
 
-  // Sync quota state: quota_ under quota_mutex_; the two flags are read by
-  // every write without it.
-  std::mutex quota_mutex_;
-  SyncQuotaStatus quota_;
-  int64_t quota_checked_monotonic_ns_ = 0;  // 0: never
-  std::atomic<bool> quota_refuses_synced_{false}, quota_refuses_all_{false};
+  // The sync quota; created once the catalog is open.
+  QuotaStore quota_store_{this};
+  std::unique_ptr<Reclaimer> reclaimer_;
 
   std::mutex background_mutex_;
   std::condition_variable background_cv_;

@@ -149,7 +149,7 @@ Status EngineImpl::Maintain() {
     }
   }
   // 3. The sync quota, after retention freed what it could.
-  if (Status quota = CheckSyncQuota(); !quota.ok() && status.ok()) status = quota;
+  if (Status quota = reclaimer_->Check(); !quota.ok() && status.ok()) status = quota;
   // 4. Flash wear, when a sample is due. A failed save of its totals is
   //    tried again at the next save and is no reason to fail the round.
   (void)flash_wear_->Sample();

@@ -51,6 +51,7 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
   vfs_name_ = VfsNameFor(env_);
   CAIRN_RETURN_IF_ERROR(RegisterEnvVfs(env_, vfs_name_));
   CAIRN_ASSIGN_OR_RETURN(catalog_, OpenOrRebuildCatalog(report));
+  reclaimer_ = std::make_unique<Reclaimer>(env_, data_dir_, options_.sync_quota, catalog_.get(), &quota_store_);
   CAIRN_RETURN_IF_ERROR(env_->SyncDir(data_dir_));
 
   CAIRN_ASSIGN_OR_RETURN(std::vector<TableInfo> tables, catalog_->LoadTables());

@@ -81,12 +81,7 @@ EngineImpl::EngineImpl(Env* env, std::string data_dir, const EngineOptions& opti
     : env_(env),
       data_dir_(std::move(data_dir)),
       options_(options),
-      clock_(std::make_unique<ClockTrust>(env, data_dir_, options.clock)) {
-  quota_.enabled = options.sync_quota.max_unsynced_bytes != 0 || options.sync_quota.min_free_bytes != 0;
-  quota_.policy = options.sync_quota.policy;
-  quota_.max_unsynced_bytes = options.sync_quota.max_unsynced_bytes;
-  quota_.min_free_bytes = options.sync_quota.min_free_bytes;
-}
+      clock_(std::make_unique<ClockTrust>(env, data_dir_, options.clock)) {}
 
 EngineImpl::~EngineImpl() { (void)Close(); }
 
@@ -166,12 +161,12 @@ Result<TableInfo> EngineImpl::GetTable(const std::string& name) {
 
 Result<WriteResult> EngineImpl::Write(const std::string& table, const std::vector<Record>& records) {
   // Refused before the log: nothing of a refused batch is stored.
-  CAIRN_RETURN_IF_ERROR(AdmitUnderQuota(table, /*received=*/false));
+  CAIRN_RETURN_IF_ERROR(reclaimer_->Admit(table, /*received=*/false));
   return WriteThroughClock(table, records);
 }
 
 Result<WriteResult> EngineImpl::WriteReceived(const std::string& table, const std::vector<Record>& records) {
-  CAIRN_RETURN_IF_ERROR(AdmitUnderQuota(table, /*received=*/true));
+  CAIRN_RETURN_IF_ERROR(reclaimer_->Admit(table, /*received=*/true));
   return WriteThroughClock(table, records);
 }
 
