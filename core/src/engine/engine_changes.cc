@@ -20,10 +20,6 @@ namespace cairn {
 
 namespace {
 
-constexpr int64_t kNanosPerSecond = 1'000'000'000;
-
-bool Expired(int64_t ttl, int64_t now_ns) { return ttl != 0 && ttl <= now_ns / kNanosPerSecond; }
-
 // What the feed needs of a series, copied under the state lock.
 struct SeriesIdentity {
   std::string device_id, measure_name;
@@ -202,7 +198,7 @@ Result<ChangeBatch> EngineImpl::ReadChanges(const std::string& table_name, uint6
   ChangeBatch batch;
   batch.covered_through = cut;
   for (const Candidate& c : candidates) {
-    if (Expired(c.record.ttl, now)) continue;
+    if (TtlExpired(c.record.ttl, now)) continue;
     auto identity = series_by_id.find(c.series_id);
     if (identity == series_by_id.end()) continue;  // its table was dropped and recreated meanwhile
     batch.records.push_back(RowOf(identity->second, c));
@@ -222,7 +218,7 @@ Result<UnsyncedSummary> EngineImpl::SummarizeUnsynced(const std::string& table_n
   UnsyncedSummary summary;
   Period period = Period::kDay;
   std::set<int64_t> period_starts;
-  int64_t retention_ns = 0;
+  int64_t retention_seconds = 0;
   uint64_t through = 0;
   auto note_oldest = [&](int64_t ts) {
     if (summary.oldest_timestamp == 0 || ts < summary.oldest_timestamp) summary.oldest_timestamp = ts;
@@ -235,10 +231,10 @@ Result<UnsyncedSummary> EngineImpl::SummarizeUnsynced(const std::string& table_n
     const TableState& table = *it->second;
     period = table.info.options.period;
     period_starts = table.period_starts;
-    retention_ns = table.info.options.retention_seconds * kNanosPerSecond;
+    retention_seconds = table.info.options.retention_seconds;
     for (const auto& [key, series] : table.series) {
       for (const HeadEntry& entry : series->head) {
-        if (confirmed.Contains(entry.lsn) || Expired(entry.record.ttl, now)) continue;
+        if (confirmed.Contains(entry.lsn) || TtlExpired(entry.record.ttl, now)) continue;
         ++summary.records;
         summary.bytes += HeadEntryBytes(entry);
         summary.head_bytes += HeadEntryBytes(entry);
@@ -253,7 +249,7 @@ Result<UnsyncedSummary> EngineImpl::SummarizeUnsynced(const std::string& table_n
       if (handle.status().Is(StatusCode::kNotFound)) continue;
       return handle.status();
     }
-    const bool past_retention = now != 0 && NextPeriodStart(period, start) <= now - retention_ns;
+    const bool past_retention = now != 0 && PastRetention(period, start, retention_seconds, now);
     std::lock_guard file_lock((*handle)->mutex);
     CAIRN_RETURN_IF_ERROR(ForEachUnconfirmedChunk(*(*handle)->file, confirmed, through, [&](ChunkRow& row) {
       uint64_t unsynced = 0;

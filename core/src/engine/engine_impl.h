@@ -30,6 +30,7 @@
 #include "engine/clock_trust.h"
 #include "engine/held_readings.h"
 #include "engine/flash_wear_monitor.h"
+#include "engine/head.h"
 #include "engine/health_board.h"
 #include "engine/aggregate_bucket.h"
 #include "engine/reclaimer.h"
@@ -179,7 +180,6 @@ class EngineImpl final : public Engine {
   // Why a record that would start a series beyond SeriesLimit is refused.
   std::string SeriesLimitReason(const TableState& table, const Record& record) const;
   void CountOutcomes(const std::vector<PendingWrite*>& group);
-  void ApplyToHead(Series& series, ChunkRecord record, uint64_t lsn);
   Status ReplayRecord(const std::string& table, Record& record, uint64_t lsn);
 
   // ---- clock trust (engine_clock.cc) ----
@@ -344,8 +344,7 @@ class EngineImpl final : public Engine {
   int64_t next_series_id_ = 1;
   uint64_t next_lsn_ = 1;
   uint64_t inflight_first_lsn_ = 0;  // first LSN of the group being logged, 0 if none
-  size_t head_bytes_ = 0;
-  size_t head_records_ = 0;
+  Head head_;
   uint64_t checkpoint_lsn_ = 1;
 
   // Seals committed to a period file's WAL but not yet checkpointed into its

@@ -11,7 +11,6 @@ namespace cairn {
 
 namespace {
 
-constexpr int64_t kNanosPerSecond = 1'000'000'000;
 constexpr int64_t kNanosPerMilli = 1'000'000;
 
 }  // namespace
@@ -37,26 +36,19 @@ Status EngineImpl::Maintain() {
   {
     std::shared_lock state(state_mutex_);
     if (closed_) return Status::FailedPrecondition("engine is closed");
-    if (head_bytes_ > options_.head_memory_budget_bytes) {
-      std::vector<const Series*> by_size;
+    if (head_.OverBudget()) {
+      std::vector<const Series*> heads;
       for (const auto& [name, table] : tables_) {
         for (const auto& [key, series] : table->series) {
-          if (!series->head.empty()) by_size.push_back(series.get());
+          if (!series->head.empty()) heads.push_back(series.get());
         }
       }
-      std::sort(by_size.begin(), by_size.end(),
-                [](const Series* a, const Series* b) { return a->head_bytes > b->head_bytes; });
-      size_t to_free = head_bytes_ - options_.head_memory_budget_bytes / 2;
-      for (const Series* s : by_size) {
-        if (to_free == 0) break;
-        over_budget.insert(s);
-        to_free -= std::min(to_free, s->head_bytes);
-      }
+      over_budget = head_.SealForBudget(std::move(heads));
     }
   }
   const int64_t seal_age_ns = options_.seal_age_ms * kNanosPerMilli;
   Status status = SealWhere([&](const Series& s) {
-    return s.head.size() >= options_.seal_records ||
+    return head_.Full(s) ||
            now_monotonic - s.head_since_monotonic_ns >= seal_age_ns || over_budget.count(&s) != 0;
   });
 
@@ -65,7 +57,7 @@ Status EngineImpl::Maintain() {
   struct TablePeriods {
     std::string name;
     Period period;
-    int64_t retention_ns;
+    int64_t retention_seconds;
     bool sync;
     std::set<int64_t> starts, compacted;
   };
@@ -74,7 +66,7 @@ Status EngineImpl::Maintain() {
     std::shared_lock state(state_mutex_);
     for (const auto& [name, table] : tables_) {
       tables.push_back(TablePeriods{
-          name, table->info.options.period, table->info.options.retention_seconds * kNanosPerSecond,
+          name, table->info.options.period, table->info.options.retention_seconds,
           table->info.options.sync, table->period_starts, table->compacted_periods});
     }
   }
@@ -109,7 +101,7 @@ Status EngineImpl::Maintain() {
     }
     for (int64_t start : t.starts) {
       const int64_t end = NextPeriodStart(t.period, start);
-      if (end <= now - t.retention_ns && !held_for_sync(t, start)) {
+      if (PastRetention(t.period, start, t.retention_seconds, now) && !held_for_sync(t, start)) {
         ForgetPeriodFiles(t.name, start);
         if (Status dropped = DropPeriodFile(t.name, t.period, start); !dropped.ok()) {
           // The period stays listed: the next round finishes the drop.
@@ -198,8 +190,8 @@ EngineStats EngineImpl::Stats() {
     std::shared_lock state(state_mutex_);
     s.last_lsn = next_lsn_ - 1;
     s.checkpoint_lsn = checkpoint_lsn_;
-    s.head_records = head_records_;
-    s.head_bytes = head_bytes_;
+    s.head_records = head_.records();
+    s.head_bytes = head_.bytes();
     for (const auto& [name, table] : tables_) {
       s.series += table->series.size();
       for (const auto& [key, series] : table->series) s.series_bytes += SeriesBytes(*series);

@@ -223,7 +223,7 @@ Status EngineImpl::ReplayRecord(const std::string& table_name, Record& record, u
   r.ttl = record.ttl;
   r.values.resize(series->fields.size());
   for (Field& f : record.fields) r.values[series->field_index[f.name]] = std::move(f.value);
-  ApplyToHead(*series, std::move(r), lsn);
+  head_.Insert(*series, std::move(r), lsn);
   return Status::Ok();
 }
 

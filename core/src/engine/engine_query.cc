@@ -307,7 +307,7 @@ Result<std::vector<RecordRow>> EngineImpl::LatestLocked(const std::string& table
         if (!measure_name.empty() && it->first.measure_name != measure_name) continue;
         const Series& s = *it->second;
         if (!TagsMatch(s, tags)) continue;
-        if (s.latest_known && (!s.latest || !Expired(*s.latest, now))) {
+        if (Head::LatestAnswers(s, now)) {
           if (s.latest) {
             // The fast path: the index holds it and it is still visible.
             RecordRow row;
@@ -343,11 +343,9 @@ Result<std::vector<RecordRow>> EngineImpl::LatestLocked(const std::string& table
       auto t = tables_.find(table);
       if (t != tables_.end()) {
         auto it = t->second->series.find(SeriesKey{snap.device_id, snap.measure_name, snap.dimensions_key});
-        if (it != t->second->series.end() && it->second.get() == snap.series &&
-            it->second->generation == snap.generation) {
-          it->second->latest_known = true;
-          it->second->latest.reset();
-          if (!newest.empty()) it->second->latest = newest.front();
+        if (it != t->second->series.end() && it->second.get() == snap.series) {
+          Head::CacheLatest(*it->second, snap.generation,
+                            newest.empty() ? std::nullopt : std::optional<ChunkRecord>(newest.front()));
         }
       }
     }

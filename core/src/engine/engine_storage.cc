@@ -377,37 +377,7 @@ Status EngineImpl::SealWhere(const std::function<bool(const Series&)>& due) {
       for (size_t i = range.first; i < range.second; ++i)
         sealed_by_series[job->series].push_back(&job->entries[i]);
     }
-    for (auto& [series, sealed] : sealed_by_series) {
-      std::sort(sealed.begin(), sealed.end(), [](const HeadEntry* a, const HeadEntry* b) {
-        return a->record.timestamp < b->record.timestamp;
-      });
-      size_t next_sealed = 0, kept = 0;
-      for (size_t i = 0; i < series->head.size(); ++i) {
-        HeadEntry& entry = series->head[i];
-        while (next_sealed < sealed.size() &&
-               sealed[next_sealed]->record.timestamp < entry.record.timestamp) {
-          ++next_sealed;
-        }
-        // A newer version written meanwhile has another LSN and stays.
-        const bool was_sealed = next_sealed < sealed.size() &&
-                                sealed[next_sealed]->record.timestamp == entry.record.timestamp &&
-                                sealed[next_sealed]->lsn == entry.lsn;
-        if (was_sealed) {
-          const size_t bytes = HeadEntryBytes(entry);
-          series->head_bytes -= bytes;
-          head_bytes_ -= bytes;
-          --head_records_;
-          continue;
-        }
-        if (kept != i) series->head[kept] = std::move(entry);
-        ++kept;
-      }
-      series->head.resize(kept);
-      for (const HeadEntry* e : sealed) {
-        series->sealed_max_timestamp = std::max(series->sealed_max_timestamp, e->record.timestamp);
-      }
-      if (!series->head.empty()) series->head_since_monotonic_ns = env_->MonotonicNanos();
-    }
+    for (auto& [series, sealed] : sealed_by_series) head_.RemoveSealed(*series, std::move(sealed));
   }
   chunks_sealed_ += chunks_written;
   CAIRN_RETURN_IF_ERROR(first_error);

@@ -81,7 +81,8 @@ EngineImpl::EngineImpl(Env* env, std::string data_dir, const EngineOptions& opti
     : env_(env),
       data_dir_(std::move(data_dir)),
       options_(options),
-      clock_(std::make_unique<ClockTrust>(env, data_dir_, options.clock)) {}
+      clock_(std::make_unique<ClockTrust>(env, data_dir_, options.clock)),
+      head_(env, options.head_memory_budget_bytes, options.seal_records) {}
 
 EngineImpl::~EngineImpl() { (void)Close(); }
 
@@ -129,10 +130,7 @@ Status EngineImpl::DropTable(const std::string& name) {
   // The catalog first: once the table is gone there, a crash leaves only
   // orphan files, and replay skips the table's log records.
   CAIRN_RETURN_IF_ERROR(catalog_->DeleteTable(name));
-  for (const auto& [key, series] : it->second->series) {
-    head_bytes_ -= series->head_bytes;
-    head_records_ -= series->head.size();
-  }
+  for (const auto& [key, series] : it->second->series) head_.Forget(*series);
   tables_.erase(it);
   ForgetPeriodFiles(name, INT64_MIN);
   const std::string dir = TableDir(name);
@@ -236,29 +234,6 @@ Series* EngineImpl::FindOrCreateSeries(TableState& table, const std::string& dev
   Series* raw = series.get();
   table.series.emplace(std::move(key), std::move(series));
   return raw;
-}
-
-void EngineImpl::ApplyToHead(Series& series, ChunkRecord record, uint64_t lsn) {
-  ++series.generation;
-  if (series.latest_known && (!series.latest || record.timestamp >= series.latest->timestamp)) {
-    series.latest = record;
-  }
-  auto it = std::lower_bound(series.head.begin(), series.head.end(), record.timestamp,
-                             [](const HeadEntry& e, int64_t ts) { return e.record.timestamp < ts; });
-  if (series.head.empty()) series.head_since_monotonic_ns = env_->MonotonicNanos();
-  HeadEntry entry{std::move(record), lsn};
-  const size_t bytes = HeadEntryBytes(entry);
-  if (it != series.head.end() && it->record.timestamp == entry.record.timestamp) {
-    const size_t old_bytes = HeadEntryBytes(*it);
-    series.head_bytes -= old_bytes;
-    head_bytes_ -= old_bytes;
-    *it = std::move(entry);
-  } else {
-    series.head.insert(it, std::move(entry));
-    ++head_records_;
-  }
-  series.head_bytes += bytes;
-  head_bytes_ += bytes;
 }
 
 void EngineImpl::UndoSeriesChanges(const std::vector<SeriesUndo>& undo) {
@@ -442,13 +417,7 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
           series->attributes = std::move(attributes);
         }
         pending[series][r.timestamp] = accepted.size();
-        int64_t ttl = r.ttl;
-        if (ttl == 0 && table.info.options.default_ttl_seconds > 0) {
-          // Default expiry counts from the reading's own time, so replaying
-          // the log later resolves it identically.
-          const int64_t seconds = r.timestamp / kNanosPerSecond;
-          ttl = std::max<int64_t>(1, seconds + table.info.options.default_ttl_seconds);
-        }
+        const int64_t ttl = RecordExpiry(r.ttl, r.timestamp, table.info.options.default_ttl_seconds);
         AcceptedRecord a{w, i, series, ChunkRecord{}, ttl, std::move(merged)};
         a.record.timestamp = r.timestamp;
         a.record.version = r.version;
@@ -500,7 +469,7 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
     return ReportWriteFailure(env_, data_dir_, "the write-ahead log", status, health_);
   }
   ClearWriteFailures(health_);
-  bool seal_due = head_bytes_ > options_.head_memory_budget_bytes;
+  bool seal_due = head_.OverBudget();
   uint64_t reading_bytes = 0;
   for (size_t k = 0; k < accepted.size(); ++k) {
     AcceptedRecord& a = accepted[k];
@@ -509,8 +478,8 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
     reading_bytes += ReadingBytes(r);
     a.record.values.resize(a.series->fields.size());
     for (const Field& f : r.fields) a.record.values[a.series->field_index[f.name]] = f.value;
-    ApplyToHead(*a.series, std::move(a.record), first_lsn + k);
-    seal_due = seal_due || a.series->head.size() >= options_.seal_records;
+    head_.Insert(*a.series, std::move(a.record), first_lsn + k);
+    seal_due = seal_due || head_.Full(*a.series);
     WriteResult& result = a.writer->result;
     if (result.first_lsn == 0) result.first_lsn = first_lsn + k;
   }

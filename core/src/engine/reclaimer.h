@@ -27,6 +27,7 @@
 #include "cairn/platform/mutex.h"
 
 #include "engine/catalog.h"
+#include "engine/retention.h"
 #include "storage/period_file.h"
 
 namespace cairn {

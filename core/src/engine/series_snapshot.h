@@ -13,15 +13,14 @@
 #include <vector>
 
 #include "engine/engine_impl.h"
+#include "engine/retention.h"
 
 namespace cairn {
 
 inline constexpr int64_t kReadNanosPerSecond = 1'000'000'000;
 
 // Whether a record's ttl has passed at `now_ns`.
-inline bool Expired(const ChunkRecord& r, int64_t now_ns) {
-  return r.ttl != 0 && r.ttl <= now_ns / kReadNanosPerSecond;
-}
+inline bool Expired(const ChunkRecord& r, int64_t now_ns) { return TtlExpired(r.ttl, now_ns); }
 
 // Sorts by timestamp and keeps the highest version of each, of equal
 // versions the later arrival (higher LSN: on_conflict overwrite). Expired
