@@ -180,6 +180,26 @@ class EngineImpl final : public Engine {
   // Why a record that would start a series beyond SeriesLimit is refused.
   std::string SeriesLimitReason(const TableState& table, const Record& record) const;
   void CountOutcomes(const std::vector<PendingWrite*>& group);
+  // What judging a group decided: the records to log, by identity too, and
+  // the series changes the catalog must record first (with their undo).
+  struct GroupJudgement;
+  // Judges every record of `group` (RefusalOf, then JudgeWrite), creating
+  // series and adding fields as accepted records need. Under the exclusive
+  // state lock.
+  Status JudgeGroup(const std::vector<PendingWrite*>& group, GroupJudgement* judged);
+  // Why `r` cannot be stored in `table`, empty when it can: invalid, older
+  // than retention (`oldest_allowed`), a client timestamp the clock refuses
+  // at `now`, a field typed otherwise in its series (`existing`, null when
+  // it would be new), or a new series past the table's limit.
+  std::string RefusalOf(const TableState& table, const Record& r, const Series* existing, int64_t oldest_allowed,
+                        int64_t now);
+  // Records the judged series changes in the catalog; on failure takes them
+  // back in memory and reports the write failure.
+  Status RecordSeriesChanges(const GroupJudgement& judged);
+  // Puts a logged group's accepted records, LSNs from `first_lsn` on, into
+  // the heads, adding their size to `reading_bytes`; true when a seal is
+  // due. Under the exclusive state lock.
+  bool ApplyToHeads(std::vector<AcceptedRecord>& accepted, uint64_t first_lsn, uint64_t* reading_bytes);
   Status ReplayRecord(const std::string& table, Record& record, uint64_t lsn);
 
   // ---- clock trust (engine_clock.cc) ----

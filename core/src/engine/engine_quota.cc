@@ -45,8 +45,8 @@ Status EngineImpl::QuotaStore::EnsureAggregateSeries(const std::string& table,
     const PeriodSeries& raw = *request.raw;
     bool created = false;
     // The aggregates of each raw series stay apart by its dimensions.
-    Series* series = engine_->FindOrCreateSeries(*t->second, raw.device_id, request.measure, raw.dimensions,
-                                                 &created);
+    Series* series =
+        engine_->FindOrCreateSeries(*t->second, raw.device_id, request.measure, raw.dimensions, &created);
     bool changed = created, fits = true;
     for (const ChunkField& f : request.fields) {
       auto it = series->field_index.find(f.name);
@@ -64,8 +64,8 @@ Status EngineImpl::QuotaStore::EnsureAggregateSeries(const std::string& table,
       if (raw_series != t->second->series.end()) series->attributes = raw_series->second->attributes;
     }
     if (changed) {
-      changes.push_back(CatalogSeries{series->id, table, series->device_id, series->measure_name, series->shard,
-                                      series->fields, series->dimensions, series->attributes});
+      changes.push_back(CatalogSeries{series->id, table, series->device_id, series->measure_name,
+                                      series->shard, series->fields, series->dimensions, series->attributes});
     }
     if (fits) {
       (*targets)[raw.series_id] = AggregateTarget{series->id,         request.measure,    series->fields,

@@ -315,147 +315,169 @@ Result<bool> EngineImpl::JudgeWrite(TableState& table, const Series& series, con
 // each record, recording new series in the catalog) and another applies it
 // after the log write; splitting them would hand partial state between
 // functions.
+struct EngineImpl::GroupJudgement {
+  std::vector<AcceptedRecord> accepted;
+  // The accepted records by identity (index into `accepted`): a later
+  // record of the group is judged against them, not yet in the head.
+  PendingIdentities pending;
+  // Series created or whose schema or attributes changed, with their table.
+  std::map<Series*, const std::string*> changed_series;
+  // How to take those changes back if the catalog cannot record them.
+  std::vector<SeriesUndo> undo;
+
+  void WillChange(TableState& table, Series* series, bool created) {
+    if (!changed_series.emplace(series, &table.info.name).second) return;
+    undo.push_back(SeriesUndo{&table, series, created, series->fields.size(), series->attributes});
+  }
+};
+
+std::string EngineImpl::RefusalOf(const TableState& table, const Record& r, const Series* existing,
+                                  int64_t oldest_allowed, int64_t now) {
+  if (Status valid = ValidateRecord(r); !valid.ok()) return valid.message();
+  if (r.timestamp < oldest_allowed) {
+    return "timestamp " + std::to_string(r.timestamp) + " is older than the table's retention of " +
+           std::to_string(table.info.options.retention_seconds) + " s";
+  }
+  // The receiver's own stamps come from the trusted clock (or from the
+  // hold, stamped by it): only a client's timestamp is judged.
+  if (!r.receiver_time) {
+    if (std::string why = clock_->CheckClientTimestamp(r.timestamp, now); !why.empty()) return why;
+  }
+  // Types must agree with the series before anything changes.
+  for (const Field& f : r.fields) {
+    if (!existing) break;
+    auto fi = existing->field_index.find(f.name);
+    if (fi != existing->field_index.end() && existing->fields[fi->second].type != TypeOf(f.value)) {
+      return "field '" + f.name + "' is " + std::string(FieldTypeName(existing->fields[fi->second].type)) +
+             " in this series, not " + std::string(FieldTypeName(TypeOf(f.value)));
+    }
+  }
+  if (existing == nullptr && table.series.size() >= SeriesLimit(table)) {
+    ++records_over_series_limit_;
+    return SeriesLimitReason(table, r);
+  }
+  return "";
+}
+
+Status EngineImpl::JudgeGroup(const std::vector<PendingWrite*>& group, GroupJudgement* judged) {
+  const int64_t now = env_->NowUnixNanos();
+  // Retention refuses old readings only by a clock that may delete: on an
+  // untrusted clock (1970, or stepped a year ahead) it would refuse the very
+  // readings it cannot judge.
+  const std::optional<int64_t> deletion_now = clock_->DeletionNow();
+  for (PendingWrite* w : group) {
+    const std::vector<Record>& records = *w->records;
+    w->result.records.assign(records.size(), RecordResult{});
+    auto table_it = tables_.find(*w->table);
+    if (table_it == tables_.end()) {
+      w->status = Status::NotFound("table '" + *w->table + "' does not exist");
+      continue;
+    }
+    TableState& table = *table_it->second;
+    const int64_t oldest_allowed =
+        deletion_now ? *deletion_now - table.info.options.retention_seconds * kNanosPerSecond : INT64_MIN;
+    for (size_t i = 0; i < records.size(); ++i) {
+      const Record& r = records[i];
+      RecordResult& out = w->result.records[i];
+      TagMap dimensions, attributes;
+      SplitTags(table.info.options, r.dimensions, &dimensions, &attributes);
+      auto series_it = table.series.find(SeriesKey{r.device_id, r.measure_name, EncodeTagMap(dimensions)});
+      const Series* existing = series_it == table.series.end() ? nullptr : series_it->second.get();
+      if (std::string why = RefusalOf(table, r, existing, oldest_allowed, now); !why.empty()) {
+        out.outcome = WriteOutcome::kInvalid;
+        out.reason = std::move(why);
+        continue;
+      }
+      bool created = false;
+      Series* series = FindOrCreateSeries(table, r.device_id, r.measure_name, dimensions, &created);
+      if (created) judged->WillChange(table, series, /*created=*/true);
+      std::unique_ptr<Record> merged;
+      CAIRN_ASSIGN_OR_RETURN(bool store,
+                             JudgeWrite(table, *series, r, judged->pending, judged->accepted, &out, &merged));
+      if (!store) continue;
+      for (const Field& f : (merged ? *merged : r).fields) {
+        if (!series->field_index.count(f.name)) {
+          judged->WillChange(table, series, /*created=*/false);
+          series->AddField(f.name, TypeOf(f.value));
+        }
+      }
+      if (!attributes.empty() && attributes != series->attributes) {
+        judged->WillChange(table, series, /*created=*/false);
+        series->attributes = std::move(attributes);
+      }
+      judged->pending[series][r.timestamp] = judged->accepted.size();
+      const int64_t ttl = RecordExpiry(r.ttl, r.timestamp, table.info.options.default_ttl_seconds);
+      AcceptedRecord a{w, i, series, ChunkRecord{}, ttl, std::move(merged)};
+      a.record.timestamp = r.timestamp;
+      a.record.version = r.version;
+      a.record.ttl = ttl;
+      judged->accepted.push_back(std::move(a));
+    }
+  }
+  return Status::Ok();
+}
+
+Status EngineImpl::RecordSeriesChanges(const GroupJudgement& judged) {
+  if (judged.changed_series.empty()) return Status::Ok();
+  std::vector<CatalogSeries> changes;
+  for (const auto& [series, table_name] : judged.changed_series) {
+    changes.push_back(CatalogSeries{series->id, *table_name, series->device_id, series->measure_name,
+                                    series->shard, series->fields, series->dimensions, series->attributes});
+  }
+  if (Status put = catalog_->PutSeries(changes); !put.ok()) {
+    // Memory must not hold a series id or a field the catalog lacks: a
+    // later write would use it without recording it.
+    UndoSeriesChanges(judged.undo);
+    return ReportWriteFailure(env_, data_dir_, "the catalog", put, health_);
+  }
+  return Status::Ok();
+}
+
+bool EngineImpl::ApplyToHeads(std::vector<AcceptedRecord>& accepted, uint64_t first_lsn,
+                              uint64_t* reading_bytes) {
+  bool seal_due = head_.OverBudget();
+  for (size_t k = 0; k < accepted.size(); ++k) {
+    AcceptedRecord& a = accepted[k];
+    const Record& r = a.source();
+    if (a.merged) ++records_overwritten_;
+    *reading_bytes += ReadingBytes(r);
+    a.record.values.resize(a.series->fields.size());
+    for (const Field& f : r.fields) a.record.values[a.series->field_index[f.name]] = f.value;
+    head_.Insert(*a.series, std::move(a.record), first_lsn + k);
+    seal_due = seal_due || head_.Full(*a.series);
+    WriteResult& result = a.writer->result;
+    if (result.first_lsn == 0) result.first_lsn = first_lsn + k;
+  }
+  return seal_due;
+}
+
 Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
   std::lock_guard commit(commit_mutex_);
-  std::vector<AcceptedRecord> accepted;
+  GroupJudgement judged;
   std::vector<LoggedRecord> logged;
   uint64_t first_lsn = 0;
   {
     std::unique_lock state(state_mutex_);
     if (closed_) return Status::FailedPrecondition("engine is closed");
-    const int64_t now = env_->NowUnixNanos();
-    // Retention refuses old readings only by a clock that may delete: on an
-    // untrusted clock (1970, or stepped a year ahead) it would refuse the
-    // very readings it cannot judge.
-    const std::optional<int64_t> deletion_now = clock_->DeletionNow();
-    // This group's accepted records by identity (index into `accepted`):
-    // a later record of the group is judged against them, not yet in the head.
-    PendingIdentities pending;
-    // Series created or whose schema or dimensions changed, with their table.
-    std::map<Series*, const std::string*> changed_series;
-    // How to take those changes back if the catalog cannot record them.
-    std::vector<SeriesUndo> undo;
-    auto will_change = [&](TableState& table, Series* series, bool created) {
-      if (!changed_series.emplace(series, &table.info.name).second) return;
-      undo.push_back(SeriesUndo{&table, series, created, series->fields.size(), series->attributes});
-    };
-    for (PendingWrite* w : group) {
-      const std::vector<Record>& records = *w->records;
-      w->result.records.assign(records.size(), RecordResult{});
-      auto table_it = tables_.find(*w->table);
-      if (table_it == tables_.end()) {
-        w->status = Status::NotFound("table '" + *w->table + "' does not exist");
-        continue;
-      }
-      TableState& table = *table_it->second;
-      const int64_t oldest_allowed =
-          deletion_now ? *deletion_now - table.info.options.retention_seconds * kNanosPerSecond : INT64_MIN;
-      for (size_t i = 0; i < records.size(); ++i) {
-        const Record& r = records[i];
-        RecordResult& out = w->result.records[i];
-        const auto invalid = [&](std::string reason) {
-          out.outcome = WriteOutcome::kInvalid;
-          out.reason = std::move(reason);
-        };
-        if (Status valid = ValidateRecord(r); !valid.ok()) {
-          invalid(valid.message());
-          continue;
-        }
-        if (r.timestamp < oldest_allowed) {
-          invalid("timestamp " + std::to_string(r.timestamp) + " is older than the table's retention of " +
-                  std::to_string(table.info.options.retention_seconds) + " s");
-          continue;
-        }
-        // The receiver's own stamps come from the trusted clock (or from
-        // the hold, stamped by it): only a client's timestamp is judged.
-        if (!r.receiver_time) {
-          if (std::string why = clock_->CheckClientTimestamp(r.timestamp, now); !why.empty()) {
-            invalid(std::move(why));
-            continue;
-          }
-        }
-        TagMap dimensions, attributes;
-        SplitTags(table.info.options, r.dimensions, &dimensions, &attributes);
-        // Types must agree with the series before anything changes.
-        auto series_it = table.series.find(SeriesKey{r.device_id, r.measure_name, EncodeTagMap(dimensions)});
-        Series* existing = series_it == table.series.end() ? nullptr : series_it->second.get();
-        std::string conflict;
-        for (const Field& f : r.fields) {
-          if (!existing) break;
-          auto fi = existing->field_index.find(f.name);
-          if (fi != existing->field_index.end() && existing->fields[fi->second].type != TypeOf(f.value)) {
-            conflict = "field '" + f.name + "' is " +
-                       std::string(FieldTypeName(existing->fields[fi->second].type)) +
-                       " in this series, not " + std::string(FieldTypeName(TypeOf(f.value)));
-            break;
-          }
-        }
-        if (!conflict.empty()) {
-          invalid(std::move(conflict));
-          continue;
-        }
-        if (existing == nullptr && table.series.size() >= SeriesLimit(table)) {
-          ++records_over_series_limit_;
-          invalid(SeriesLimitReason(table, r));
-          continue;
-        }
-        bool created = false;
-        Series* series = FindOrCreateSeries(table, r.device_id, r.measure_name, dimensions, &created);
-        if (created) will_change(table, series, /*created=*/true);
-        std::unique_ptr<Record> merged;
-        Result<bool> store = JudgeWrite(table, *series, r, pending, accepted, &out, &merged);
-        if (!store.ok()) return store.status();
-        if (!*store) continue;
-        for (const Field& f : (merged ? *merged : r).fields) {
-          if (!series->field_index.count(f.name)) {
-            will_change(table, series, /*created=*/false);
-            series->AddField(f.name, TypeOf(f.value));
-          }
-        }
-        if (!attributes.empty() && attributes != series->attributes) {
-          will_change(table, series, /*created=*/false);
-          series->attributes = std::move(attributes);
-        }
-        pending[series][r.timestamp] = accepted.size();
-        const int64_t ttl = RecordExpiry(r.ttl, r.timestamp, table.info.options.default_ttl_seconds);
-        AcceptedRecord a{w, i, series, ChunkRecord{}, ttl, std::move(merged)};
-        a.record.timestamp = r.timestamp;
-        a.record.version = r.version;
-        a.record.ttl = ttl;
-        accepted.push_back(std::move(a));
-      }
-    }
+    CAIRN_RETURN_IF_ERROR(JudgeGroup(group, &judged));
     // Series ids and schemas reach the catalog before any log record uses them.
-    if (!changed_series.empty()) {
-      std::vector<CatalogSeries> changes;
-      for (const auto& [series, table_name] : changed_series) {
-        changes.push_back(CatalogSeries{series->id, *table_name, series->device_id, series->measure_name,
-                                        series->shard, series->fields, series->dimensions,
-                                        series->attributes});
-      }
-      if (Status put = catalog_->PutSeries(changes); !put.ok()) {
-        // Memory must not hold a series id or a field the catalog lacks:
-        // a later write would use it without recording it.
-        UndoSeriesChanges(undo);
-        return ReportWriteFailure(env_, data_dir_, "the catalog", put, health_);
-      }
-    }
-    if (accepted.empty()) {
+    CAIRN_RETURN_IF_ERROR(RecordSeriesChanges(judged));
+    if (judged.accepted.empty()) {
       CountOutcomes(group);
       return Status::Ok();
     }
-    logged.reserve(accepted.size());
-    for (AcceptedRecord& a : accepted) {
+    logged.reserve(judged.accepted.size());
+    for (AcceptedRecord& a : judged.accepted) {
       logged.push_back(LoggedRecord{a.writer->table, &a.source(), a.ttl});
     }
     first_lsn = next_lsn_;
-    next_lsn_ += accepted.size();
+    next_lsn_ += judged.accepted.size();
     inflight_first_lsn_ = first_lsn;
   }
 
   // The log write and its sync run without the state lock: queries go on.
   const std::string payload = EncodeWriteBatch(logged);
-  Status status = log_->Append(first_lsn, static_cast<uint32_t>(accepted.size()), payload,
+  Status status = log_->Append(first_lsn, static_cast<uint32_t>(judged.accepted.size()), payload,
                                /*sync=*/options_.durability == Durability::kFull);
 
   std::unique_lock state(state_mutex_);
@@ -469,20 +491,8 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
     return ReportWriteFailure(env_, data_dir_, "the write-ahead log", status, health_);
   }
   ClearWriteFailures(health_);
-  bool seal_due = head_.OverBudget();
   uint64_t reading_bytes = 0;
-  for (size_t k = 0; k < accepted.size(); ++k) {
-    AcceptedRecord& a = accepted[k];
-    const Record& r = a.source();
-    if (a.merged) ++records_overwritten_;
-    reading_bytes += ReadingBytes(r);
-    a.record.values.resize(a.series->fields.size());
-    for (const Field& f : r.fields) a.record.values[a.series->field_index[f.name]] = f.value;
-    head_.Insert(*a.series, std::move(a.record), first_lsn + k);
-    seal_due = seal_due || head_.Full(*a.series);
-    WriteResult& result = a.writer->result;
-    if (result.first_lsn == 0) result.first_lsn = first_lsn + k;
-  }
+  const bool seal_due = ApplyToHeads(judged.accepted, first_lsn, &reading_bytes);
   state.unlock();
   flash_wear_->CountReadingBytes(reading_bytes);
   if (seal_due && options_.maintenance_interval_ms > 0) {

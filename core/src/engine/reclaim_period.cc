@@ -43,8 +43,8 @@ struct SeriesRewrite {
 // One run of ReclaimInPeriod, step by step.
 class PeriodReclaim {
  public:
-  PeriodReclaim(ReclaimerStore& store, Catalog& catalog, const std::string& table, Period period, int64_t start,
-                const LsnRangeSet& confirmed, bool downsample, int64_t step_seconds)
+  PeriodReclaim(ReclaimerStore& store, Catalog& catalog, const std::string& table, Period period,
+                int64_t start, const LsnRangeSet& confirmed, bool downsample, int64_t step_seconds)
       : store_(store),
         catalog_(catalog),
         table_(table),
@@ -56,8 +56,8 @@ class PeriodReclaim {
 
   Result<PeriodReclaimResult> Run(uint64_t wanted) {
     PeriodReclaimResult result;
-    CAIRN_RETURN_IF_ERROR(
-        store_.WithPeriodFile(table_, period_, start_, [&](PeriodFile& file) { return CollectCandidates(file); }));
+    CAIRN_RETURN_IF_ERROR(store_.WithPeriodFile(table_, period_, start_,
+                                                [&](PeriodFile& file) { return CollectCandidates(file); }));
     if (candidates_.empty()) return result;
     ChooseChunks(wanted);
     if (chosen_.empty()) return result;
@@ -65,8 +65,8 @@ class PeriodReclaim {
       CAIRN_RETURN_IF_ERROR(PrepareTargets());
       if (targets_.empty()) return result;
     }
-    CAIRN_RETURN_IF_ERROR(store_.WithPeriodFile(table_, period_, start_,
-                                                [&](PeriodFile& file) { return RewriteFile(file, &result); }));
+    CAIRN_RETURN_IF_ERROR(store_.WithPeriodFile(
+        table_, period_, start_, [&](PeriodFile& file) { return RewriteFile(file, &result); }));
     if (!touched_.empty()) store_.SeriesRewritten(table_, touched_, added_);
     return result;
   }
@@ -120,11 +120,13 @@ class PeriodReclaim {
     std::vector<ReclaimerStore::AggregateRequest> requests;
     for (int64_t raw_id : chosen_) {
       const PeriodSeries& raw = *series_by_id_[raw_id];
-      ReclaimerStore::AggregateRequest request{&raw, AggregateMeasureName(raw.measure_name, step_seconds_), {}};
+      ReclaimerStore::AggregateRequest request{
+          &raw, AggregateMeasureName(raw.measure_name, step_seconds_), {}};
       for (const ChunkField& f : raw.fields) {
         for (ChunkField& a : AggregateFieldsOf(f)) request.fields.push_back(std::move(a));
       }
-      bool fits = request.measure.size() <= kMaxMeasureNameBytes && request.fields.size() <= kMaxFieldsPerRecord;
+      bool fits =
+          request.measure.size() <= kMaxMeasureNameBytes && request.fields.size() <= kMaxFieldsPerRecord;
       for (const ChunkField& f : request.fields) fits = fits && f.name.size() <= kMaxFieldNameBytes;
       if (fits) requests.push_back(std::move(request));
     }
@@ -202,8 +204,8 @@ class PeriodReclaim {
     }
     std::vector<LsnRecord> aggregates;
     if (downsample_) {
-      CAIRN_RETURN_IF_ERROR(
-          DownsampleSteps(file, targets_[raw.series_id], schema, steps, &kept, &aggregates, &out.downsampled));
+      CAIRN_RETURN_IF_ERROR(DownsampleSteps(file, targets_[raw.series_id], schema, steps, &kept, &aggregates,
+                                            &out.downsampled));
     }
     if (downsample_ ? out.downsampled == 0 : out.dropped == 0) return std::optional<SeriesRewrite>();
     out.aggregates = aggregates.size();
@@ -242,7 +244,8 @@ class PeriodReclaim {
   // with the aggregate the file already holds for it; a step of one record
   // (and no earlier aggregate) or whose int64 sums cannot be kept exactly
   // goes to `kept` raw. Counts the replaced records in `downsampled`.
-  Status DownsampleSteps(PeriodFile& file, const AggregateTarget& target, const std::vector<ChunkField>& schema,
+  Status DownsampleSteps(PeriodFile& file, const AggregateTarget& target,
+                         const std::vector<ChunkField>& schema,
                          std::map<int64_t, std::vector<LsnRecord>>& steps, std::vector<LsnRecord>* kept,
                          std::vector<LsnRecord>* aggregates, uint64_t* downsampled) {
     // Aggregates already in the file for these steps are merged in, and the
@@ -250,9 +253,10 @@ class PeriodReclaim {
     NewestRecords existing;
     std::vector<ChunkField> target_schema = target.fields;
     if (!steps.empty()) {
-      CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRow> old_rows,
-                             file.ReadChunks(target.series_id, steps.begin()->first, steps.rbegin()->first + 1,
-                                             /*with_data=*/true));
+      CAIRN_ASSIGN_OR_RETURN(
+          std::vector<ChunkRow> old_rows,
+          file.ReadChunks(target.series_id, steps.begin()->first, steps.rbegin()->first + 1,
+                          /*with_data=*/true));
       for (const ChunkRow& row : old_rows) {
         CAIRN_RETURN_IF_ERROR(MergeChunkRecords(row, &target_schema, &existing));
       }
@@ -300,8 +304,8 @@ class PeriodReclaim {
   }
 
   // Encodes `records` (ascending timestamps) as chunk rows of `series_id`.
-  static Status Encode(int64_t series_id, const std::vector<ChunkField>& fields, std::vector<LsnRecord>& records,
-                       std::vector<ChunkRow>* out) {
+  static Status Encode(int64_t series_id, const std::vector<ChunkField>& fields,
+                       std::vector<LsnRecord>& records, std::vector<ChunkRow>* out) {
     std::vector<ChunkRecord> chunk_records;
     std::vector<uint64_t> lsns;
     chunk_records.reserve(records.size());

@@ -50,7 +50,8 @@ std::string_view QuotaPolicyName(QuotaPolicy policy) {
 }
 
 Result<QuotaPolicy> ParseQuotaPolicy(std::string_view name) {
-  for (QuotaPolicy policy : {QuotaPolicy::kBackpressure, QuotaPolicy::kDropOldest, QuotaPolicy::kDownsample}) {
+  for (QuotaPolicy policy :
+       {QuotaPolicy::kBackpressure, QuotaPolicy::kDropOldest, QuotaPolicy::kDownsample}) {
     if (name == QuotaPolicyName(policy)) return policy;
   }
   return Status::InvalidArgument("unknown quota policy '" + std::string(name) +
@@ -197,7 +198,8 @@ Result<uint64_t> Reclaimer::Reclaim(uint64_t wanted, const Measurement& measurem
                           wanted - freed, downsample_pass, options_.downsample_step_seconds);
       if (!got.ok()) {
         if (got.status().Is(StatusCode::kNotFound)) continue;  // dropped by retention or DropTable meanwhile
-        return got.status().WithContext("sync quota, " + file.table + " period " + std::to_string(file.start));
+        return got.status().WithContext("sync quota, " + file.table + " period " +
+                                        std::to_string(file.start));
       }
       {
         MutexLock lock(&mutex_);

@@ -64,7 +64,8 @@ class ReclaimerStore {
   // True when `table` exists and is synced.
   virtual bool IsSynced(const std::string& table) = 0;
   // Engine::SummarizeUnsynced: NotFound when the table is gone.
-  virtual Result<UnsyncedSummary> SummarizeUnsynced(const std::string& table, const LsnRangeSet& confirmed) = 0;
+  virtual Result<UnsyncedSummary> SummarizeUnsynced(const std::string& table,
+                                                    const LsnRangeSet& confirmed) = 0;
   // Runs `work` on one period file opened writable, holding the file's
   // handle lock for the call. NotFound when the file or table is gone.
   virtual Status WithPeriodFile(const std::string& table, Period period, int64_t start,
@@ -78,7 +79,8 @@ class ReclaimerStore {
     std::string measure;
     std::vector<ChunkField> fields;
   };
-  virtual Status EnsureAggregateSeries(const std::string& table, const std::vector<AggregateRequest>& requests,
+  virtual Status EnsureAggregateSeries(const std::string& table,
+                                       const std::vector<AggregateRequest>& requests,
                                        std::map<int64_t, AggregateTarget>* targets) = 0;
   // After a rewrite of a period file of `table`: the series in `touched`
   // lost or gained chunks (`added`); what readers cache of them is stale.
@@ -138,8 +140,7 @@ class Reclaimer {
   bool OverBudget(const Measurement& m) const;
   bool BelowFloor(const Measurement& m) const;
   // Stores a finished check's outcome and sets the flags.
-  Status Record(int64_t now_monotonic, const Result<Measurement>& measured, Status status)
-      EXCLUDES(mutex_);
+  Status Record(int64_t now_monotonic, const Result<Measurement>& measured, Status status) EXCLUDES(mutex_);
 
   Env* const env_;
   const std::string data_dir_;

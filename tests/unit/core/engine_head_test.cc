@@ -4,7 +4,6 @@
 
 #include "engine/head.h"
 #include "engine/series_snapshot.h"
-
 #include "engine_test_util.h"
 
 namespace cairn::testing {

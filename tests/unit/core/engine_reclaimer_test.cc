@@ -1,17 +1,16 @@
 // The Reclaimer alone (reclaimer.h): retention's rule, and the sync quota's
 // decisions and rewrites on a real catalog and a real period file, reached
 // through a ReclaimerStore of the test's own instead of an engine.
-#include <gtest/gtest.h>
-
 #include <atomic>
 #include <map>
 #include <set>
 
+#include <gtest/gtest.h>
+
 #include "engine/engine_impl.h"
 #include "engine/reclaimer.h"
-#include "storage/env_vfs.h"
-
 #include "engine_test_util.h"
+#include "storage/env_vfs.h"
 
 namespace cairn::testing {
 namespace {
@@ -64,9 +63,10 @@ class FileStore final : public ReclaimerStore {
     std::vector<CatalogSeries> created;
     for (const AggregateRequest& r : requests) {
       const int64_t id = next_id_++;
-      created.push_back(CatalogSeries{id, table, r.raw->device_id, r.measure, r.raw->shard, r.fields,
-                                      r.raw->dimensions, {}});
-      (*targets)[r.raw->series_id] = AggregateTarget{id, r.measure, r.fields, r.raw->dimensions, {}, r.raw->shard};
+      created.push_back(CatalogSeries{
+          id, table, r.raw->device_id, r.measure, r.raw->shard, r.fields, r.raw->dimensions, {}});
+      (*targets)[r.raw->series_id] =
+          AggregateTarget{id, r.measure, r.fields, r.raw->dimensions, {}, r.raw->shard};
     }
     return catalog_->PutSeries(created);
   }
