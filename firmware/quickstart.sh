@@ -41,7 +41,7 @@ BROKER=${CAIRN_QUICKSTART_BROKER:-}
 DATA_DIR=$QUICKSTART_DIR/data
 MARKER=$QUICKSTART_DIR/.cairn-quickstart
 CAIRND=$ROOT/build/host/firmware/cairnd
-CAIRN_INGEST=$ROOT/build/host/firmware/cairn-ingest
+CAIRN_INGEST=$ROOT/build/host/cloud/ingest/cairn-ingest
 
 step() { printf '\n==> %s\n' "$*"; }
 fail() { printf 'quickstart.sh: %s\n' "$*" >&2; exit 1; }
@@ -162,5 +162,5 @@ admin token shown above stays valid for this data directory):
 
 The data written above is still in $DATA_DIR and the cloud side's copy in
 $QUICKSTART_DIR/cloud.db (sqlite3 $QUICKSTART_DIR/cloud.db 'SELECT * FROM cairn_readings LIMIT 5';
-tables in transport/ingest/ingest_schema.md); the next quick start empties $QUICKSTART_DIR.
+tables in cloud/ingest/ingest_schema.md); the next quick start empties $QUICKSTART_DIR.
 EOF

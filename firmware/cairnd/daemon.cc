@@ -5,11 +5,11 @@
 #include <vector>
 
 #include "cairn/platform/process_signals.h"
-#include "cairn/transport/builtin_commands.h"
-#include "cairn/transport/engine_commands.h"
-#include "cairn/transport/mqtt_input.h"
-#include "cairn/transport/sync_commands.h"
-#include "cairn/transport/web_assets.h"
+#include "cairn/shell/builtin_commands.h"
+#include "cairn/shell/engine_commands.h"
+#include "cairn/mqtt/mqtt_input.h"
+#include "cairn/sync/sync_commands.h"
+#include "cairn/http/web_assets.h"
 
 namespace cairn::cairnd {
 

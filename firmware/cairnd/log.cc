@@ -1,6 +1,6 @@
 #include "cairnd/log.h"
 
-#include "cairn/transport/timestamp_format.h"
+#include "cairn/text/timestamp_format.h"
 
 namespace cairn::cairnd {
 

@@ -18,7 +18,7 @@
 #include "cairn/platform/env.h"
 #include "cairn/platform/process_id.h"
 #include "cairn/platform/process_signals.h"
-#include "cairn/transport/builtin_commands.h"
+#include "cairn/shell/builtin_commands.h"
 
 #include "cairnd/daemon.h"
 #include "cairnd/log.h"

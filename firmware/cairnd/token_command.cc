@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "cairn/core/record.h"
-#include "cairn/transport/command_result.h"
-#include "cairn/transport/result_renderer.h"
-#include "cairn/transport/token_store.h"
+#include "cairn/shell/command_result.h"
+#include "cairn/shell/result_renderer.h"
+#include "cairn/http/token_store.h"
 
 #include "cairnd/flag_words.h"
 #include "cairnd/options.h"

@@ -1,5 +1,5 @@
 // `cairnd token`: managing the HTTP shell's API tokens from a root shell on
-// the gateway (DESIGN §7, format in transport/src/auth/token_format.md).
+// the gateway (DESIGN §7, format in transport/http/src/auth/token_format.md).
 //
 //   cairnd token create --name NAME --scope SCOPE [--scope SCOPE ...] [--data-dir DIR]
 //   cairnd token list [--json] [--data-dir DIR]

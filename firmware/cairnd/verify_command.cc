@@ -3,7 +3,7 @@
 #include <string_view>
 
 #include "cairn/core/engine.h"
-#include "cairn/transport/token_store.h"
+#include "cairn/http/token_store.h"
 
 #include "cairnd/options.h"
 

@@ -23,7 +23,7 @@
 
 #include "cairn/core/record.h"
 #include "cairn/platform/status.h"
-#include "cairn/transport/json_value.h"
+#include "cairn/text/json_value.h"
 
 #include "sensor_generator.h"
 #include "system_probe.h"

@@ -14,7 +14,7 @@
 #include <sqlite3.h>
 
 #include "cairn/platform/env.h"
-#include "cairn/transport/json_value.h"
+#include "cairn/text/json_value.h"
 
 #include "bench_common.h"
 #include "bench_store.h"

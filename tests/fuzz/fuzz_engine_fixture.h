@@ -34,10 +34,10 @@
 #include "cairn/core/table.h"
 #include "cairn/platform/env.h"
 #include "cairn/platform/status.h"
-#include "cairn/transport/builtin_commands.h"
-#include "cairn/transport/command_registry.h"
-#include "cairn/transport/engine_commands.h"
-#include "cairn/transport/token_store.h"
+#include "cairn/shell/builtin_commands.h"
+#include "cairn/shell/command_registry.h"
+#include "cairn/shell/engine_commands.h"
+#include "cairn/http/token_store.h"
 
 namespace cairn::fuzz {
 

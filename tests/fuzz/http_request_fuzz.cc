@@ -34,14 +34,14 @@
 #include <string_view>
 #include <vector>
 
-#include "cairn/transport/api_metrics.h"
-#include "cairn/transport/auth_limiter.h"
-#include "cairn/transport/http_api.h"
-#include "cairn/transport/http_message.h"
-#include "cairn/transport/json_value.h"
+#include "cairn/http/api_metrics.h"
+#include "cairn/http/auth_limiter.h"
+#include "cairn/http/http_api.h"
+#include "cairn/http/http_message.h"
+#include "cairn/text/json_value.h"
 
 #include "fuzz_engine_fixture.h"
-#include "http/request_reader.h"
+#include "request_reader.h"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "cairn/core/record.h"
-#include "cairn/transport/line_protocol.h"
+#include "cairn/text/line_protocol.h"
 
 namespace {
 

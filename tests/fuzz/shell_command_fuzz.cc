@@ -30,9 +30,9 @@
 #include <string_view>
 #include <vector>
 
-#include "cairn/transport/command_registry.h"
-#include "cairn/transport/json_value.h"
-#include "cairn/transport/result_renderer.h"
+#include "cairn/shell/command_registry.h"
+#include "cairn/text/json_value.h"
+#include "cairn/shell/result_renderer.h"
 
 #include "fuzz_engine_fixture.h"
 

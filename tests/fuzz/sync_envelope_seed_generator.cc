@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "cairn/core/record_codec.h"
-#include "cairn/transport/sync_envelope.h"
+#include "cairn/sync/sync_envelope.h"
 
 #include "record_rows.h"
 #include "sync_envelope_fuzz_support.h"

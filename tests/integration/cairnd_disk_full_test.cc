@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "cairn/platform/env.h"
-#include "cairn/transport/json_value.h"
+#include "cairn/text/json_value.h"
 
 #include "cairnd_process.h"
 #include "http_test_client.h"

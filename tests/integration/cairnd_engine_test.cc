@@ -23,8 +23,8 @@
 #include <unistd.h>
 
 #include "cairn/platform/env.h"
-#include "cairn/transport/json_value.h"
-#include "cairn/transport/timestamp_format.h"
+#include "cairn/text/json_value.h"
+#include "cairn/text/timestamp_format.h"
 
 #include "cairnd_process.h"
 #include "pty_pair.h"

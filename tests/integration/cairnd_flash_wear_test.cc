@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "cairn/platform/env.h"
-#include "cairn/transport/json_value.h"
+#include "cairn/text/json_value.h"
 
 #include "cairnd_http_fixture.h"
 

@@ -14,7 +14,7 @@
 
 #include "cairn/platform/env.h"
 #include "cairn/platform/tls.h"
-#include "cairn/transport/json_value.h"
+#include "cairn/text/json_value.h"
 
 #include "cairnd_http_fixture.h"
 #include "test_pki.h"

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "cairn/platform/env.h"
-#include "cairn/transport/builtin_commands.h"
+#include "cairn/shell/builtin_commands.h"
 
 #include "cairnd_process.h"
 #include "pty_pair.h"

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cairn/transport/json_value.h"
+#include "cairn/text/json_value.h"
 
 #include "cairnd_http_fixture.h"
 

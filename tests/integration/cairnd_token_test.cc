@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "cairn/platform/env.h"
-#include "cairn/transport/token_store.h"
+#include "cairn/http/token_store.h"
 
 #include "cairnd/token_command.h"
 #include "manual_clock_env.h"

@@ -22,7 +22,7 @@
 #include "cairn/ingest/ingest_sink.h"
 #include "cairn/ingest/postgres_sink.h"
 #include "cairn/platform/env.h"
-#include "cairn/transport/mqtt_link.h"
+#include "cairn/mqtt/mqtt_link.h"
 
 #include "cairn_ingest_location.h"
 #include "child_process.h"

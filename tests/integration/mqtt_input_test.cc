@@ -6,7 +6,7 @@
 // then stores everything in order once the engine accepts writes again.
 //
 // Every wait is bounded (kWaitMs).
-#include "cairn/transport/mqtt_input.h"
+#include "cairn/mqtt/mqtt_input.h"
 
 #include <algorithm>
 #include <atomic>
@@ -24,7 +24,7 @@
 
 #include "cairn/core/engine.h"
 #include "cairn/platform/env.h"
-#include "cairn/transport/mqtt_link.h"
+#include "cairn/mqtt/mqtt_link.h"
 
 #include "eventually.h"
 #include "forwarding_engine.h"

@@ -5,7 +5,7 @@
 //
 // Every wait is bounded (kWaitMs); links and brokers stop in their
 // destructors, also when an assertion fails half-way.
-#include "cairn/transport/mqtt_link.h"
+#include "cairn/mqtt/mqtt_link.h"
 
 #include <chrono>
 #include <condition_variable>

@@ -21,7 +21,7 @@
 #include "cairn/core/engine.h"
 #include "cairn/ingest/postgres_sink.h"
 #include "cairn/platform/env.h"
-#include "cairn/transport/mqtt_link.h"
+#include "cairn/mqtt/mqtt_link.h"
 
 #include "cairnd_process.h"
 #include "child_process.h"

@@ -34,7 +34,7 @@ MINUTES=${SOAK_MINUTES:-240}
 RATE=${SOAK_RATE:-2000}
 OUT=${SOAK_OUT:-/tmp/cairn-soak-$(date -u +%Y%m%dT%H%M%S)}
 CAIRND=$BUILD/firmware/cairnd
-CAIRN_INGEST=$BUILD/firmware/cairn-ingest
+CAIRN_INGEST=$BUILD/cloud/ingest/cairn-ingest
 MOSQUITTO=$(PATH=$PATH:/usr/sbin:/sbin command -v mosquitto || true)
 
 fail() { printf 'soak.sh: %s\n' "$*" >&2; exit 1; }

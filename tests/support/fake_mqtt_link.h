@@ -51,7 +51,7 @@
 #include <vector>
 
 #include "cairn/platform/mutex.h"
-#include "cairn/transport/mqtt_link.h"
+#include "cairn/mqtt/mqtt_link.h"
 
 namespace cairn {
 

@@ -1,4 +1,4 @@
-// Test batches for the ingest service (transport/ingest): records covering
+// Test batches for the ingest service (cloud/ingest): records covering
 // every field type and its extremes, bit-exact comparison of what a sink
 // read back, and a sink wrapper that fails on demand.
 //
@@ -21,7 +21,7 @@
 
 #include "cairn/core/engine.h"
 #include "cairn/ingest/ingest_sink.h"
-#include "cairn/transport/sync_envelope.h"
+#include "cairn/sync/sync_envelope.h"
 
 #include "record_rows.h"
 

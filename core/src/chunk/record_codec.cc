@@ -1,5 +1,5 @@
 // Record blocks (record_codec.h). Layout, as specified in
-// transport/src/sync/envelope_format.md §4:
+// transport/sync/src/envelope_format.md §4:
 //
 //   block  := magic "CR", version 0x02, series_count uvarint, series...
 //   series := device_id, measure_name (uvarint length + bytes), shard uvarint,

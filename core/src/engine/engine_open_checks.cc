@@ -73,7 +73,7 @@ Status EngineImpl::RebuildCatalog(const std::string& path, const std::string& re
     // The sync ledger lived only in the lost catalog. Decision: it starts
     // empty, so the sync sender offers every reading again from the start.
     // The cloud's ingest writes idempotently by each reading's identity and
-    // version (transport/src/sync/envelope_format.md §2), so the resent
+    // version (transport/sync/src/envelope_format.md §2), so the resent
     // readings are stored there once; the cost is the bandwidth of one
     // resend. Guessing a ledger from the period files could only skip
     // readings the cloud never confirmed.

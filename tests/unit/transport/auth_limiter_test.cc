@@ -1,4 +1,4 @@
-#include "cairn/transport/auth_limiter.h"
+#include "cairn/http/auth_limiter.h"
 
 #include <cstdint>
 #include <string>

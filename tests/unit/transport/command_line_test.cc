@@ -1,4 +1,4 @@
-#include "cairn/transport/command_line.h"
+#include "cairn/shell/command_line.h"
 
 #include <string>
 #include <vector>

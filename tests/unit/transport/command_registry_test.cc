@@ -1,4 +1,4 @@
-#include "cairn/transport/command_registry.h"
+#include "cairn/shell/command_registry.h"
 
 #include <atomic>
 #include <string>
@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cairn/transport/builtin_commands.h"
+#include "cairn/shell/builtin_commands.h"
 
 namespace cairn {
 namespace {

@@ -1,4 +1,4 @@
-#include "cairn/transport/engine_commands.h"
+#include "cairn/shell/engine_commands.h"
 
 #include <cstdint>
 #include <limits>
@@ -10,10 +10,10 @@
 #include <gtest/gtest.h>
 
 #include "cairn/core/engine.h"
-#include "cairn/transport/builtin_commands.h"
-#include "cairn/transport/command_registry.h"
-#include "cairn/transport/json_value.h"
-#include "cairn/transport/result_renderer.h"
+#include "cairn/shell/builtin_commands.h"
+#include "cairn/shell/command_registry.h"
+#include "cairn/text/json_value.h"
+#include "cairn/shell/result_renderer.h"
 
 #include "forwarding_engine.h"
 #include "manual_clock_env.h"

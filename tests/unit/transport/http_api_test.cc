@@ -2,7 +2,7 @@
 // requests built directly, so every route, scope and error is checked
 // without sockets (the server has its own tests).
 
-#include "cairn/transport/http_api.h"
+#include "cairn/http/http_api.h"
 
 #include <map>
 
@@ -10,9 +10,9 @@
 #include <zlib.h>
 
 #include "cairn/core/engine.h"
-#include "cairn/transport/builtin_commands.h"
-#include "cairn/transport/engine_commands.h"
-#include "cairn/transport/json_value.h"
+#include "cairn/shell/builtin_commands.h"
+#include "cairn/shell/engine_commands.h"
+#include "cairn/text/json_value.h"
 
 #include "manual_clock_env.h"
 #include "test_dirs.h"

@@ -2,7 +2,7 @@
 // every limit (slow and silent clients, sizes, connection slots per server
 // and per address), the head check, and the drain on Stop.
 
-#include "cairn/transport/http_server.h"
+#include "cairn/http/http_server.h"
 
 #include <atomic>
 #include <chrono>

@@ -7,8 +7,8 @@
 
 #include "cairn/core/engine.h"
 #include "cairn/ingest/ingest_sink.h"
-#include "cairn/transport/line_protocol.h"
-#include "cairn/transport/mqtt_input.h"
+#include "cairn/text/line_protocol.h"
+#include "cairn/mqtt/mqtt_input.h"
 
 #include "ingest_batches.h"
 #include "storage/env_vfs.h"

@@ -1,4 +1,4 @@
-#include "cairn/transport/json_writer.h"
+#include "cairn/text/json_writer.h"
 
 #include <cmath>
 #include <cstdint>

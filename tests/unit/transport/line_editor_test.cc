@@ -1,4 +1,4 @@
-#include "cairn/transport/line_editor.h"
+#include "cairn/shell/line_editor.h"
 
 #include <string>
 #include <vector>

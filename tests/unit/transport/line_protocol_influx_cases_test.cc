@@ -13,7 +13,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cairn/transport/line_protocol.h"
+#include "cairn/text/line_protocol.h"
 
 namespace cairn {
 namespace {

@@ -1,4 +1,4 @@
-#include "cairn/transport/line_protocol.h"
+#include "cairn/text/line_protocol.h"
 
 #include <cstdint>
 #include <limits>

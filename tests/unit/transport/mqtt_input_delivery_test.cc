@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cairn/transport/mqtt_input.h"
+#include "cairn/mqtt/mqtt_input.h"
 
 #include "eventually.h"
 #include "fake_mqtt_link.h"

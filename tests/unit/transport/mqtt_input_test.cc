@@ -2,7 +2,7 @@
 // checks and its life cycle without a broker; deliveries over the in-memory
 // broker are in mqtt_input_delivery_test.cc, and the tests with mosquitto
 // and an engine in tests/integration/mqtt_input_test.cc.
-#include "cairn/transport/mqtt_input.h"
+#include "cairn/mqtt/mqtt_input.h"
 
 #include <cstdint>
 #include <limits>

@@ -1,7 +1,7 @@
 // MqttLink's option checks and the behaviour of a link that never reached a
 // broker. The tests against a real mosquitto are in
 // tests/integration/mqtt_link_test.cc.
-#include "cairn/transport/mqtt_link.h"
+#include "cairn/mqtt/mqtt_link.h"
 
 #include <memory>
 #include <string>

@@ -1,4 +1,4 @@
-#include "cairn/transport/result_renderer.h"
+#include "cairn/shell/result_renderer.h"
 
 #include <cstdint>
 #include <limits>

@@ -1,7 +1,7 @@
 // SerialShell over a real pseudo-terminal: the test types on the master side
 // as a person at a terminal would, the shell serves the slave side through
 // the POSIX Env.
-#include "cairn/transport/serial_shell.h"
+#include "cairn/shell/serial_shell.h"
 
 #include <chrono>
 #include <memory>
@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "cairn/platform/env.h"
-#include "cairn/transport/builtin_commands.h"
+#include "cairn/shell/builtin_commands.h"
 
 #include "pty_pair.h"
 

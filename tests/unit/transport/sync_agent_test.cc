@@ -4,7 +4,7 @@
 // receipt, drops the agent's connection mid-batch, or duplicates messages.
 // The wire (Paho, mosquitto, TLS, PostgreSQL, the processes) is
 // tests/integration/sync_test.cc's.
-#include "cairn/transport/sync_agent.h"
+#include "cairn/sync/sync_agent.h"
 
 #include <memory>
 #include <string>

@@ -1,4 +1,4 @@
-#include "cairn/transport/sync_envelope.h"
+#include "cairn/sync/sync_envelope.h"
 
 #include <algorithm>
 #include <bit>

@@ -1,4 +1,4 @@
-#include "cairn/transport/timestamp_format.h"
+#include "cairn/text/timestamp_format.h"
 
 #include <cstdint>
 #include <limits>

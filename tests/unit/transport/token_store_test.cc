@@ -1,4 +1,4 @@
-#include "cairn/transport/token_store.h"
+#include "cairn/http/token_store.h"
 
 #include <atomic>
 #include <cctype>

@@ -1,6 +1,6 @@
 // Record blocks: a list of records of any number of series, encoded compactly
 // with the chunk codec, for moving records between machines (the sync
-// envelope, transport/src/sync/envelope_format.md §4, specifies the bytes).
+// envelope, transport/sync/src/envelope_format.md §4, specifies the bytes).
 //
 // A block groups the records per series (device_id, measure_name, shard,
 // dimensions). Each series carries its identifiers, dimensions and attributes

@@ -1,0 +1,186 @@
+// The InfluxDB-compatible writes of the HTTP API (http_api.h): line
+// protocol, gzip, precision, per-line errors.
+#include <algorithm>
+
+#include <zlib.h>
+
+#include "cairn/http/http_api.h"
+#include "cairn/text/json_writer.h"
+#include "cairn/text/line_protocol.h"
+
+#include "api_call.h"
+
+namespace cairn {
+
+namespace {
+
+using http_api_internal::ErrorFor;
+
+constexpr size_t kMaxReportedLineErrors = 100;
+
+// Inflates a gzip body, refusing to grow past `limit` bytes.
+Result<std::string> Gunzip(std::string_view compressed, size_t limit) {
+  z_stream stream = {};
+  if (inflateInit2(&stream, 16 + MAX_WBITS) != Z_OK) return Status::Internal("zlib inflateInit2 failed");
+  std::string out;
+  char buffer[64 * 1024];
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
+  stream.avail_in = static_cast<uInt>(compressed.size());
+  int result = Z_OK;
+  while (result != Z_STREAM_END) {
+    stream.next_out = reinterpret_cast<Bytef*>(buffer);
+    stream.avail_out = sizeof(buffer);
+    result = inflate(&stream, Z_NO_FLUSH);
+    if (result != Z_OK && result != Z_STREAM_END) {
+      inflateEnd(&stream);
+      return Status::InvalidArgument(std::string("the gzip body is damaged: ") +
+                                     (stream.msg != nullptr ? stream.msg : "truncated"));
+    }
+    out.append(buffer, sizeof(buffer) - stream.avail_out);
+    if (out.size() > limit) {
+      inflateEnd(&stream);
+      return Status::ResourceExhausted("the gzip body inflates to more than " + std::to_string(limit) +
+                                       " bytes");
+    }
+    if (result == Z_OK && stream.avail_in == 0 && stream.avail_out != 0) {
+      inflateEnd(&stream);
+      return Status::InvalidArgument("the gzip body is truncated");
+    }
+  }
+  inflateEnd(&stream);
+  return out;
+}
+
+}  // namespace
+
+HttpResponse HttpApi::Write(Call* call, std::string_view table_parameter) {
+  if (auto bad = call->CheckParameters({table_parameter, "precision", "rp", "org", "consistency"}))
+    return *bad;
+  std::optional<std::string> table = call->Parameter(table_parameter);
+  if (!table || table->empty()) {
+    return HttpResponse::Error(400, "missing ?" + std::string(table_parameter) + "=TABLE");
+  }
+  if (auto denied = call->Require(Access::kWrite, *table)) return *denied;
+  LineProtocolOptions parse_options;
+  if (std::optional<std::string> precision = call->Parameter("precision")) {
+    Result<TimestampPrecision> parsed = ParseTimestampPrecision(*precision);
+    if (!parsed.ok()) return HttpResponse::Error(400, parsed.status().message());
+    parse_options.precision = *parsed;
+  }
+  parse_options.default_timestamp = env_->NowUnixNanos();
+  parse_options.device_tag = options_.device_tag;
+  parse_options.max_line_bytes = options_.max_line_bytes;
+
+  const HttpRequest& request = call->request();
+  std::string inflated;
+  std::string_view body = request.body;
+  if (const std::string* encoding = request.Header("content-encoding")) {
+    if (*encoding == "gzip") {
+      Result<std::string> decoded = Gunzip(request.body, options_.max_decompressed_body_bytes);
+      if (!decoded.ok()) {
+        return HttpResponse::Error(decoded.status().code() == StatusCode::kResourceExhausted ? 413 : 400,
+                                   decoded.status().message());
+      }
+      inflated = std::move(*decoded);
+      body = inflated;
+    } else if (*encoding != "identity") {
+      return HttpResponse::Error(415,
+                                 "Content-Encoding '" + *encoding + "' is not supported; use gzip or none");
+    }
+  }
+
+  LineProtocolBatch batch = ParseLineProtocol(body, parse_options);
+  Result<TableInfo> existing = engine_->GetTable(*table);
+  if (!existing.ok()) {
+    if (existing.status().code() != StatusCode::kNotFound) return ErrorFor(existing.status());
+    if (!options_.auto_create_tables) {
+      log_.Log("write", "http: refused a write to table '" + *table + "' from " + request.peer_address +
+                            ": no such table");
+      return HttpResponse::Error(404,
+                                 "table '" + *table + "' does not exist; create it with PUT /v1/tables/" +
+                                     *table + " or the shell's create-table",
+                                 "NotFound");
+    }
+    Status created = engine_->CreateTable(*table, TableOptions());
+    if (!created.ok() && created.code() != StatusCode::kAlreadyExists) return ErrorFor(created);
+  }
+
+  // Only the first kMaxReportedLineErrors of each source can be among the
+  // first reported; the rest are counted (a body of bad lines must not make
+  // a copy of every reason).
+  size_t rejected_lines = batch.errors.size();
+  std::vector<LineProtocolError> errors = std::move(batch.errors);
+  if (errors.size() > kMaxReportedLineErrors) errors.resize(kMaxReportedLineErrors);
+  WriteResult written;
+  if (!batch.records.empty()) {
+    std::vector<Record> records;
+    records.reserve(batch.records.size());
+    for (LineProtocolRecord& line : batch.records) records.push_back(std::move(line.record));
+    Result<WriteResult> result = engine_->Write(*table, records);
+    if (!result.ok()) {
+      log_.Log("write", "http: refused a write of " + std::to_string(records.size()) + " records to table '" +
+                            *table + "' from " + request.peer_address + ": " + result.status().message());
+      return ErrorFor(result.status());
+    }
+    written = std::move(*result);
+    size_t kept = 0;
+    for (size_t i = 0; i < written.records.size(); ++i) {
+      RecordResult& outcome = written.records[i];
+      // Stored and duplicate lines are kept; the others are refused, each
+      // with its reason, in InfluxDB's partial-write answer below.
+      if (outcome.outcome == WriteOutcome::kStored || outcome.outcome == WriteOutcome::kDuplicate) continue;
+      ++rejected_lines;
+      if (kept++ < kMaxReportedLineErrors)
+        errors.push_back({batch.records[i].line_number, std::move(outcome.reason)});
+    }
+  }
+  metrics_->RecordWrite(written, rejected_lines);
+  if (rejected_lines == 0) {
+    HttpResponse response;
+    response.status = 204;
+    return response;
+  }
+  std::sort(errors.begin(), errors.end(), [](const LineProtocolError& a, const LineProtocolError& b) {
+    return a.line_number < b.line_number;
+  });
+  log_.Log("write", "http: rejected " + std::to_string(rejected_lines) + " line" +
+                        (rejected_lines == 1 ? "" : "s") + " of a write to table '" + *table + "' from " +
+                        request.peer_address + "; first: line " + std::to_string(errors[0].line_number) +
+                        ": " + errors[0].reason);
+  JsonWriter json;
+  json.BeginObject();
+  json.Key("error");
+  json.BeginObject();
+  json.Key("code");
+  json.String("InvalidArgument");
+  json.Key("message");
+  json.String(std::to_string(rejected_lines) + " line" + (rejected_lines == 1 ? "" : "s") +
+              " rejected, first: line " + std::to_string(errors[0].line_number) + ": " + errors[0].reason +
+              (written.stored + written.duplicates > 0 ? "; the other lines were stored" : ""));
+  json.EndObject();
+  json.Key("stored");
+  json.Uint(written.stored);
+  json.Key("duplicates");
+  json.Uint(written.duplicates);
+  json.Key("conflicts");
+  json.Uint(written.conflicts);
+  json.Key("lines");
+  json.BeginArray();
+  for (size_t i = 0; i < errors.size() && i < kMaxReportedLineErrors; ++i) {
+    json.BeginObject();
+    json.Key("line");
+    json.Uint(errors[i].line_number);
+    json.Key("reason");
+    json.String(errors[i].reason);
+    json.EndObject();
+  }
+  json.EndArray();
+  if (rejected_lines > kMaxReportedLineErrors) {
+    json.Key("lines_not_shown");
+    json.Uint(rejected_lines - kMaxReportedLineErrors);
+  }
+  json.EndObject();
+  return HttpResponse::Json(400, json.text());
+}
+
+}  // namespace cairn

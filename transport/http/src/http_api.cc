@@ -1,0 +1,432 @@
+#include "cairn/http/http_api.h"
+
+#include <algorithm>
+#include <atomic>
+#include <optional>
+#include <set>
+#include <span>
+
+#include "cairn/http/clock_metrics.h"
+#include "cairn/shell/engine_commands.h"
+#include "cairn/text/json_value.h"
+#include "cairn/text/json_writer.h"
+#include "cairn/shell/result_renderer.h"
+
+#include "api_call.h"
+#include "flash_wear_metrics.h"
+#include "request_auth.h"
+#include "cairn/shell/record_table.h"
+
+namespace cairn {
+namespace {
+
+using http_api_internal::ErrorFor;
+
+// The options a table can be created (PUT) or altered (PATCH) with.
+constexpr std::string_view kCreateOptions[] = {"period", "retention", "ttl", "max_series", "on_conflict",
+                                               "attributes"};
+constexpr std::string_view kAlterOptions[] = {"retention", "ttl", "max_series", "on_conflict", "attributes"};
+
+// The tag.NAME=VALUE parameters of a read as the command's --tags option.
+void AddTagFilter(const TagMap& tags, std::vector<std::pair<std::string, std::string>>* options) {
+  if (!tags.empty()) options->emplace_back("tags", FormatTagsOption(tags));
+}
+
+}  // namespace
+
+HttpApi::HttpApi(Engine* engine, Env* env, const CommandRegistry* commands, TokenStore* tokens,
+                 AuthThrottle* throttle, ApiMetrics* metrics, HttpApiOptions options,
+                 std::function<HttpServerStats()> server_stats)
+    : engine_(engine),
+      env_(env),
+      commands_(commands),
+      tokens_(tokens),
+      metrics_(metrics),
+      options_(std::move(options)),
+      server_stats_(std::move(server_stats)),
+      log_(env, options_.log),
+      authenticator_(std::make_unique<RequestAuthenticator>(env, tokens, throttle, metrics,
+                                                            options_.client_certificate_identity, &log_)) {}
+
+HttpApi::~HttpApi() = default;
+
+namespace {
+
+// Whether `token` may read something: the health details are for readers.
+bool HasReadScope(const TokenInfo& token) {
+  return std::any_of(token.scopes.begin(), token.scopes.end(),
+                     [](const TokenScope& scope) { return scope.access != Access::kWrite; });
+}
+
+// The routes that answer without a token (see http_api.h).
+bool IsPublicPath(const std::vector<std::string>& path) {
+  return path.empty() || (path.size() == 1 && (path[0] == "healthz" || path[0] == "ping"));
+}
+
+}  // namespace
+
+std::optional<HttpResponse> HttpApi::CheckHead(const HttpRequest& head) {
+  Result<std::vector<std::string>> path = SplitPath(head.path);
+  // A malformed path is answered by Handle, with the body read.
+  if (!path.ok() || IsPublicPath(*path)) return std::nullopt;
+  const int64_t started = env_->MonotonicNanos();
+  RequestAuthenticator::Outcome outcome = authenticator_->Authenticate(head);
+  if (!outcome.refusal) return std::nullopt;
+  metrics_->RecordRequest("unauthenticated", outcome.refusal->status, env_->MonotonicNanos() - started);
+  return std::move(outcome.refusal);
+}
+
+HttpResponse HttpApi::Handle(const HttpRequest& request) {
+  const int64_t started = env_->MonotonicNanos();
+  Call call(request);
+  std::string route = "unmatched";
+  HttpResponse response = Dispatch(&call, &route);
+  metrics_->RecordRequest(route, response.status, env_->MonotonicNanos() - started);
+  return response;
+}
+
+HttpResponse HttpApi::Dispatch(Call* call, std::string* route) {
+  const HttpRequest& request = call->request();
+  Result<std::vector<std::string>> segments = SplitPath(request.path);
+  if (!segments.ok()) return HttpResponse::Error(400, segments.status().message());
+  call->segments() = std::move(*segments);
+  Result<std::vector<std::pair<std::string, std::string>>> parameters = ParseQueryString(request.query);
+  if (!parameters.ok()) return HttpResponse::Error(400, parameters.status().message());
+  call->parameters() = std::move(*parameters);
+  const std::vector<std::string>& path = call->segments();
+  const std::string& method = request.method;
+  const bool get = method == "GET" || method == "HEAD";
+  const auto method_not_allowed = [](std::string_view allowed) {
+    HttpResponse response = HttpResponse::Error(405, "method not allowed here; use " + std::string(allowed));
+    response.headers.emplace_back("Allow", std::string(allowed));
+    return response;
+  };
+
+  // ---- without a token ----
+  if (path.empty()) {
+    *route = "/";
+    if (!get) return method_not_allowed("GET");
+    HttpResponse page;
+    page.content_type = "text/html; charset=utf-8";
+    page.body = std::string(options_.index_html);
+    page.headers.emplace_back("Cache-Control", "no-cache");
+    page.headers.emplace_back("Content-Security-Policy",
+                              "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+                              "img-src 'self' data:");
+    return page;
+  }
+  if (path.size() == 1 && path[0] == "healthz") {
+    *route = "/healthz";
+    if (!get) return method_not_allowed("GET");
+    // A monitor without a token learns the level only; a token with a read
+    // scope also gets the problems and figures, as from /v1/health.
+    if (request.Header("authorization") != nullptr) {
+      RequestAuthenticator::Outcome outcome = authenticator_->Authenticate(request);
+      if (outcome.token && HasReadScope(*outcome.token)) return HealthDetails(call);
+    }
+    return Healthz();
+  }
+  if (path.size() == 1 && path[0] == "ping") {
+    *route = "/ping";
+    if (!get) return method_not_allowed("GET, HEAD");
+    HttpResponse pong;
+    pong.status = 204;
+    pong.headers.emplace_back("X-Influxdb-Version", "1.8-compatible (cairn)");
+    return pong;
+  }
+
+  // ---- everything else needs a token ----
+  RequestAuthenticator::Outcome authenticated = authenticator_->Authenticate(request);
+  if (authenticated.refusal) return std::move(*authenticated.refusal);
+  call->token() = std::move(authenticated.token);
+
+  // ---- InfluxDB writes ----
+  if (path.size() == 1 && path[0] == "write") {
+    *route = "/write";
+    if (method != "POST") return method_not_allowed("POST");
+    return Write(call, "db");
+  }
+  if (path.size() == 3 && path[0] == "api" && path[1] == "v2" && path[2] == "write") {
+    *route = "/api/v2/write";
+    if (method != "POST") return method_not_allowed("POST");
+    return Write(call, "bucket");
+  }
+  if (path.size() == 1 && path[0] == "metrics") {
+    *route = "/metrics";
+    if (!get) return method_not_allowed("GET");
+    if (auto bad = call->CheckParameters({})) return *bad;
+    return Metrics();
+  }
+  if (path[0] != "v1") return HttpResponse::Error(404, "no such endpoint: " + request.path);
+
+  // ---- /v1 ----
+  if (path.size() == 2 && path[1] == "stats") {
+    *route = "/v1/stats";
+    if (!get) return method_not_allowed("GET");
+    if (auto denied = call->Require(Access::kAdmin, "")) return *denied;
+    if (auto bad = call->CheckParameters({})) return *bad;
+    return RunCommand(call, "stats", {}, {}, "");
+  }
+  if (path.size() == 2 && path[1] == "health") {
+    *route = "/v1/health";
+    if (!get) return method_not_allowed("GET");
+    if (!HasReadScope(*call->token())) {
+      return HttpResponse::Error(403, "token '" + call->token()->name + "' lacks a read scope (any table)");
+    }
+    if (auto bad = call->CheckParameters({})) return *bad;
+    return HealthDetails(call);
+  }
+  if (path.size() == 2 && path[1] == "sync") {
+    *route = "/v1/sync";
+    if (!get) return method_not_allowed("GET");
+    if (auto denied = call->Require(Access::kAdmin, "")) return *denied;
+    if (auto bad = call->CheckParameters({"view"})) return *bad;
+    std::vector<std::string> arguments;
+    if (auto view = call->Parameter("view")) arguments.push_back(std::string(*view));
+    return RunCommand(call, "sync", std::move(arguments), {}, "tables");
+  }
+  if (path.size() < 2 || path[1] != "tables")
+    return HttpResponse::Error(404, "no such endpoint: " + request.path);
+  if (path.size() == 2) {
+    *route = "/v1/tables";
+    if (!get) return method_not_allowed("GET");
+    if (auto bad = call->CheckParameters({})) return *bad;
+    return Tables(call);
+  }
+  const std::string& table = path[2];
+  if (path.size() == 3) {
+    *route = "/v1/tables/{table}";
+    if (auto denied = call->Require(Access::kAdmin, table)) return *denied;
+    if (method == "PUT") return CreateTable(call, table, /*alter=*/false);
+    if (method == "PATCH") return CreateTable(call, table, /*alter=*/true);
+    if (method == "DELETE") {
+      if (auto bad = call->CheckParameters({})) return *bad;
+      return RunCommand(call, "drop-table", {table}, {}, "");
+    }
+    return method_not_allowed("PUT, PATCH, DELETE");
+  }
+  if (path.size() == 4 && (path[3] == "devices" || path[3] == "measures")) {
+    *route = "/v1/tables/{table}/" + path[3];
+    if (!get) return method_not_allowed("GET");
+    if (auto denied = call->Require(Access::kRead, table)) return *denied;
+    if (auto bad = call->CheckParameters({})) return *bad;
+    return RunCommand(call, path[3], {table}, {}, path[3]);
+  }
+  if (path.size() == 4 && path[3] == "latest") {
+    *route = "/v1/tables/{table}/latest";
+    if (method != "POST") return method_not_allowed("POST");
+    if (auto denied = call->Require(Access::kRead, table)) return *denied;
+    return LatestBatch(call, table);
+  }
+  if (path.size() == 6 && path[3] == "devices") {
+    const std::string& device = path[4];
+    const std::string& what = path[5];
+    if (what != "latest" && what != "readings" && what != "aggregate") {
+      return HttpResponse::Error(404, "no such endpoint: " + request.path);
+    }
+    *route = "/v1/tables/{table}/devices/{device}/" + what;
+    if (!get) return method_not_allowed("GET");
+    if (auto denied = call->Require(Access::kRead, table)) return *denied;
+    if (what == "latest") {
+      if (auto bad = call->CheckParameters({"measure", "tag.*"})) return *bad;
+      std::vector<std::string> arguments = {table, device};
+      if (std::optional<std::string> measure = call->Parameter("measure")) arguments.push_back(*measure);
+      std::vector<std::pair<std::string, std::string>> options;
+      AddTagFilter(call->TagParameters(), &options);
+      return RunCommand(call, "latest", std::move(arguments), options, "records");
+    }
+    if (what == "readings") return Readings(call, table, device);
+    return Aggregate(call, table, device);
+  }
+  return HttpResponse::Error(404, "no such endpoint: " + request.path);
+}
+
+HttpResponse HttpApi::RunCommand(Call* call, std::string_view command, std::vector<std::string> arguments,
+                                 const std::vector<std::pair<std::string, std::string>>& options,
+                                 std::string_view rows_member) {
+  (void)call;
+  Result<CommandInvocation> invocation = commands_->BindArguments(command, std::move(arguments), options);
+  if (!invocation.ok()) return ErrorFor(invocation.status());
+  metrics_->RecordQuery(command);
+  CommandResult result = commands_->Run(*invocation);
+  if (!result.ok()) return ErrorFor(result.error());
+  return HttpResponse::Json(200, RenderJson(result, RenderOptions(), rows_member));
+}
+
+HttpResponse HttpApi::Tables(Call* call) {
+  Result<CommandInvocation> invocation = commands_->BindArguments("tables", {}, {});
+  if (!invocation.ok()) return ErrorFor(invocation.status());
+  metrics_->RecordQuery("tables");
+  CommandResult result = commands_->Run(*invocation);
+  if (!result.ok()) return ErrorFor(result.error());
+  // Only the tables this token may read.
+  const std::vector<std::string>& columns = result.columns();
+  const size_t name_column =
+      static_cast<size_t>(std::find(columns.begin(), columns.end(), "table") - columns.begin());
+  std::vector<CommandResult::Row> readable;
+  for (const CommandResult::Row& row : result.rows()) {
+    if (name_column < row.size()) {
+      if (const std::string* name = std::get_if<std::string>(&row[name_column])) {
+        if (call->token()->Allows(Access::kRead, *name)) readable.push_back(row);
+      }
+    }
+  }
+  return HttpResponse::Json(
+      200, RenderJson(CommandResult::Table(columns, std::move(readable)), RenderOptions(), "tables"));
+}
+
+HttpResponse HttpApi::CreateTable(Call* call, const std::string& table, bool alter) {
+  const std::span<const std::string_view> accepted = alter
+                                                         ? std::span<const std::string_view>(kAlterOptions)
+                                                         : std::span<const std::string_view>(kCreateOptions);
+  std::string accepted_list;
+  for (std::string_view name : accepted)
+    accepted_list += (accepted_list.empty() ? "" : ", ") + std::string(name);
+  std::vector<std::pair<std::string, std::string>> options;
+  for (const auto& [key, value] : call->parameters()) {
+    if (http_api_internal::IsCredentialParameter(key)) continue;
+    if (std::find(accepted.begin(), accepted.end(), key) == accepted.end()) {
+      return HttpResponse::Error(400, "unknown query parameter '" + key + "'; accepted: " + accepted_list);
+    }
+    if (std::any_of(options.begin(), options.end(), [&key = key](const auto& o) { return o.first == key; })) {
+      return HttpResponse::Error(400, "query parameter '" + key + "' is given more than once");
+    }
+    options.emplace_back(key, value);
+  }
+  const std::string& body = call->request().body;
+  if (body.find_first_not_of(" \t\r\n") != std::string::npos) {
+    Result<JsonValue> document = JsonValue::Parse(body);
+    if (!document.ok())
+      return HttpResponse::Error(400, "the body is not JSON: " + document.status().message());
+    if (!document->is_object()) {
+      return HttpResponse::Error(
+          400, "the body must be a JSON object like {\"retention\":\"30d\",\"max_series\":\"50000\"}");
+    }
+    for (const auto& [key, value] : document->members()) {
+      if (std::find(accepted.begin(), accepted.end(), key) == accepted.end()) {
+        return HttpResponse::Error(400, "unknown member '" + key + "'; accepted: " + accepted_list);
+      }
+      std::string text;
+      if (value.is_string()) {
+        text = value.text();
+      } else if (key == "max_series" && value.is_number()) {
+        text = value.text();
+      } else if (key == "attributes" && value.kind() == JsonValue::Kind::kArray) {
+        for (const JsonValue& name : value.elements()) {
+          if (!name.is_string()) return HttpResponse::Error(400, "member 'attributes' must list strings");
+          text += (text.empty() ? "" : ",") + name.text();
+        }
+      } else {
+        return HttpResponse::Error(400, "member '" + key + "' must be a string like \"30d\"" +
+                                            (key == "max_series" ? " or a number" : ""));
+      }
+      if (std::any_of(options.begin(), options.end(),
+                      [&key = key](const auto& option) { return option.first == key; })) {
+        return HttpResponse::Error(400, "'" + key + "' is given both in the query and in the body");
+      }
+      options.emplace_back(key, std::move(text));
+    }
+  }
+  for (auto& option : options) {
+    if (option.first == "max_series") option.first = "max-series";
+    if (option.first == "on_conflict") option.first = "on-conflict";
+  }
+  HttpResponse response = RunCommand(call, alter ? "alter-table" : "create-table", {table}, options, "");
+  if (response.status == 200 && !alter) response.status = 201;
+  return response;
+}
+
+HttpResponse HttpApi::LatestBatch(Call* call, const std::string& table) {
+  if (auto bad = call->CheckParameters({})) return *bad;
+  Result<JsonValue> document = JsonValue::Parse(call->request().body);
+  if (!document.ok()) return HttpResponse::Error(400, "the body is not JSON: " + document.status().message());
+  const JsonValue* devices = document->is_object() ? document->Find("devices") : nullptr;
+  if (devices == nullptr || devices->kind() != JsonValue::Kind::kArray || devices->elements().empty()) {
+    return HttpResponse::Error(400, "the body must be {\"devices\":[\"id\",...]} with at least one device");
+  }
+  if (devices->elements().size() > kMaxBatchDevices) {
+    return HttpResponse::Error(400, "at most " + std::to_string(kMaxBatchDevices) + " devices per request");
+  }
+  std::vector<std::string> arguments = {table};
+  for (const JsonValue& device : devices->elements()) {
+    if (!device.is_string()) return HttpResponse::Error(400, "every device must be a string");
+    arguments.push_back(device.text());
+  }
+  std::vector<std::pair<std::string, std::string>> options;
+  for (const auto& [key, value] : document->members()) {
+    if (key == "devices") continue;
+    if (key != "measure" || !value.is_string()) {
+      return HttpResponse::Error(400,
+                                 "unexpected member '" + key + "'; accepted: devices, measure (a string)");
+    }
+    options.emplace_back("measure", value.text());
+  }
+  return RunCommand(call, "latest-batch", std::move(arguments), options, "records");
+}
+
+HttpResponse HttpApi::Readings(Call* call, const std::string& table, const std::string& device) {
+  if (auto bad = call->CheckParameters({"measure", "prefix", "from", "to", "order", "limit", "page", "tag.*"}))
+    return *bad;
+  std::vector<std::pair<std::string, std::string>> options;
+  AddTagFilter(call->TagParameters(), &options);
+  for (const char* name : {"measure", "prefix", "from", "to", "limit", "page"}) {
+    if (std::optional<std::string> value = call->Parameter(name)) options.emplace_back(name, *value);
+  }
+  if (std::optional<std::string> order = call->Parameter("order")) {
+    if (*order == "desc") {
+      options.emplace_back("desc", "");
+    } else if (*order != "asc") {
+      return HttpResponse::Error(400, "order must be asc or desc, not '" + *order + "'");
+    }
+  }
+  return RunCommand(call, "range", {table, device}, options, "records");
+}
+
+HttpResponse HttpApi::Aggregate(Call* call, const std::string& table, const std::string& device) {
+  if (auto bad = call->CheckParameters({"measure", "field", "step", "fn", "from", "to", "group_by", "tag.*"}))
+    return *bad;
+  std::optional<std::string> measure = call->Parameter("measure");
+  std::optional<std::string> field = call->Parameter("field");
+  if (!measure || !field) return HttpResponse::Error(400, "aggregate needs ?measure=M&field=F&step=D");
+  std::vector<std::pair<std::string, std::string>> options;
+  for (const char* name : {"step", "fn", "from", "to"}) {
+    if (std::optional<std::string> value = call->Parameter(name)) options.emplace_back(name, *value);
+  }
+  if (std::optional<std::string> group_by = call->Parameter("group_by")) options.emplace_back("group-by", *group_by);
+  AddTagFilter(call->TagParameters(), &options);
+  return RunCommand(call, "agg", {table, device, *measure, *field}, options, "buckets");
+}
+
+HttpResponse HttpApi::Healthz() {
+  HealthLevel level = engine_->Health().level;
+  // A damaged tokens file leaves the store serving no token: the API is
+  // down for every client, which a monitor must see.
+  if (level == HealthLevel::kOk && !tokens_->damage().ok()) level = HealthLevel::kDegraded;
+  if (!env_->FreeSpace(options_.data_dir).ok()) level = HealthLevel::kFailing;
+  JsonWriter json;
+  json.BeginObject();
+  json.Key("status");
+  json.String(HealthLevelName(level));
+  json.EndObject();
+  return HttpResponse::Json(level == HealthLevel::kFailing ? 503 : 200, json.text());
+}
+
+HttpResponse HttpApi::HealthDetails(Call* call) {
+  HttpResponse response = RunCommand(call, "health", {}, {}, "");
+  if (response.status == 200 && engine_->Health().level == HealthLevel::kFailing) response.status = 503;
+  return response;
+}
+
+HttpResponse HttpApi::Metrics() {
+  Result<uint64_t> free = env_->FreeSpace(options_.data_dir);
+  HttpResponse response;
+  response.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  response.body = metrics_->RenderPrometheus(
+      engine_->Stats(), server_stats_ ? server_stats_() : HttpServerStats(), free.ok() ? *free : 0);
+  response.body += RenderClockMetrics(engine_->Clock());
+  response.body += RenderFlashWearMetrics(engine_->FlashWear());
+  if (options_.extra_metrics) response.body += options_.extra_metrics();
+  return response;
+}
+
+}  // namespace cairn

@@ -1,0 +1,558 @@
+#include "cairn/http/http_server.h"
+
+#include <algorithm>
+#include <ctime>
+
+#include "request_reader.h"
+
+namespace cairn {
+
+// What a connection is doing; decides whether it may be displaced (only
+// while it waits for a request) and how Stop() treats it.
+enum class HttpServer::Phase : uint8_t {
+  kHandshake,  // TLS handshake: no request yet
+  kWaiting,    // waiting for the first byte of a request
+  kReading,    // reading a request
+  kHandling,   // the handler runs: never cut
+  kWriting,    // writing a response
+  kDone,
+};
+
+namespace {
+
+constexpr int kAcceptPollMs = 200;
+// The longest a connection thread blocks in one read, so that it notices a
+// stop soon even while its own deadlines are far away.
+constexpr int kStopPollMs = 100;
+// After the drain, how long connection threads get to write their last 503
+// before every connection not in a handler is shut down.
+constexpr int kFinalAnswersMs = 1000;
+// After an error answered before the whole request was read, the rest of
+// the request is read and dropped for this long (at most kLingerBytes), so
+// that closing with unread input does not reset the connection before the
+// client has read the answer.
+constexpr int kLingerMs = 1000;
+constexpr size_t kLingerBytes = 1 << 20;
+constexpr int kRefusalWriteMs = 1000;
+
+// "Sat, 21 Nov 2026 09:41:07 GMT" (RFC 9110's IMF-fixdate).
+std::string HttpDate(int64_t unix_nanos) {
+  const time_t seconds = static_cast<time_t>(unix_nanos / 1'000'000'000);
+  struct tm parts = {};
+  gmtime_r(&seconds, &parts);
+  char text[64];
+  strftime(text, sizeof(text), "%a, %d %b %Y %H:%M:%S GMT", &parts);
+  return text;
+}
+
+std::string ResponseHead(const HttpResponse& response, bool keep_alive, size_t content_length,
+                         const std::string& date) {
+  std::string head = "HTTP/1.1 " + std::to_string(response.status) + " ";
+  head += HttpReasonPhrase(response.status);
+  head += "\r\nDate: " + date + "\r\n";
+  if (response.status != 204 && response.status != 304) {
+    head += "Content-Type: " + response.content_type + "\r\n";
+    head += "Content-Length: " + std::to_string(content_length) + "\r\n";
+  }
+  for (const auto& [name, value] : response.headers) head += name + ": " + value + "\r\n";
+  head += keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
+  return head;
+}
+
+// A TCP stream shared between the connection's thread (through whatever
+// wraps it, e.g. TLS) and the server, which may shut it down from another
+// thread at any time, also while the wrapper is destroying its own handle.
+class SharedStream final : public TcpConnection {
+ public:
+  explicit SharedStream(std::shared_ptr<TcpConnection> inner) : inner_(std::move(inner)) {}
+  Result<size_t> Read(char* dst, size_t n, int timeout_ms) override {
+    return inner_->Read(dst, n, timeout_ms);
+  }
+  Status Write(std::string_view data, int timeout_ms) override { return inner_->Write(data, timeout_ms); }
+  void Shutdown() override { inner_->Shutdown(); }
+  const std::string& peer_address() const override { return inner_->peer_address(); }
+  const PeerCertificate* peer_certificate() const override { return inner_->peer_certificate(); }
+
+ private:
+  const std::shared_ptr<TcpConnection> inner_;
+};
+
+// Reads and drops what the peer still sends, briefly (see kLingerMs).
+void Linger(TcpConnection* stream, Env* env) {
+  char sink[16 * 1024];
+  size_t dropped = 0;
+  const int64_t deadline = env->MonotonicNanos() + int64_t{kLingerMs} * 1'000'000;
+  while (dropped < kLingerBytes) {
+    const int64_t remaining_ms = (deadline - env->MonotonicNanos()) / 1'000'000;
+    if (remaining_ms <= 0) return;
+    Result<size_t> got = stream->Read(sink, sizeof(sink), static_cast<int>(remaining_ms));
+    if (!got.ok() || *got == 0) return;
+    dropped += *got;
+  }
+}
+
+}  // namespace
+
+struct HttpServer::Connection {
+  std::thread thread;
+  std::string address;
+  std::mutex mutex;  // guards the fields below; taken after HttpServer::mutex_ when both are
+  // The TCP stream under any wrapper, shared by the connection's thread and
+  // Stop() and displacement, which shut it down; released when the
+  // connection ends.
+  std::shared_ptr<TcpConnection> transport;
+  Phase phase = Phase::kHandshake;
+  int64_t waiting_since_nanos = 0;
+  // Guarded by HttpServer::mutex_: displaced; its slot is free already.
+  bool evicted = false;
+  std::atomic<bool> finished{false};
+};
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Start(Env* env, const HttpServerOptions& options,
+                                                      HttpHandler handler, ConnectionWrapper wrapper,
+                                                      HttpLogFunction log) {
+  if (options.max_connections == 0 || options.max_connections_per_address == 0) {
+    return Status::InvalidArgument("max_connections and max_connections_per_address must be at least 1");
+  }
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<TcpListener> listener,
+                         env->ListenTcp(options.listen_address, options.port));
+  std::unique_ptr<HttpServer> server(new HttpServer(env, options, std::move(handler), std::move(wrapper),
+                                                    std::move(log), std::move(listener)));
+  HttpServer* raw = server.get();
+  server->accept_thread_ = env->StartThread([raw] { raw->AcceptLoop(); });
+  return server;
+}
+
+HttpServer::HttpServer(Env* env, const HttpServerOptions& options, HttpHandler handler,
+                       ConnectionWrapper wrapper, HttpLogFunction log, std::unique_ptr<TcpListener> listener)
+    : env_(env),
+      options_(options),
+      handler_(std::move(handler)),
+      wrapper_(std::move(wrapper)),
+      log_(env, std::move(log)),
+      listener_(std::move(listener)),
+      port_(listener_->port()) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+HttpServerStats HttpServer::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  HttpServerStats stats = stats_;
+  for (const std::unique_ptr<Connection>& connection : connections_) {
+    if (connection->evicted || connection->finished.load()) continue;
+    std::lock_guard<std::mutex> guard(connection->mutex);
+    if (connection->phase == Phase::kWaiting) ++stats.waiting_connections;
+  }
+  return stats;
+}
+
+void HttpServer::Count(uint64_t HttpServerStats::*counter) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++(stats_.*counter);
+}
+
+HttpResponse HttpServer::StoppingResponse() const {
+  HttpResponse response = HttpResponse::Error(503, "cairnd is stopping; retry in a few seconds");
+  response.headers.emplace_back("Retry-After", std::to_string(options_.retry_after_seconds));
+  response.close_connection = true;
+  return response;
+}
+
+// ---- stopping ---------------------------------------------------------------
+
+void HttpServer::Stop() {
+  if (stopping_.load()) {
+    if (accept_thread_.joinable()) accept_thread_.join();
+    return;
+  }
+  // Before the flag: a thread that sees the flag reads the start too.
+  stop_started_nanos_.store(env_->MonotonicNanos());
+  stopping_.store(true);
+  // The accept loop answers what waits in the listen queue, then closes
+  // the listener.
+  if (accept_thread_.joinable()) accept_thread_.join();
+
+  const auto all_finished = [this] {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return std::all_of(connections_.begin(), connections_.end(),
+                       [](const std::unique_ptr<Connection>& c) { return c->finished.load(); });
+  };
+  const auto shut_down_where = [this](auto&& condition) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const std::unique_ptr<Connection>& connection : connections_) {
+      std::lock_guard<std::mutex> guard(connection->mutex);
+      if (connection->transport != nullptr && condition(connection->phase)) connection->transport->Shutdown();
+    }
+  };
+  const auto wait_until = [&](int64_t deadline) {
+    while (!all_finished() && env_->MonotonicNanos() < deadline) env_->SleepForMicros(10'000);
+  };
+  // A TLS handshake has no request to finish. A plain connection whose
+  // thread has not run yet is also in kHandshake, but its request may already
+  // be waiting in the socket: it is answered like any other.
+  if (wrapper_) shut_down_where([](Phase phase) { return phase == Phase::kHandshake; });
+  const int64_t drain_end = stop_started_nanos_.load() + int64_t{options_.drain_timeout_ms} * 1'000'000;
+  wait_until(drain_end);
+  drain_over_.store(true);
+  wait_until(env_->MonotonicNanos() + int64_t{kFinalAnswersMs} * 1'000'000);
+  shut_down_where([](Phase phase) { return phase != Phase::kHandling; });
+
+  std::list<std::unique_ptr<Connection>> connections;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    connections.swap(connections_);
+  }
+  for (const std::unique_ptr<Connection>& connection : connections) {
+    if (connection->thread.joinable()) connection->thread.join();
+  }
+}
+
+void HttpServer::ReapFinished() {
+  std::list<std::unique_ptr<Connection>> finished;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = connections_.begin(); it != connections_.end();) {
+      if ((*it)->finished.load(std::memory_order_acquire)) {
+        finished.push_back(std::move(*it));
+        it = connections_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    stats_.open_connections = connections_.size();
+  }
+  for (const std::unique_ptr<Connection>& connection : finished) connection->thread.join();
+}
+
+// ---- admission --------------------------------------------------------------
+
+void HttpServer::AcceptLoop() {
+  while (!stopping_.load(std::memory_order_acquire)) {
+    ReapFinished();
+    Result<std::unique_ptr<TcpConnection>> accepted = listener_->Accept(kAcceptPollMs);
+    if (!accepted.ok()) {
+      log_.Log("accept", "http: " + accepted.status().message());
+      // Out of descriptors: give the open connections time to end.
+      env_->SleepForMicros(100'000);
+      continue;
+    }
+    if (*accepted != nullptr) Admit(std::move(*accepted));
+  }
+  // Stopping: connections that completed their handshake with the kernel
+  // before the stop get an answer (503) instead of a reset.
+  for (;;) {
+    ReapFinished();
+    Result<std::unique_ptr<TcpConnection>> accepted = listener_->Accept(0);
+    if (!accepted.ok() || *accepted == nullptr) break;
+    Admit(std::move(*accepted));
+  }
+  listener_.reset();
+}
+
+HttpServer::Connection* HttpServer::ChooseEvictionLocked(const std::string& address, bool* refuse) {
+  *refuse = false;
+  const auto live_at = [this](const std::string& peer) {
+    const auto found = live_per_address_.find(peer);
+    return found == live_per_address_.end() ? size_t{0} : found->second;
+  };
+  const bool address_full = live_at(address) >= options_.max_connections_per_address;
+  const bool server_full = live_connections_ >= options_.max_connections;
+  if (!address_full && !server_full) return nullptr;
+  // The candidates: the newcomer's own address when it is at its limit,
+  // else the address holding the most connections that has one waiting.
+  Connection* victim = nullptr;
+  size_t victim_address_count = 0;
+  int64_t victim_since = 0;
+  for (const std::unique_ptr<Connection>& connection : connections_) {
+    if (connection->evicted || connection->finished.load()) continue;
+    if (address_full && connection->address != address) continue;
+    std::lock_guard<std::mutex> guard(connection->mutex);
+    if (connection->phase != Phase::kWaiting && connection->phase != Phase::kHandshake) continue;
+    const size_t count = live_at(connection->address);
+    const bool better = victim == nullptr || count > victim_address_count ||
+                        (count == victim_address_count && connection->waiting_since_nanos < victim_since);
+    if (better) {
+      victim = connection.get();
+      victim_address_count = count;
+      victim_since = connection->waiting_since_nanos;
+    }
+  }
+  if (victim == nullptr) *refuse = true;
+  return victim;
+}
+
+void HttpServer::Admit(std::unique_ptr<TcpConnection> stream) {
+  const std::string address = stream->peer_address();
+  auto connection = std::make_unique<Connection>();
+  Connection* const raw = connection.get();
+  std::string displaced, refusal;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    bool refuse = false;
+    Connection* victim = ChooseEvictionLocked(address, &refuse);
+    if (victim != nullptr) {
+      {
+        std::lock_guard<std::mutex> guard(victim->mutex);
+        if (victim->transport != nullptr) victim->transport->Shutdown();
+      }
+      // Shut down while it waited: it ends without reading anything more.
+      victim->evicted = true;
+      --live_per_address_[victim->address];
+      --live_connections_;
+      ++stats_.connections_evicted;
+      displaced = victim->address;
+    }
+    if (refuse) {
+      ++stats_.connections_refused;
+      const size_t from_address = live_per_address_[address];
+      refusal = "http: refused a connection from " + address +
+                " with 503: " + std::to_string(live_connections_) + " connections in progress (limit " +
+                std::to_string(options_.max_connections) + "), " + std::to_string(from_address) +
+                " from that address (limit " + std::to_string(options_.max_connections_per_address) + ")";
+    } else {
+      ++stats_.connections_accepted;
+      ++live_per_address_[address];
+      ++live_connections_;
+      connection->address = address;
+      connection->waiting_since_nanos = env_->MonotonicNanos();
+      // Set before the thread starts, so that it can be displaced at once.
+      connection->transport = std::shared_ptr<TcpConnection>(std::move(stream));
+      connections_.push_back(std::move(connection));
+      stats_.open_connections = connections_.size();
+    }
+  }
+  if (!displaced.empty()) {
+    log_.Log("evicted", "http: closed a waiting connection from " + displaced +
+                            " to make room for a new one from " + address);
+  }
+  if (!refusal.empty()) {
+    log_.Log("refused", refusal);
+    Refuse(std::move(stream), "too many connections in progress; retry later");
+    return;
+  }
+  raw->thread = env_->StartThread([this, raw] { Serve(raw); });
+}
+
+void HttpServer::Refuse(std::unique_ptr<TcpConnection> stream, const std::string& why) {
+  // TLS: no handshake for a refusal. Plain: a 503 the client can read (a
+  // request that arrived already is read first, so that the close does not
+  // reset the connection; nothing is waited for).
+  if (wrapper_) return;
+  char sink[16 * 1024];
+  static_cast<void>(stream->Read(sink, sizeof(sink), 0));
+  HttpResponse response = HttpResponse::Error(503, why);
+  response.headers.emplace_back("Retry-After", std::to_string(options_.retry_after_seconds));
+  static_cast<void>(stream->Write(
+      ResponseHead(response, false, response.body.size(), HttpDate(env_->NowUnixNanos())) + response.body,
+      kRefusalWriteMs));
+}
+
+// ---- one connection ---------------------------------------------------------
+
+void HttpServer::SetPhase(Connection* connection, Phase phase) {
+  std::lock_guard<std::mutex> guard(connection->mutex);
+  if (connection->phase == phase) return;
+  // A new connection has waited since it was accepted (a TLS one through
+  // its handshake); one between requests since its last response.
+  if (phase == Phase::kWaiting && connection->phase != Phase::kHandshake) {
+    connection->waiting_since_nanos = env_->MonotonicNanos();
+  }
+  connection->phase = phase;
+}
+
+void HttpServer::Serve(Connection* connection) {
+  std::shared_ptr<TcpConnection> transport;
+  {
+    std::lock_guard<std::mutex> guard(connection->mutex);
+    transport = connection->transport;
+  }
+  std::unique_ptr<TcpConnection> stream = std::make_unique<SharedStream>(transport);
+  const std::string& peer = connection->address;
+  bool served = true;
+  if (wrapper_) {
+    Result<std::unique_ptr<TcpConnection>> wrapped = wrapper_(std::move(stream));
+    if (wrapped.ok()) {
+      stream = std::move(*wrapped);
+    } else {
+      served = false;
+      Count(&HttpServerStats::connections_failed);
+      log_.Log("tls", "http: connection from " + peer + " failed: " + wrapped.status().message());
+    }
+  }
+  if (served) ServeRequests(connection, stream.get());
+  stream.reset();
+  transport.reset();
+  {
+    std::lock_guard<std::mutex> guard(connection->mutex);
+    connection->phase = Phase::kDone;
+    // The last owner: closes the socket now rather than at the next reap.
+    connection->transport.reset();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!connection->evicted) {
+      --live_per_address_[connection->address];
+      if (live_per_address_[connection->address] == 0) live_per_address_.erase(connection->address);
+      --live_connections_;
+    }
+  }
+  connection->finished.store(true, std::memory_order_release);
+}
+
+void HttpServer::ServeRequests(Connection* connection, TcpConnection* stream) {
+  http::RequestLimits limits;
+  limits.max_target_bytes = options_.max_target_bytes;
+  limits.max_header_bytes = options_.max_header_bytes;
+  limits.max_body_bytes = options_.max_body_bytes;
+  http::RequestReader reader(limits);
+  std::string buffer;  // bytes read but not yet taken by the reader
+  char chunk[16 * 1024];
+  bool peer_closed = false;
+  bool first_request = true;
+  const bool tls = static_cast<bool>(wrapper_);
+  const std::string& peer = connection->address;
+
+  // What the connection waits for, each with its own deadline.
+  enum class Wait { kRequest, kHead, kBody };
+  const auto now_ms = [this] { return env_->MonotonicNanos() / 1'000'000; };
+  const auto answer_and_end = [&](const HttpResponse& response, bool whole_request_read) {
+    SetPhase(connection, Phase::kWriting);
+    if (WriteResponse(stream, response, false, false) && !whole_request_read) Linger(stream, env_);
+  };
+  for (;;) {
+    Wait waiting_for = Wait::kRequest;
+    const int request_timeout = first_request ? options_.first_byte_timeout_ms : options_.idle_timeout_ms;
+    int64_t deadline = now_ms() + request_timeout;
+    bool sent_continue = false;
+    bool head_checked = false;
+    // Whether the request's first byte came before Stop() began.
+    bool begun_before_stop = !stopping_.load(std::memory_order_acquire);
+    // Runs the head check once; a refusal is answered here. False when the
+    // connection must end.
+    const auto check_head = [&]() -> bool {
+      if (head_checked || !reader.headers_complete()) return true;
+      head_checked = true;
+      HttpRequest& head = reader.request();
+      head.peer_address = peer;
+      head.tls = tls;
+      if (const PeerCertificate* certificate = stream->peer_certificate())
+        head.client_certificate = *certificate;
+      if (!options_.head_check) return true;
+      std::optional<HttpResponse> refusal = options_.head_check(head);
+      if (!refusal) return true;
+      Count(&HttpServerStats::requests_refused_at_head);
+      answer_and_end(*refusal, reader.state() == http::RequestReader::State::kComplete);
+      return false;
+    };
+    while (reader.state() == http::RequestReader::State::kIncomplete) {
+      if (!buffer.empty()) {
+        const size_t taken = reader.Feed(buffer);
+        buffer.erase(0, taken);
+        if (reader.state() != http::RequestReader::State::kIncomplete) break;
+      }
+      const Wait now_waiting_for = !reader.started()            ? Wait::kRequest
+                                   : !reader.headers_complete() ? Wait::kHead
+                                                                : Wait::kBody;
+      if (now_waiting_for != waiting_for) {
+        waiting_for = now_waiting_for;
+        deadline =
+            now_ms() + (waiting_for == Wait::kHead ? options_.header_timeout_ms : options_.body_timeout_ms);
+      }
+      if (!check_head()) return;
+      if (reader.headers_complete() && reader.expects_continue() && !sent_continue) {
+        sent_continue = true;
+        if (!stream->Write("HTTP/1.1 100 Continue\r\n\r\n", options_.write_timeout_ms).ok()) return;
+      }
+      if (peer_closed) {
+        reader.FeedEndOfStream();
+        break;
+      }
+      SetPhase(connection, waiting_for == Wait::kRequest ? Phase::kWaiting : Phase::kReading);
+      if (drain_over_.load(std::memory_order_acquire)) {
+        if (waiting_for == Wait::kRequest) {
+          // Bytes already waiting in the socket are a request that arrived
+          // (a busy gateway may not have run this thread yet): it is
+          // answered 503 like any other, not closed on.
+          Result<size_t> pending = stream->Read(chunk, sizeof(chunk), 0);
+          if (!pending.ok() || *pending == 0) return;
+          if (!reader.started() && buffer.empty()) begun_before_stop = false;
+          buffer.append(chunk, *pending);
+          continue;
+        }
+        Count(&HttpServerStats::requests_refused_stopping);
+        answer_and_end(StoppingResponse(), false);
+        return;
+      }
+      const int64_t remaining = deadline - now_ms();
+      Result<size_t> got = remaining > 0
+                               ? stream->Read(chunk, sizeof(chunk),
+                                              static_cast<int>(std::min<int64_t>(remaining, kStopPollMs)))
+                               : Result<size_t>(Status::TimedOut("deadline passed"));
+      if (!got.ok()) {
+        if (got.status().code() != StatusCode::kTimedOut) return;  // gone, displaced or shut down
+        if (now_ms() < deadline) continue;
+        if (waiting_for == Wait::kRequest) {
+          if (first_request && !stopping_.load(std::memory_order_acquire)) {
+            log_.Log("silent", "http: closed a connection from " + peer + " that sent nothing within " +
+                                   std::to_string(options_.first_byte_timeout_ms) + " ms");
+          }
+          return;
+        }
+        Count(&HttpServerStats::requests_timed_out);
+        const bool head = waiting_for == Wait::kHead;
+        log_.Log("timeout", "http: answered 408 to " + peer + ": the request " + (head ? "head" : "body") +
+                                " did not arrive within " +
+                                std::to_string(head ? options_.header_timeout_ms : options_.body_timeout_ms) +
+                                " ms");
+        answer_and_end(HttpResponse::Error(408, head ? "the request head did not arrive in time"
+                                                     : "the request body did not arrive in time"),
+                       false);
+        return;
+      }
+      if (*got == 0) {
+        if (!reader.started()) return;  // closed between requests
+        peer_closed = true;
+        continue;
+      }
+      if (!reader.started() && buffer.empty()) begun_before_stop = !stopping_.load(std::memory_order_acquire);
+      buffer.append(chunk, *got);
+    }
+
+    if (reader.state() == http::RequestReader::State::kFailed) {
+      Count(&HttpServerStats::requests_malformed);
+      if (!peer_closed || reader.error_status() != 400) {
+        answer_and_end(HttpResponse::Error(reader.error_status(), reader.error_message()), false);
+      }
+      return;
+    }
+    if (!check_head()) return;
+
+    HttpRequest& request = reader.request();
+    const bool head_only = request.method == "HEAD";
+    Count(&HttpServerStats::requests);
+    if (!begun_before_stop) {
+      // A request that began after the stop: not taken on.
+      Count(&HttpServerStats::requests_refused_stopping);
+      answer_and_end(StoppingResponse(), true);
+      return;
+    }
+    SetPhase(connection, Phase::kHandling);
+    HttpResponse response = handler_(request);
+    SetPhase(connection, Phase::kWriting);
+    const bool keep_alive = reader.keep_alive() && !response.close_connection && !peer_closed &&
+                            !stopping_.load(std::memory_order_acquire);
+    if (!WriteResponse(stream, response, keep_alive, head_only) || !keep_alive) return;
+    reader.Reset();
+    first_request = false;
+  }
+}
+
+bool HttpServer::WriteResponse(TcpConnection* stream, const HttpResponse& response, bool keep_alive,
+                               bool head_only) {
+  std::string message =
+      ResponseHead(response, keep_alive, response.body.size(), HttpDate(env_->NowUnixNanos()));
+  if (!head_only && response.status != 204 && response.status != 304) message += response.body;
+  return stream->Write(message, options_.write_timeout_ms).ok();
+}
+
+}  // namespace cairn
