@@ -1,4 +1,4 @@
-# Fails when an #include points up the layers (README "Layers"):
+# Fails when an #include points up the layers (README "Architecture"):
 #
 #   firmware -> transport -> core -> platform, and inside transport
 #   text <- shell <- http;  text <- mqtt;  text <- sync envelope;
