@@ -7,6 +7,7 @@
 #include "cairn/platform/process_signals.h"
 #include "cairn/shell/builtin_commands.h"
 #include "cairn/shell/engine_commands.h"
+#include "cairn/text/time_argument.h"
 #include "cairn/mqtt/mqtt_input.h"
 #include "cairn/sync/sync_commands.h"
 #include "cairn/http/web_assets.h"

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "cairn/core/engine.h"
+#include "cairn/text/time_argument.h"
 #include "cairn/shell/builtin_commands.h"
 #include "cairn/shell/command_registry.h"
 #include "cairn/text/json_value.h"

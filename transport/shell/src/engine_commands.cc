@@ -13,8 +13,10 @@
 #include <vector>
 
 #include "cairn/text/line_protocol.h"
+#include "cairn/text/time_argument.h"
 
 #include "flash_wear_entries.h"
+#include "table_commands.h"
 #include "cairn/shell/record_table.h"
 
 namespace cairn {
@@ -24,141 +26,10 @@ namespace {
 constexpr int64_t kNanosPerSecond = 1'000'000'000;
 constexpr int64_t kSecondsPerDay = 86400;
 
-constexpr const char* kTimeForms =
-    "expected RFC 3339 like 2026-11-21T09:41:07Z, nanoseconds since the epoch, now, or a time relative to "
-    "now like -1h";
-constexpr const char* kDurationForms =
-    "expected numbers with units like 30d, 12h, 90m, 3600s or 1h30m (units ns, us, ms, s, m, h, d, w)";
-
 constexpr const char* kTagsSummary =
     "only series whose tags (dimensions or attributes) have these values; '\\' escapes , = \\";
-constexpr const char* kAttributesSummary =
-    "tag names that are metadata, not identity: they do not split series (default none)";
-
 // Default window of `agg` without --from: the day before --to.
 constexpr int64_t kDefaultAggregateWindowNanos = kSecondsPerDay * kNanosPerSecond;
-
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
-// ---- times and durations ------------------------------------------------------
-
-// Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar.
-int64_t DaysFromCivil(int64_t year, int month, int day) {
-  year -= month <= 2 ? 1 : 0;
-  const int64_t era = (year >= 0 ? year : year - 399) / 400;
-  const int64_t year_of_era = year - era * 400;
-  const int64_t day_of_year = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
-  const int64_t day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-  return era * 146097 + day_of_era - 719468;
-}
-
-int DaysInMonth(int64_t year, int month) {
-  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-  return month == 2 && leap ? 29 : kDays[month - 1];
-}
-
-Status BadTime(std::string_view text, const std::string& why) {
-  return Status::InvalidArgument("bad time '" + std::string(text) + "': " + why);
-}
-
-// Reads `count` digits at `*pos` into `*value`.
-bool ReadDigits(std::string_view text, size_t* pos, size_t count, int* value) {
-  if (*pos + count > text.size()) return false;
-  int result = 0;
-  for (size_t i = 0; i < count; ++i) {
-    const char c = text[*pos + i];
-    if (!IsDigit(c)) return false;
-    result = result * 10 + (c - '0');
-  }
-  *pos += count;
-  *value = result;
-  return true;
-}
-
-bool ReadChar(std::string_view text, size_t* pos, char expected) {
-  if (*pos >= text.size() || text[*pos] != expected) return false;
-  ++*pos;
-  return true;
-}
-
-// YYYY-MM-DD[(T|t| )HH:MM:SS[.fraction](Z|z|(+|-)HH:MM)]
-Result<int64_t> ParseRfc3339(std::string_view text) {
-  size_t pos = 0;
-  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
-  if (!ReadDigits(text, &pos, 4, &year) || !ReadChar(text, &pos, '-') || !ReadDigits(text, &pos, 2, &month) ||
-      !ReadChar(text, &pos, '-') || !ReadDigits(text, &pos, 2, &day)) {
-    return BadTime(text, kTimeForms);
-  }
-  int64_t fraction_nanos = 0;
-  int64_t offset_seconds = 0;
-  if (pos < text.size()) {
-    if (text[pos] != 'T' && text[pos] != 't' && text[pos] != ' ') return BadTime(text, kTimeForms);
-    ++pos;
-    if (!ReadDigits(text, &pos, 2, &hour) || !ReadChar(text, &pos, ':') ||
-        !ReadDigits(text, &pos, 2, &minute) || !ReadChar(text, &pos, ':') ||
-        !ReadDigits(text, &pos, 2, &second)) {
-      return BadTime(text, kTimeForms);
-    }
-    if (ReadChar(text, &pos, '.')) {
-      size_t digits = 0;
-      while (pos < text.size() && IsDigit(text[pos])) {
-        if (++digits > 9) return BadTime(text, "more than 9 fraction digits (cairn keeps nanoseconds)");
-        fraction_nanos = fraction_nanos * 10 + (text[pos] - '0');
-        ++pos;
-      }
-      if (digits == 0) return BadTime(text, "no digits after the decimal point");
-      for (size_t i = digits; i < 9; ++i) fraction_nanos *= 10;
-    }
-    if (pos == text.size()) return BadTime(text, "no time zone; end it with Z or an offset like +01:00");
-    if (text[pos] == 'Z' || text[pos] == 'z') {
-      ++pos;
-    } else if (text[pos] == '+' || text[pos] == '-') {
-      const int sign = text[pos] == '-' ? -1 : 1;
-      ++pos;
-      int offset_hours = 0, offset_minutes = 0;
-      if (!ReadDigits(text, &pos, 2, &offset_hours) || !ReadChar(text, &pos, ':') ||
-          !ReadDigits(text, &pos, 2, &offset_minutes) || offset_hours > 23 || offset_minutes > 59) {
-        return BadTime(text, "the offset must look like +01:00 or -05:30");
-      }
-      offset_seconds = sign * (offset_hours * 3600 + offset_minutes * 60);
-    } else {
-      return BadTime(text, kTimeForms);
-    }
-    if (pos != text.size()) return BadTime(text, kTimeForms);
-  }
-  if (month < 1 || month > 12) return BadTime(text, "month " + std::to_string(month) + " does not exist");
-  if (day < 1 || day > DaysInMonth(year, month)) {
-    return BadTime(text, "day " + std::to_string(day) + " does not exist in that month");
-  }
-  if (hour > 23) return BadTime(text, "hour " + std::to_string(hour) + " does not exist");
-  if (minute > 59) return BadTime(text, "minute " + std::to_string(minute) + " does not exist");
-  if (second > 59) {
-    return BadTime(text, "second " + std::to_string(second) + " does not exist (leap seconds are not kept)");
-  }
-  // Years 0000-9999 keep these products far inside int64; only the final
-  // scaling to nanoseconds can leave it.
-  int64_t seconds =
-      DaysFromCivil(year, month, day) * kSecondsPerDay + hour * 3600 + minute * 60 + second - offset_seconds;
-  // Before 1970 the fraction is taken from the next second up, so that the
-  // earliest instant int64 holds (1677-09-21T00:12:43.145224192Z) does not
-  // overflow on the way.
-  if (seconds < 0 && fraction_nanos > 0) {
-    seconds += 1;
-    fraction_nanos -= kNanosPerSecond;
-  }
-  int64_t nanos = 0;
-  if (__builtin_mul_overflow(seconds, kNanosPerSecond, &nanos) ||
-      __builtin_add_overflow(nanos, fraction_nanos, &nanos)) {
-    return BadTime(text, "outside the times cairn can store (1677-09-21 to 2262-04-11)");
-  }
-  return nanos;
-}
-
-bool IsIntegerText(std::string_view text) {
-  if (!text.empty() && text[0] == '-') text.remove_prefix(1);
-  return !text.empty() && std::all_of(text.begin(), text.end(), IsDigit);
-}
 
 // ---- argument helpers -----------------------------------------------------------
 
@@ -169,44 +40,6 @@ Result<int64_t> TimeOption(const CommandInvocation& invocation, std::string_view
   Result<int64_t> parsed = ParseTimeArgument(*text, now);
   if (!parsed.ok()) return parsed.status().WithContext("--" + std::string(option));
   return parsed;
-}
-
-// A duration option in whole seconds.
-Result<int64_t> SecondsOption(const CommandInvocation& invocation, std::string_view option,
-                              int64_t fallback) {
-  std::optional<std::string_view> text = invocation.Value(option);
-  if (!text) return fallback;
-  const std::string context = "--" + std::string(option);
-  Result<int64_t> nanos = ParseDurationArgument(*text);
-  if (!nanos.ok()) return nanos.status().WithContext(context);
-  if (*nanos % kNanosPerSecond != 0) {
-    return Status::InvalidArgument(context + ": '" + std::string(*text) +
-                                   "' is not a whole number of seconds");
-  }
-  return *nanos / kNanosPerSecond;
-}
-
-// --max-series N: a count up to kMaxSeriesLimit; 0 means the engine's
-// default.
-Result<uint64_t> MaxSeriesOption(const CommandInvocation& invocation, uint64_t fallback) {
-  std::optional<std::string_view> text = invocation.Value("max-series");
-  if (!text) return fallback;
-  uint64_t value = 0;
-  const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), value);
-  if (text->empty() || error != std::errc() || end != text->data() + text->size() ||
-      value > kMaxSeriesLimit) {
-    return Status::InvalidArgument("--max-series: '" + std::string(*text) + "' is not a count from 0 to " +
-                                   std::to_string(kMaxSeriesLimit) + " (0: the engine's default)");
-  }
-  return value;
-}
-
-// Points the way out of the most common mistake.
-Status ExplainTableError(const Status& status) {
-  if (status.Is(StatusCode::kNotFound) && status.message().rfind("table '", 0) == 0) {
-    return Status::NotFound(status.message() + "; type tables to list them");
-  }
-  return status;
 }
 
 // How `text` must be typed to reach a command as one word.
@@ -267,110 +100,11 @@ class EngineCommands {
   EngineCommands(Engine* engine, Env* env, EngineCommandOptions options)
       : engine_(engine), env_(env), options_(std::move(options)) {}
 
-  CommandResult Tables(const CommandInvocation&) {
-    Result<std::vector<TableInfo>> tables = engine_->ListTables();
-    if (!tables.ok()) return CommandResult::Error(tables.status());
-    std::vector<CommandResult::Row> rows;
-    for (const TableInfo& table : *tables) {
-      const TableOptions& o = table.options;
-      rows.push_back(
-          {table.name, std::string(PeriodName(o.period)), FormatDurationSeconds(o.retention_seconds),
-           o.default_ttl_seconds == 0 ? Value() : Value(FormatDurationSeconds(o.default_ttl_seconds)),
-           o.max_series == 0 ? Value() : Count(o.max_series), std::string(ConflictPolicyName(o.on_conflict)),
-           o.attributes.empty() ? Value() : Value(JoinNames(o.attributes)), TimeValue(table.created_unix_nanos)});
-    }
-    return CommandResult::Table(
-        {"table", "period", "retention", "default_ttl", "max_series", "on_conflict", "attributes", "created"},
-        std::move(rows));
-  }
-
-  CommandResult CreateTable(const CommandInvocation& invocation) {
-    const std::string& name = invocation.arguments()[0];
-    TableOptions table_options;
-    if (std::optional<std::string_view> period = invocation.Value("period")) {
-      Result<Period> parsed = ParsePeriod(*period);
-      if (!parsed.ok()) return CommandResult::Error(parsed.status().WithContext("--period"));
-      table_options.period = *parsed;
-    }
-    if (Status changed = ApplyChangeableOptions(invocation, &table_options); !changed.ok()) {
-      return CommandResult::Error(changed);
-    }
-    Status created = engine_->CreateTable(name, table_options);
-    if (!created.ok()) return CommandResult::Error(created);
-    return DescribeTable("created", name, table_options);
-  }
-
-  CommandResult AlterTable(const CommandInvocation& invocation) {
-    const std::string& name = invocation.arguments()[0];
-    Result<TableInfo> table = engine_->GetTable(name);
-    if (!table.ok()) return CommandResult::Error(ExplainTableError(table.status()));
-    TableOptions table_options = table->options;
-    if (Status changed = ApplyChangeableOptions(invocation, &table_options); !changed.ok()) {
-      return CommandResult::Error(changed);
-    }
-    Status altered = engine_->AlterTable(name, table_options);
-    if (!altered.ok()) return CommandResult::Error(ExplainTableError(altered));
-    return DescribeTable("altered", name, table_options);
-  }
-
-  // --retention, --ttl, --max-series and --on-conflict, which create-table
-  // and alter-table share, over `options`.
-  static Status ApplyChangeableOptions(const CommandInvocation& invocation, TableOptions* options) {
-    CAIRN_ASSIGN_OR_RETURN(const int64_t retention,
-                           SecondsOption(invocation, "retention", options->retention_seconds));
-    if (retention <= 0) return Status::InvalidArgument("--retention must be positive");
-    options->retention_seconds = retention;
-    CAIRN_ASSIGN_OR_RETURN(options->default_ttl_seconds,
-                           SecondsOption(invocation, "ttl", options->default_ttl_seconds));
-    CAIRN_ASSIGN_OR_RETURN(options->max_series, MaxSeriesOption(invocation, options->max_series));
-    if (std::optional<std::string_view> policy = invocation.Value("on-conflict")) {
-      Result<ConflictPolicy> parsed = ParseConflictPolicy(*policy);
-      if (!parsed.ok()) return parsed.status().WithContext("--on-conflict");
-      options->on_conflict = *parsed;
-    }
-    if (std::optional<std::string_view> attributes = invocation.Value("attributes")) {
-      options->attributes.clear();
-      for (size_t begin = 0; begin < attributes->size();) {
-        const size_t end = std::min(attributes->find(',', begin), attributes->size());
-        if (end > begin) options->attributes.emplace(attributes->substr(begin, end - begin));
-        begin = end + 1;
-      }
-    }
-    return Status::Ok();
-  }
-
   // The --tags filter of the read commands; empty when not given.
   static Result<TagMap> TagsOption(const CommandInvocation& invocation) {
     std::optional<std::string_view> text = invocation.Value("tags");
     if (!text) return TagMap{};
     return ParseTagsOption(*text);
-  }
-
-  static CommandResult DescribeTable(const char* verb, const std::string& name, const TableOptions& options) {
-    return CommandResult::KeyValues({
-        {verb, name},
-        {"period", std::string(PeriodName(options.period))},
-        {"retention", FormatDurationSeconds(options.retention_seconds)},
-        {"default_ttl", options.default_ttl_seconds == 0
-                            ? Value()
-                            : Value(FormatDurationSeconds(options.default_ttl_seconds))},
-        {"max_series", options.max_series == 0 ? Value() : Count(options.max_series)},
-        {"on_conflict", std::string(ConflictPolicyName(options.on_conflict))},
-        {"attributes", options.attributes.empty() ? Value() : Value(JoinNames(options.attributes))},
-    });
-  }
-
-  static std::string JoinNames(const std::set<std::string>& names) {
-    std::string text;
-    for (const std::string& name : names) text += (text.empty() ? "" : ",") + name;
-    return text;
-  }
-
-  CommandResult DropTable(const CommandInvocation& invocation) {
-    const std::string& name = invocation.arguments()[0];
-    Status dropped = engine_->DropTable(name);
-    if (!dropped.ok()) return CommandResult::Error(ExplainTableError(dropped));
-    return CommandResult::KeyValues({{"dropped", name}});
   }
 
   CommandResult Devices(const CommandInvocation& invocation) {
@@ -749,80 +483,6 @@ using Handler = CommandResult (EngineCommands::*)(const CommandInvocation&);
 
 }  // namespace
 
-Result<int64_t> ParseDurationArgument(std::string_view text) {
-  const auto bad = [&] {
-    return Status::InvalidArgument("bad duration '" + std::string(text) + "': " + kDurationForms);
-  };
-  if (text.empty()) return bad();
-  int64_t total = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const size_t number_start = pos;
-    while (pos < text.size() && IsDigit(text[pos])) ++pos;
-    if (pos == number_start) return bad();
-    int64_t number = 0;
-    const auto [end, error] = std::from_chars(text.data() + number_start, text.data() + pos, number);
-    const size_t unit_start = pos;
-    while (pos < text.size() && !IsDigit(text[pos])) ++pos;
-    const std::string_view unit = text.substr(unit_start, pos - unit_start);
-    int64_t unit_nanos = 0;
-    if (unit == "ns") {
-      unit_nanos = 1;
-    } else if (unit == "us") {
-      unit_nanos = 1'000;
-    } else if (unit == "ms") {
-      unit_nanos = 1'000'000;
-    } else if (unit == "s") {
-      unit_nanos = kNanosPerSecond;
-    } else if (unit == "m") {
-      unit_nanos = 60 * kNanosPerSecond;
-    } else if (unit == "h") {
-      unit_nanos = 3600 * kNanosPerSecond;
-    } else if (unit == "d") {
-      unit_nanos = kSecondsPerDay * kNanosPerSecond;
-    } else if (unit == "w") {
-      unit_nanos = 7 * kSecondsPerDay * kNanosPerSecond;
-    } else {
-      return bad();
-    }
-    int64_t part = 0;
-    if (error != std::errc() || __builtin_mul_overflow(number, unit_nanos, &part) ||
-        __builtin_add_overflow(total, part, &total)) {
-      return Status::InvalidArgument("bad duration '" + std::string(text) +
-                                     "': too long (at most about 292 years)");
-    }
-  }
-  return total;
-}
-
-Result<int64_t> ParseTimeArgument(std::string_view text, int64_t now_unix_nanos) {
-  if (text == "now") return now_unix_nanos;
-  if (IsIntegerText(text)) {
-    int64_t nanos = 0;
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), nanos);
-    if (error != std::errc()) return BadTime(text, "out of the range of int64 nanoseconds");
-    return nanos;
-  }
-  if (!text.empty() && (text[0] == '-' || text[0] == '+')) {
-    Result<int64_t> offset = ParseDurationArgument(text.substr(1));
-    if (!offset.ok()) return BadTime(text, kTimeForms);
-    int64_t result = 0;
-    const bool overflow = text[0] == '-' ? __builtin_sub_overflow(now_unix_nanos, *offset, &result)
-                                         : __builtin_add_overflow(now_unix_nanos, *offset, &result);
-    if (overflow) return BadTime(text, "outside the times cairn can store (1677-09-21 to 2262-04-11)");
-    return result;
-  }
-  return ParseRfc3339(text);
-}
-
-std::string FormatDurationSeconds(int64_t seconds) {
-  if (seconds == 0) return "0s";
-  if (seconds % kSecondsPerDay == 0) return std::to_string(seconds / kSecondsPerDay) + "d";
-  if (seconds % 3600 == 0) return std::to_string(seconds / 3600) + "h";
-  if (seconds % 60 == 0) return std::to_string(seconds / 60) + "m";
-  return std::to_string(seconds) + "s";
-}
-
 Status RegisterEngineCommands(CommandRegistry* registry, Engine* engine, Env* env,
                               const EngineCommandOptions& options) {
   if (options.data_dir.empty()) return Status::InvalidArgument("engine commands need the data directory");
@@ -838,49 +498,8 @@ Status RegisterEngineCommands(CommandRegistry* registry, Engine* engine, Env* en
   const std::string limit_summary = "at most N rows (default " + std::to_string(options.default_limit) +
                                     ", at most " + std::to_string(options.max_limit) + ")";
 
-  CAIRN_RETURN_IF_ERROR(add({.name = "tables",
-                             .arguments = "",
-                             .summary = "list the tables with their period, retention and default ttl",
-                             .options = {},
-                             .min_arguments = 0,
-                             .max_arguments = 0},
-                            &EngineCommands::Tables));
-  CAIRN_RETURN_IF_ERROR(add(
-      {.name = "create-table",
-       .arguments = "NAME",
-       .summary = "create a table (names: 1-64 of A-Z a-z 0-9 _ -)",
-       .options = {{"period", "P", "one file per hour, day (default), week or month"},
-                   {"retention", "D", "drop whole periods older than D (default 30d)"},
-                   {"ttl", "D", "records without their own ttl expire D after their time (default never)"},
-                   {"max-series", "N",
-                    "refuse records that would start a series beyond N (default: the "
-                    "daemon's --max-series, 100000)"},
-                   {"on-conflict", "P",
-                    "a rewrite of a stored point with the same version and other values: reject (default: "
-                    "refused, reported) or overwrite (fields merged, the later write wins)"},
-                   {"attributes", "A,...", kAttributesSummary}},
-       .min_arguments = 1,
-       .max_arguments = 1},
-      &EngineCommands::CreateTable));
-  CAIRN_RETURN_IF_ERROR(add(
-      {.name = "alter-table",
-       .arguments = "NAME",
-       .summary = "change a table's retention, default ttl, series limit, conflict policy or attributes",
-       .options = {{"retention", "D", "drop whole periods older than D"},
-                   {"ttl", "D", "records without their own ttl expire D after their time (0: never)"},
-                   {"max-series", "N", "refuse records that would start a series beyond N (0: the default)"},
-                   {"on-conflict", "P", "reject or overwrite a rewrite with the same version and other values"},
-                   {"attributes", "A,...", kAttributesSummary}},
-       .min_arguments = 1,
-       .max_arguments = 1},
-      &EngineCommands::AlterTable));
-  CAIRN_RETURN_IF_ERROR(add({.name = "drop-table",
-                             .arguments = "NAME",
-                             .summary = "delete a table and all of its data",
-                             .options = {},
-                             .min_arguments = 1,
-                             .max_arguments = 1},
-                            &EngineCommands::DropTable));
+  // tables, create-table, alter-table, drop-table (table_commands.cc).
+  CAIRN_RETURN_IF_ERROR(RegisterTableCommands(registry, engine));
   CAIRN_RETURN_IF_ERROR(add({.name = "devices",
                              .arguments = "TABLE",
                              .summary = "list the devices of a table and the measures each reports",

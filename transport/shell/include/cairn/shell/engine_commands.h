@@ -74,17 +74,4 @@ struct EngineCommandOptions {
 Status RegisterEngineCommands(CommandRegistry* registry, Engine* engine, Env* env,
                               const EngineCommandOptions& options);
 
-// A time argument (see above) as nanoseconds since the epoch; relative times
-// and `now` count from `now_unix_nanos`. InvalidArgument naming the accepted
-// forms, or the part out of range (month 13, 1600-01-01, ...).
-Result<int64_t> ParseTimeArgument(std::string_view text, int64_t now_unix_nanos);
-
-// A duration argument (see above) in nanoseconds, >= 0. InvalidArgument for
-// a malformed text or one that overflows int64 nanoseconds (about 292 years).
-Result<int64_t> ParseDurationArgument(std::string_view text);
-
-// `seconds` in the largest unit that divides it exactly: "30d", "90m",
-// "3601s", "0s". Precondition: seconds >= 0.
-std::string FormatDurationSeconds(int64_t seconds);
-
 }  // namespace cairn
