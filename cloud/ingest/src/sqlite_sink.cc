@@ -1,15 +1,13 @@
 // The SQLite sink (ingest_schema.md). One connection, through an Env VFS like
 // every SQLite file of cairn; each batch is one IMMEDIATE transaction in
 // which the version rule is applied record by record with cached statements.
-#include <cstdio>
 #include <utility>
 
+#include "cairn/core/sqlite_database.h"
 #include "cairn/ingest/ingest_sink.h"
 
 #include "batch_plan.h"
 #include "field_json.h"
-#include "storage/env_vfs.h"
-#include "storage/sqlite_db.h"
 
 namespace cairn {
 namespace {
@@ -96,21 +94,14 @@ ALTER TABLE cairn_series_v2 RENAME TO cairn_series;
 int64_t ToStored(uint64_t value) { return static_cast<int64_t>(value); }
 uint64_t FromStored(int64_t value) { return static_cast<uint64_t>(value); }
 
-std::string VfsNameFor(Env* env) {
-  char name[48];
-  std::snprintf(name, sizeof name, "cairn-env-%p", static_cast<void*>(env));
-  return name;
-}
-
 class SqliteSink final : public IngestSink {
  public:
-  SqliteSink(std::string path, std::string vfs_name)
-      : path_(std::move(path)), vfs_name_(std::move(vfs_name)) {}
+  SqliteSink(Env* env, std::string path) : env_(env), path_(std::move(path)) {}
 
   Status Open() {
     db_.reset();
-    CAIRN_ASSIGN_OR_RETURN(db_, SqliteDb::Open(path_, vfs_name_, /*read_only=*/false, /*cache_kib=*/8192,
-                                               SqliteSynchronous::kFull));
+    CAIRN_ASSIGN_OR_RETURN(db_,
+                           OpenSqliteDatabase(env_, path_, /*cache_kib=*/8192, SqliteSynchronous::kFull));
     CAIRN_RETURN_IF_ERROR(db_->Begin());
     Status created = CreateOrMigrate();
     if (created.ok()) created = db_->Commit();
@@ -356,17 +347,15 @@ class SqliteSink final : public IngestSink {
     return counts;
   }
 
+  Env* const env_;
   const std::string path_;
-  const std::string vfs_name_;
   std::unique_ptr<SqliteDb> db_;
 };
 
 }  // namespace
 
 Result<std::unique_ptr<IngestSink>> OpenSqliteSink(Env* env, const std::string& path) {
-  const std::string vfs_name = VfsNameFor(env);
-  CAIRN_RETURN_IF_ERROR(RegisterEnvVfs(env, vfs_name));
-  auto sink = std::make_unique<SqliteSink>(path, vfs_name);
+  auto sink = std::make_unique<SqliteSink>(env, path);
   CAIRN_RETURN_IF_ERROR(sink->Open());
   return std::unique_ptr<IngestSink>(std::move(sink));
 }

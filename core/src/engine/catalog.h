@@ -16,12 +16,12 @@
 #include <string>
 #include <vector>
 
+#include "cairn/core/sqlite_database.h"
 #include "cairn/core/sync_ledger.h"
 #include "cairn/core/table.h"
 
 #include "chunk/chunk_codec.h"
 #include "engine/series.h"
-#include "storage/sqlite_db.h"
 
 namespace cairn {
 

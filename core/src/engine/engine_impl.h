@@ -81,9 +81,6 @@ Result<std::unique_ptr<FileLock>> LockStoppedDataDir(Env* env, const std::string
 // Engine::RepairLog for a caller that holds the data directory's lock.
 Result<LogRepairReport> RepairLogLocked(Env* env, const std::string& data_dir);
 
-// The name of the SQLite VFS that reaches files through `env`.
-std::string VfsNameFor(Env* env);
-
 // What a caller of GetPeriodFile will do with the file.
 enum class PeriodAccess : uint8_t {
   kRead,    // must exist; old periods open read-only with the small cache

@@ -19,12 +19,6 @@ constexpr int64_t kNanosPerSecond = 1'000'000'000;
 
 }  // namespace
 
-std::string VfsNameFor(Env* env) {
-  char name[48];
-  snprintf(name, sizeof name, "cairn-env-%p", static_cast<void*>(env));
-  return name;
-}
-
 std::string_view AggregateFunctionName(AggregateFunction fn) {
   switch (fn) {
     case AggregateFunction::kMin:

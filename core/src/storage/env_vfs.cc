@@ -491,4 +491,10 @@ Status EnvVfsLastError() { return t_last_error; }
 
 void ClearEnvVfsLastError() { t_last_error = Status(); }
 
+std::string VfsNameFor(Env* env) {
+  char name[48];
+  std::snprintf(name, sizeof name, "cairn-env-%p", static_cast<void*>(env));
+  return name;
+}
+
 }  // namespace cairn

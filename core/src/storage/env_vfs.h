@@ -40,6 +40,10 @@ namespace cairn {
 // opened through the VFS and the registration itself.
 Status RegisterEnvVfs(Env* env, const std::string& vfs_name);
 
+// The name under which cairn registers the VFS that reaches files through
+// `env`: one per Env, so that every database opened over one Env shares it.
+std::string VfsNameFor(Env* env);
+
 // Unregisters and frees a VFS registered by RegisterEnvVfs. Precondition: no
 // connection is open through it. NotFound if no such Env VFS exists.
 // Intended for tests that register a fresh fault-injecting Env per case.

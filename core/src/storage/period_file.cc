@@ -5,6 +5,8 @@
 #include <limits>
 #include <utility>
 
+#include <sqlite3.h>
+
 #include "storage/period_columns.h"
 #include "storage/period_sql.h"
 

@@ -19,12 +19,12 @@
 #include <string>
 #include <vector>
 
+#include "cairn/core/sqlite_database.h"
 #include "cairn/core/table.h"
 #include "cairn/platform/env.h"
 #include "cairn/platform/status.h"
 
 #include "chunk/chunk_codec.h"
-#include "storage/sqlite_db.h"
 
 namespace cairn {
 

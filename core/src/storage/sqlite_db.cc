@@ -1,6 +1,8 @@
-#include "storage/sqlite_db.h"
+#include "cairn/core/sqlite_database.h"
 
 #include <utility>
+
+#include <sqlite3.h>
 
 #include "storage/env_vfs.h"
 
@@ -311,6 +313,13 @@ Status SqliteDb::Close() {
   if (status.ok()) status = SqliteError(nullptr, rc, path_, "close");
   db_ = nullptr;
   return status;
+}
+
+Result<std::unique_ptr<SqliteDb>> OpenSqliteDatabase(Env* env, const std::string& path, int cache_kib,
+                                                     SqliteSynchronous synchronous) {
+  const std::string vfs_name = VfsNameFor(env);
+  CAIRN_RETURN_IF_ERROR(RegisterEnvVfs(env, vfs_name));
+  return SqliteDb::Open(path, vfs_name, /*read_only=*/false, cache_kib, synchronous);
 }
 
 }  // namespace cairn

@@ -5,8 +5,9 @@
 // the log or a file read back by a reopened engine.
 #include <cmath>
 
+#include "cairn/core/sqlite_database.h"
+
 #include "engine_test_util.h"
-#include "storage/sqlite_db.h"
 
 namespace cairn::testing {
 namespace {

@@ -7,8 +7,9 @@
 #include <map>
 #include <string>
 
+#include "cairn/core/sqlite_database.h"
+
 #include "engine/catalog_rebuild.h"
-#include "storage/sqlite_db.h"
 #include "engine_test_util.h"
 
 namespace cairn::testing {

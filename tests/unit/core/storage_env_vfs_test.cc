@@ -3,11 +3,11 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include "cairn/core/sqlite_database.h"
 #include "cairn/platform/env.h"
 
 #include "fault_injection_env.h"
 #include "storage/env_vfs.h"
-#include "storage/sqlite_db.h"
 #include "test_dirs.h"
 
 namespace cairn {

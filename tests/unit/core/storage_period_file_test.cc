@@ -6,12 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include "cairn/core/sqlite_database.h"
 #include "cairn/core/table.h"
 #include "cairn/platform/env.h"
 
 #include "storage/env_vfs.h"
 #include "storage/period_file.h"
-#include "storage/sqlite_db.h"
 #include "test_dirs.h"
 
 namespace cairn {

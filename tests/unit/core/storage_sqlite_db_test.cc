@@ -3,10 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include "cairn/core/sqlite_database.h"
 #include "cairn/platform/env.h"
 
 #include "storage/env_vfs.h"
-#include "storage/sqlite_db.h"
 #include "test_dirs.h"
 
 namespace cairn {

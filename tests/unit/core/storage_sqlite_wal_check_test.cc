@@ -1,15 +1,15 @@
 // CheckSqliteWal on real WAL files made by SQLite: intact, with a flipped
 // byte in the first or the last commit, cut in the middle of its last frame
 // (a torn append), and with a damaged header.
-#include "storage/sqlite_wal_check.h"
-
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include <gtest/gtest.h>
 
-#include "storage/sqlite_db.h"
+#include "cairn/core/sqlite_database.h"
+
+#include "storage/sqlite_wal_check.h"
 #include "test_dirs.h"
 
 namespace cairn {

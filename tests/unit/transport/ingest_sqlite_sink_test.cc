@@ -6,13 +6,12 @@
 #include <gtest/gtest.h>
 
 #include "cairn/core/engine.h"
+#include "cairn/core/sqlite_database.h"
 #include "cairn/ingest/ingest_sink.h"
 #include "cairn/text/line_protocol.h"
 #include "cairn/mqtt/mqtt_input.h"
 
 #include "ingest_batches.h"
-#include "storage/env_vfs.h"
-#include "storage/sqlite_db.h"
 #include "manual_clock_env.h"
 #include "test_dirs.h"
 
@@ -317,8 +316,7 @@ TEST_F(SqliteSinkTest, MigratesASchemaVersion1Database) {
   sink_.reset();
   const std::string path = dir_.path() + "/old.db";
   {
-    ASSERT_TRUE(RegisterEnvVfs(Env::Default(), "ingest-v1-vfs").ok());
-    Result<std::unique_ptr<SqliteDb>> db = SqliteDb::Open(path, "ingest-v1-vfs", false, 256);
+    Result<std::unique_ptr<SqliteDb>> db = OpenSqliteDatabase(Env::Default(), path, /*cache_kib=*/256);
     ASSERT_TRUE(db.ok()) << db.status().ToString();
     const Status created = (*db)->Exec(R"sql(
 CREATE TABLE IF NOT EXISTS cairn_readings (

@@ -18,7 +18,6 @@
 #include <gtest/gtest.h>
 
 #include "cairn/platform/crypto.h"
-#include "chunk/integer_sequence.h"
 
 #include "record_rows.h"
 
@@ -336,9 +335,10 @@ TEST(SyncEnvelopeTest, BinaryWithAVersion1BlockGivesItsDimensionsAsIdentity) {
   const size_t attribute_count_at = 3 + 1 + 2 + 2 + 1 + 1 + 5 + 2;
   ASSERT_EQ((*block)[2], '\x02');
   ASSERT_EQ((*block)[attribute_count_at], '\x00');
-  // Nor LSNs after the chunk (both records have LSN 0).
-  std::string lsns;
-  chunk_coding::EncodeIntegerSequence(std::vector<int64_t>{0, 0}, &lsns);
+  // Nor LSNs after the chunk (both records have LSN 0): the integer sequence
+  // {0, 0} (core/src/chunk/chunk_format.md §2) as its shortest form, one
+  // frame of base 0 and width 0.
+  const std::string lsns("\x01\x00\x00", 3);
   ASSERT_EQ(block->substr(block->size() - lsns.size()), lsns);
   std::string v1 = block->substr(0, block->size() - lsns.size());
   v1[2] = '\x01';

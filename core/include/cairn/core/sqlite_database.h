@@ -1,9 +1,13 @@
 // A small wrapper over one SQLite connection: cairn's pragmas, cached
 // prepared statements, transactions, and SQLite errors turned into Status.
+// The engine keeps its catalog and period files with it; other layers (the
+// ingest service's SQLite sink) open their own databases with
+// OpenSqliteDatabase below.
 //
-// Every connection goes through an Env VFS (storage/env_vfs.h) and follows the
-// SQLite rules of DESIGN §4: exclusive locking mode, WAL, exactly one
-// connection per file, readers never checkpoint.
+// Every connection goes through an Env VFS, so SQLite touches files only
+// through the Env, and follows the SQLite rules of DESIGN §4: exclusive
+// locking mode, WAL, exactly one connection per file, readers never
+// checkpoint.
 //
 // Thread-safety: none. A SqliteDb and its Statements belong to one thread at a
 // time; the engine serialises access to each connection with its own mutex.
@@ -15,9 +19,12 @@
 #include <string_view>
 #include <unordered_map>
 
-#include <sqlite3.h>
-
+#include "cairn/platform/env.h"
 #include "cairn/platform/status.h"
+
+// SQLite's handles, for SqliteDb::handle(); include <sqlite3.h> to use them.
+struct sqlite3;
+struct sqlite3_stmt;
 
 namespace cairn {
 
@@ -99,8 +106,8 @@ class StatementResetter {
 
 class SqliteDb {
  public:
-  // Opens the database at `path` through the registered VFS `vfs_name`
-  // (storage/env_vfs.h) and applies cairn's pragmas:
+  // Opens the database at `path` through the registered Env VFS `vfs_name`
+  // (core's storage/env_vfs.h; other layers use OpenSqliteDatabase) and applies cairn's pragmas:
   //   locking_mode=EXCLUSIVE  (required for WAL without shared memory),
   //   journal_mode=WAL        (read-write only; a reader takes the file's mode),
   //   synchronous             (`synchronous`; see SqliteSynchronous),
@@ -167,5 +174,16 @@ class SqliteDb {
   bool read_only_;
   std::unordered_map<std::string, std::unique_ptr<Statement>> statements_;
 };
+
+// Opens (creating it if missing) the read-write database at `path`, whose
+// every file operation goes through `env`, with cairn's pragmas as
+// SqliteDb::Open describes and the given cache size and synchronous mode.
+// `env` must outlive the returned connection and every other connection
+// opened over it; any number of databases may be opened over one Env, at
+// most one connection per file (Busy for a second one while the first is
+// open). Errors as SqliteDb::Open, or those of setting up the Env's VFS.
+Result<std::unique_ptr<SqliteDb>> OpenSqliteDatabase(
+    Env* env, const std::string& path, int cache_kib,
+    SqliteSynchronous synchronous = SqliteSynchronous::kFull);
 
 }  // namespace cairn
