@@ -1,6 +1,7 @@
 // Byte- and bit-level primitives of the chunk format (chunk_format.md §1):
-// little-endian fixed-width integers, LEB128 varints, zigzag, and LSB-first
-// bit streams. Header-only so that the hot decode loops inline them.
+// little-endian fixed-width integers, LEB128 varints and zigzag (from
+// cairn/util, named here for the codec), and LSB-first bit streams.
+// Header-only so that the hot decode loops inline them.
 //
 // Readers never read past the bytes they were given: every read either
 // checks the remaining length itself or documents that the caller has
@@ -11,17 +12,20 @@
 
 #include <bit>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <string_view>
 
+#include "cairn/util/endian.h"
+#include "cairn/util/varint.h"
+
 namespace cairn::chunk_coding {
 
-inline uint64_t ZigZagEncode(int64_t value) {
-  return (static_cast<uint64_t>(value) << 1) ^ static_cast<uint64_t>(value >> 63);
-}
-
-inline int64_t ZigZagDecode(uint64_t value) { return static_cast<int64_t>((value >> 1) ^ (0 - (value & 1))); }
+using util::PutFixed32;
+using util::PutFixed64;
+using util::PutVarint;
+using util::VarintSize;
+using util::ZigZagDecode;
+using util::ZigZagEncode;
 
 // All-ones in the low `width` bits; width may be 0..64 (no shift by 64).
 inline uint64_t LowBitsMask(unsigned width) {
@@ -31,42 +35,9 @@ inline uint64_t LowBitsMask(unsigned width) {
 // Bits needed to write `value` (0 for 0).
 inline unsigned BitWidth(uint64_t value) { return static_cast<unsigned>(std::bit_width(value)); }
 
-inline uint64_t LoadLittleEndian64(const unsigned char* p) {
-  uint64_t word;
-  std::memcpy(&word, p, sizeof(word));
-  if constexpr (std::endian::native == std::endian::big) word = __builtin_bswap64(word);
-  return word;
-}
+inline uint64_t LoadLittleEndian64(const unsigned char* p) { return util::DecodeFixed64(p); }
 
-inline uint32_t LoadLittleEndian32(const unsigned char* p) {
-  uint32_t word;
-  std::memcpy(&word, p, sizeof(word));
-  if constexpr (std::endian::native == std::endian::big) word = __builtin_bswap32(word);
-  return word;
-}
-
-inline void PutFixed64(std::string* out, uint64_t value) {
-  char bytes[8];
-  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(value >> (8 * i));
-  out->append(bytes, sizeof(bytes));
-}
-
-inline void PutFixed32(std::string* out, uint32_t value) {
-  char bytes[4];
-  for (int i = 0; i < 4; ++i) bytes[i] = static_cast<char>(value >> (8 * i));
-  out->append(bytes, sizeof(bytes));
-}
-
-inline void PutVarint(std::string* out, uint64_t value) {
-  char bytes[10];
-  size_t size = 0;
-  while (value >= 0x80) {
-    bytes[size++] = static_cast<char>((value & 0x7F) | 0x80);
-    value >>= 7;
-  }
-  bytes[size++] = static_cast<char>(value);
-  out->append(bytes, size);
-}
+inline uint32_t LoadLittleEndian32(const unsigned char* p) { return util::DecodeFixed32(p); }
 
 inline void PutSignedVarint(std::string* out, int64_t value) { PutVarint(out, ZigZagEncode(value)); }
 
@@ -74,15 +45,6 @@ inline void PutSignedVarint(std::string* out, int64_t value) { PutVarint(out, Zi
 inline void PutLengthPrefixed(std::string* out, std::string_view bytes) {
   PutVarint(out, bytes.size());
   out->append(bytes);
-}
-
-inline size_t VarintSize(uint64_t value) {
-  size_t size = 1;
-  while (value >= 0x80) {
-    value >>= 7;
-    ++size;
-  }
-  return size;
 }
 
 inline void PutByte(std::string* out, uint8_t value) { out->push_back(static_cast<char>(value)); }
@@ -106,19 +68,10 @@ class ByteReader {
   }
 
   bool ReadVarint(uint64_t* value) {
-    uint64_t result = 0;
-    for (unsigned shift = 0; shift < 64; shift += 7) {
-      if (position_ == end_) return false;
-      uint64_t byte = *position_++;
-      // The tenth byte carries only bit 63: anything above would overflow.
-      if (shift == 63 && byte > 1) return false;
-      result |= (byte & 0x7F) << shift;
-      if ((byte & 0x80) == 0) {
-        *value = result;
-        return true;
-      }
-    }
-    return false;
+    const unsigned char* next = util::GetVarint(position_, end_, value);
+    if (next == nullptr) return false;
+    position_ = next;
+    return true;
   }
 
   bool ReadSignedVarint(int64_t* value) {

@@ -4,7 +4,11 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <optional>
+#include <string_view>
 #include <tuple>
+
+#include "cairn/util/hex.h"
 
 #include "engine/engine_impl.h"
 #include "engine/series_snapshot.h"
@@ -16,12 +20,8 @@ namespace {
 // Page tokens are "<timestamp>:<dimensions key in hex>:<measure_name>" of
 // the last row returned: the hex never holds ':', the measure may.
 std::string MakePageToken(int64_t timestamp, const std::string& dimensions_key, const std::string& measure) {
-  static constexpr char kHex[] = "0123456789abcdef";
   std::string token = std::to_string(timestamp) + ":";
-  for (unsigned char c : dimensions_key) {
-    token += kHex[c >> 4];
-    token += kHex[c & 15];
-  }
+  util::AppendHex(dimensions_key, &token);
   return token + ":" + measure;
 }
 
@@ -30,16 +30,12 @@ Status ParsePageToken(const std::string& token, int64_t* timestamp, std::string*
   const Status malformed = Status::InvalidArgument("malformed page token");
   const size_t colon = token.find(':');
   const size_t second = colon == std::string::npos ? colon : token.find(':', colon + 1);
-  if (second == std::string::npos || (second - colon - 1) % 2 != 0) return malformed;
+  if (second == std::string::npos) return malformed;
   auto [end, ec] = std::from_chars(token.data(), token.data() + colon, *timestamp);
   if (ec != std::errc() || end != token.data() + colon) return malformed;
-  dimensions_key->clear();
-  for (size_t i = colon + 1; i < second; i += 2) {
-    unsigned byte = 0;
-    auto [hex_end, hex_ec] = std::from_chars(token.data() + i, token.data() + i + 2, byte, 16);
-    if (hex_ec != std::errc() || hex_end != token.data() + i + 2) return malformed;
-    dimensions_key->push_back(static_cast<char>(byte));
-  }
+  std::optional<std::string> key = util::HexDecode(std::string_view(token).substr(colon + 1, second - colon - 1));
+  if (!key) return malformed;
+  *dimensions_key = std::move(*key);
   *measure = token.substr(second + 1);
   return Status::Ok();
 }

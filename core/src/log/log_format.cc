@@ -43,30 +43,6 @@ std::optional<uint64_t> ParseSegmentFileName(std::string_view name) {
 
 uint32_t MaskCrc(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + kCrcMaskDelta; }
 
-void PutFixed32(std::string* dst, uint32_t value) {
-  char buffer[4];
-  for (int i = 0; i < 4; ++i) buffer[i] = static_cast<char>((value >> (8 * i)) & 0xff);
-  dst->append(buffer, sizeof(buffer));
-}
-
-void PutFixed64(std::string* dst, uint64_t value) {
-  char buffer[8];
-  for (int i = 0; i < 8; ++i) buffer[i] = static_cast<char>((value >> (8 * i)) & 0xff);
-  dst->append(buffer, sizeof(buffer));
-}
-
-uint32_t DecodeFixed32(const char* src) {
-  uint32_t value = 0;
-  for (int i = 0; i < 4; ++i) value |= static_cast<uint32_t>(static_cast<uint8_t>(src[i])) << (8 * i);
-  return value;
-}
-
-uint64_t DecodeFixed64(const char* src) {
-  uint64_t value = 0;
-  for (int i = 0; i < 8; ++i) value |= static_cast<uint64_t>(static_cast<uint8_t>(src[i])) << (8 * i);
-  return value;
-}
-
 std::string EncodeSegmentHeader(uint64_t first_lsn, uint64_t previous_end_lsn) {
   std::string header;
   header.reserve(kSegmentHeaderSize);

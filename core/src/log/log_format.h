@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "cairn/util/endian.h"
+
 namespace cairn::log_format {
 
 inline constexpr std::string_view kSegmentMagic = "CAIRNLOG";
@@ -48,11 +50,11 @@ std::optional<uint64_t> ParseSegmentFileName(std::string_view name);
 // CRC-32C as stored on disk (see log_format.md for why it is masked).
 uint32_t MaskCrc(uint32_t crc);
 
-void PutFixed32(std::string* dst, uint32_t value);
-void PutFixed64(std::string* dst, uint64_t value);
-// `src` must point at 4 (8) readable bytes.
-uint32_t DecodeFixed32(const char* src);
-uint64_t DecodeFixed64(const char* src);
+// The log's integers are little-endian (cairn/util/endian.h).
+using util::DecodeFixed32;
+using util::DecodeFixed64;
+using util::PutFixed32;
+using util::PutFixed64;
 
 // The version 2 header of a segment whose first LSN is `first_lsn`, saying
 // that the records of the segments before it end at `previous_end_lsn`

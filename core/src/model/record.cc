@@ -3,6 +3,8 @@
 #include <cmath>
 #include <set>
 
+#include "cairn/util/utf8.h"
+
 namespace cairn {
 
 std::string_view FieldTypeName(FieldType type) {
@@ -40,52 +42,21 @@ FieldType TypeOf(const Value& value) {
 
 namespace {
 
-// Returns the length of the UTF-8 sequence starting at s[i] and its code
-// point, or 0 when the bytes there are not well-formed UTF-8 (RFC 3629:
-// no overlong forms, no surrogates, nothing above U+10FFFF).
-size_t DecodeUtf8(std::string_view s, size_t i, uint32_t* code_point) {
-  const auto byte = [&](size_t k) { return static_cast<uint8_t>(s[k]); };
-  const uint8_t b0 = byte(i);
-  if (b0 < 0x80) {
-    *code_point = b0;
-    return 1;
-  }
-  size_t length;
-  uint32_t cp, min;
-  if ((b0 & 0xE0) == 0xC0) {
-    length = 2, cp = b0 & 0x1F, min = 0x80;
-  } else if ((b0 & 0xF0) == 0xE0) {
-    length = 3, cp = b0 & 0x0F, min = 0x800;
-  } else if ((b0 & 0xF8) == 0xF0) {
-    length = 4, cp = b0 & 0x07, min = 0x10000;
-  } else {
-    return 0;
-  }
-  if (i + length > s.size()) return 0;
-  for (size_t k = 1; k < length; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (byte(i + k) & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  *code_point = cp;
-  return length;
-}
-
 // Checks well-formed UTF-8; with `forbid_control` also rejects C0, DEL and
 // C1 control characters (NUL included).
 Status CheckUtf8(std::string_view what, std::string_view s, bool forbid_control) {
   for (size_t i = 0; i < s.size();) {
-    uint32_t cp = 0;
-    size_t n = DecodeUtf8(s, i, &cp);
-    if (n == 0) {
+    const util::Utf8Unit unit = util::DecodeUtf8(s, i);
+    if (!unit.valid) {
       return Status::InvalidArgument(std::string(what) + " is not valid UTF-8 (byte " + std::to_string(i) +
                                      ")");
     }
+    const uint32_t cp = unit.code_point;
     if (forbid_control && (cp < 0x20 || (cp >= 0x7F && cp < 0xA0))) {
       return Status::InvalidArgument(std::string(what) + " contains a control character (byte " +
                                      std::to_string(i) + ")");
     }
-    i += n;
+    i += unit.length;
   }
   return Status::Ok();
 }

@@ -2,10 +2,10 @@
 
 #include <limits>
 
+#include "cairn/util/utf8.h"
+
 namespace cairn {
 namespace {
-
-constexpr char kHexDigits[] = "0123456789abcdef";
 
 class FlatJsonParser {
  public:
@@ -68,38 +68,11 @@ class FlatJsonParser {
   Result<uint32_t> ParseHex4() {
     if (text_.size() - position_ < 4) return Error("truncated \\u escape");
     uint32_t value = 0;
-    for (int i = 0; i < 4; ++i) {
-      char c = text_[position_++];
-      value <<= 4;
-      if (c >= '0' && c <= '9') {
-        value |= static_cast<uint32_t>(c - '0');
-      } else if (c >= 'a' && c <= 'f') {
-        value |= static_cast<uint32_t>(c - 'a' + 10);
-      } else if (c >= 'A' && c <= 'F') {
-        value |= static_cast<uint32_t>(c - 'A' + 10);
-      } else {
-        return Error("bad hex digit in \\u escape");
-      }
-    }
+    size_t bad_at = 0;
+    const bool parsed = util::ParseJsonHex4(text_.substr(position_), &value, &bad_at);
+    position_ += parsed ? 4 : bad_at + 1;
+    if (!parsed) return Error("bad hex digit in \\u escape");
     return value;
-  }
-
-  static void AppendUtf8(uint32_t code_point, std::string* out) {
-    if (code_point < 0x80) {
-      out->push_back(static_cast<char>(code_point));
-    } else if (code_point < 0x800) {
-      out->push_back(static_cast<char>(0xC0 | (code_point >> 6)));
-      out->push_back(static_cast<char>(0x80 | (code_point & 0x3F)));
-    } else if (code_point < 0x10000) {
-      out->push_back(static_cast<char>(0xE0 | (code_point >> 12)));
-      out->push_back(static_cast<char>(0x80 | ((code_point >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (code_point & 0x3F)));
-    } else {
-      out->push_back(static_cast<char>(0xF0 | (code_point >> 18)));
-      out->push_back(static_cast<char>(0x80 | ((code_point >> 12) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | ((code_point >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (code_point & 0x3F)));
-    }
   }
 
   Result<std::string> ParseString() {
@@ -143,14 +116,14 @@ class FlatJsonParser {
           break;
         case 'u': {
           CAIRN_ASSIGN_OR_RETURN(uint32_t unit, ParseHex4());
-          if (unit >= 0xDC00 && unit <= 0xDFFF) return Error("lone low surrogate");
-          if (unit >= 0xD800 && unit <= 0xDBFF) {
+          if (util::IsLowSurrogate(unit)) return Error("lone low surrogate");
+          if (util::IsHighSurrogate(unit)) {
             if (!Consume('\\') || !Consume('u')) return Error("high surrogate without its pair");
             CAIRN_ASSIGN_OR_RETURN(uint32_t low, ParseHex4());
-            if (low < 0xDC00 || low > 0xDFFF) return Error("high surrogate without its pair");
-            unit = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+            if (!util::IsLowSurrogate(low)) return Error("high surrogate without its pair");
+            unit = util::CombineSurrogates(unit, low);
           }
-          AppendUtf8(unit, &out);
+          util::AppendUtf8(&out, unit);
           break;
         }
         default:
@@ -184,39 +157,6 @@ class FlatJsonParser {
 };
 
 }  // namespace
-
-void AppendJsonString(std::string_view text, std::string* out) {
-  out->push_back('"');
-  for (char c : text) {
-    unsigned char byte = static_cast<unsigned char>(c);
-    switch (c) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      default:
-        if (byte < 0x20) {
-          out->append("\\u00");
-          out->push_back(kHexDigits[byte >> 4]);
-          out->push_back(kHexDigits[byte & 0xF]);
-        } else {
-          out->push_back(c);
-        }
-    }
-  }
-  out->push_back('"');
-}
 
 Result<std::vector<FlatJsonMember>> ParseFlatJsonObject(std::string_view text) {
   return FlatJsonParser(text).Parse();

@@ -13,12 +13,14 @@
 #include <vector>
 
 #include "cairn/platform/status.h"
+#include "cairn/util/json_escape.h"
 
 namespace cairn {
 
-// Appends `text` to `out` as a JSON string literal: '"' and '\' escaped,
-// control characters as \uXXXX (or \n, \t ...), every other byte as is.
-void AppendJsonString(std::string_view text, std::string* out);
+// Members are written with util::AppendJsonString (cairn/util/json_escape.h):
+// '"' and '\' escaped, control characters as \uXXXX (or \n, \t ...), every
+// other byte as is.
+using util::AppendJsonString;
 
 struct FlatJsonMember {
   std::string key;
