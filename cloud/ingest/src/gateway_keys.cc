@@ -3,16 +3,12 @@
 #include <vector>
 
 #include "cairn/sync/sync_envelope.h"
+#include "cairn/util/hex.h"
 
 namespace cairn {
 namespace {
 
-int HexDigitValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
+using util::HexDigitValue;
 
 std::vector<std::string_view> SplitWords(std::string_view line) {
   std::vector<std::string_view> words;

@@ -1,6 +1,7 @@
 #include "cairn/http/http_message.h"
 
 #include "cairn/text/json_writer.h"
+#include "cairn/util/hex.h"
 
 namespace cairn {
 
@@ -113,12 +114,7 @@ int HttpStatusFor(const Status& status) {
 
 namespace {
 
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
+using util::HexDigitValue;
 
 }  // namespace
 
@@ -128,11 +124,11 @@ Result<std::string> PercentDecode(std::string_view text, bool plus_is_space) {
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (c == '%') {
-      if (i + 2 >= text.size() || HexDigit(text[i + 1]) < 0 || HexDigit(text[i + 2]) < 0) {
+      if (i + 2 >= text.size() || HexDigitValue(text[i + 1]) < 0 || HexDigitValue(text[i + 2]) < 0) {
         return Status::InvalidArgument("bad percent escape at offset " + std::to_string(i) +
                                        ": '%' needs two hex digits");
       }
-      c = static_cast<char>(HexDigit(text[i + 1]) * 16 + HexDigit(text[i + 2]));
+      c = static_cast<char>(HexDigitValue(text[i + 1]) * 16 + HexDigitValue(text[i + 2]));
       i += 2;
     } else if (c == '+' && plus_is_space) {
       c = ' ';

@@ -6,7 +6,7 @@
 
 #include <mqtt/async_client.h>
 
-#include "cairn/text/utf8.h"
+#include "cairn/util/utf8.h"
 
 namespace cairn {
 namespace {
@@ -14,14 +14,9 @@ namespace {
 // MQTT strings (topics, client ids, user names) carry a 16-bit length.
 constexpr size_t kMaxMqttStringBytes = 65535;
 
+// MQTT strings are UTF-8 without U+0000 (MQTT 3.1.1 §1.5.3).
 bool IsValidUtf8(std::string_view text) {
-  size_t pos = 0;
-  while (pos < text.size()) {
-    shell::Utf8Unit unit = shell::DecodeUtf8(text, pos);
-    if (!unit.valid || unit.code_point == 0) return false;
-    pos += unit.length;
-  }
-  return true;
+  return text.find('\0') == std::string_view::npos && util::IsValidUtf8(text);
 }
 
 Status CheckTopicFilter(const std::string& filter) {

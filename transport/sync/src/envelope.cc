@@ -16,6 +16,8 @@
 #include "cairn/core/table.h"
 #include "cairn/platform/crypto.h"
 #include "cairn/sync/sync_envelope.h"
+#include "cairn/util/endian.h"
+#include "cairn/util/hex.h"
 #include "envelope_codec.h"
 
 namespace cairn {
@@ -94,16 +96,11 @@ constexpr int kZstdMaxWindowLog = 23;
 
 void PutByte(std::string* out, uint8_t value) { out->push_back(static_cast<char>(value)); }
 
-void PutLittleEndian(std::string* out, uint64_t value, size_t bytes) {
-  for (size_t i = 0; i < bytes; ++i) out->push_back(static_cast<char>(value >> (8 * i)));
-}
+using util::PutLittleEndian;
 
+// Precondition: offset + width <= bytes.size().
 uint64_t LoadLittleEndian(std::string_view bytes, size_t offset, size_t width) {
-  uint64_t value = 0;
-  for (size_t i = 0; i < width; ++i) {
-    value |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[offset + i])) << (8 * i);
-  }
-  return value;
+  return util::LoadLittleEndian(bytes.data() + offset, width);
 }
 
 Status ValidateKey(std::string_view key) {
@@ -393,14 +390,8 @@ Result<std::string> ParseSyncKeyHex(std::string_view text) {
   auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
   while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
   while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
-  auto digit = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
   for (size_t i = 0; i < text.size(); ++i) {
-    if (digit(text[i]) < 0) {
+    if (util::HexDigitValue(text[i]) < 0) {
       return Status::InvalidArgument("the key is not hexadecimal: character " + std::to_string(i + 1) +
                                      " is not 0-9, a-f or A-F");
     }
@@ -410,12 +401,7 @@ Result<std::string> ParseSyncKeyHex(std::string_view text) {
     return Status::InvalidArgument("the key has " + std::to_string(text.size()) + " hex digits; at least " +
                                    std::to_string(2 * kMinSyncKeyBytes) + " are needed");
   }
-  std::string key;
-  key.reserve(text.size() / 2);
-  for (size_t i = 0; i < text.size(); i += 2) {
-    key.push_back(static_cast<char>(digit(text[i]) * 16 + digit(text[i + 1])));
-  }
-  return key;
+  return *util::HexDecode(text);  // every digit was checked above
 }
 
 std::string_view ReceiptStatusName(ReceiptStatus status) {

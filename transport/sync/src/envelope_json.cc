@@ -15,6 +15,7 @@
 #include "cairn/sync/sync_envelope.h"
 #include "cairn/text/json_value.h"
 #include "cairn/text/json_writer.h"
+#include "cairn/util/hex.h"
 #include "envelope_codec.h"
 
 namespace cairn {
@@ -33,20 +34,7 @@ constexpr size_t kJsonTrailerBytes = kJsonMacOpening.size() + 2 * kMacBytes + kJ
 
 constexpr uint64_t kMaxShard = INT32_MAX;
 
-std::string LowerHex(std::span<const uint8_t> bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string text;
-  text.reserve(bytes.size() * 2);
-  for (uint8_t byte : bytes) {
-    text.push_back(kDigits[byte >> 4]);
-    text.push_back(kDigits[byte & 0xF]);
-  }
-  return text;
-}
-
-bool IsLowerHex(std::string_view text) {
-  return text.find_first_not_of("0123456789abcdef") == std::string_view::npos;
-}
+using util::IsLowerHex;
 
 // ---------------------------------------------------------------------------
 // Signature
@@ -56,7 +44,7 @@ std::string SignJson(std::string object, std::string_view key) {
   object.pop_back();  // the closing brace
   const Sha256Digest mac = HmacSha256(key, object);
   object.append(kJsonMacOpening);
-  object.append(LowerHex(mac));
+  object.append(util::HexEncode(mac));
   object.append(kJsonMacClosing);
   return object;
 }
@@ -73,7 +61,7 @@ Status VerifyJsonMac(std::string_view payload, std::string_view key, std::string
                               ": does not end with ,\"mac\":\"<64 lowercase hex digits>\"}");
   }
   const Sha256Digest expected = HmacSha256(key, payload.substr(0, payload.size() - kJsonTrailerBytes));
-  const std::string expected_hex = LowerHex(expected);
+  const std::string expected_hex = util::HexEncode(expected);
   if (!ConstantTimeEqual(AsBytes(expected_hex), AsBytes(hex))) {
     return Status::PermissionDenied(std::string(what) +
                                     ": MAC does not match (forged, altered, or another key)");

@@ -3,63 +3,10 @@
 #include <charconv>
 #include <cmath>
 
+#include "cairn/util/json_escape.h"
+#include "cairn/util/utf8.h"
+
 namespace cairn {
-
-namespace {
-
-void AppendEscaped(std::string_view text, std::string* out) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  for (char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    switch (c) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      default:
-        if (byte < 0x20) {
-          out->append("\\u00");
-          out->push_back(kHex[byte >> 4]);
-          out->push_back(kHex[byte & 0xf]);
-        } else {
-          out->push_back(c);
-        }
-    }
-  }
-  out->push_back('"');
-}
-
-void AppendUtf8(uint32_t code_point, std::string* out) {
-  if (code_point < 0x80) {
-    out->push_back(static_cast<char>(code_point));
-  } else if (code_point < 0x800) {
-    out->push_back(static_cast<char>(0xc0 | (code_point >> 6)));
-    out->push_back(static_cast<char>(0x80 | (code_point & 0x3f)));
-  } else if (code_point < 0x10000) {
-    out->push_back(static_cast<char>(0xe0 | (code_point >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((code_point >> 6) & 0x3f)));
-    out->push_back(static_cast<char>(0x80 | (code_point & 0x3f)));
-  } else {
-    out->push_back(static_cast<char>(0xf0 | (code_point >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((code_point >> 12) & 0x3f)));
-    out->push_back(static_cast<char>(0x80 | ((code_point >> 6) & 0x3f)));
-    out->push_back(static_cast<char>(0x80 | (code_point & 0x3f)));
-  }
-}
-
-}  // namespace
 
 // Recursive-descent parser over RFC 8259 JSON.
 class JsonParser {
@@ -190,21 +137,10 @@ class JsonParser {
 
   Status ParseHex4(uint32_t* out) {
     if (text_.size() - position_ < 4) return Error("truncated \\u escape");
-    uint32_t value = 0;
-    for (int i = 0; i < 4; ++i) {
-      const char c = text_[position_++];
-      value <<= 4;
-      if (c >= '0' && c <= '9') {
-        value |= static_cast<uint32_t>(c - '0');
-      } else if (c >= 'a' && c <= 'f') {
-        value |= static_cast<uint32_t>(c - 'a' + 10);
-      } else if (c >= 'A' && c <= 'F') {
-        value |= static_cast<uint32_t>(c - 'A' + 10);
-      } else {
-        return Error("bad hex digit in \\u escape");
-      }
-    }
-    *out = value;
+    size_t bad_at = 0;
+    const bool parsed = util::ParseJsonHex4(text_.substr(position_), out, &bad_at);
+    position_ += parsed ? 4 : bad_at + 1;
+    if (!parsed) return Error("bad hex digit in \\u escape");
     return Status::Ok();
   }
 
@@ -249,15 +185,15 @@ class JsonParser {
         case 'u': {
           uint32_t code_point = 0;
           CAIRN_RETURN_IF_ERROR(ParseHex4(&code_point));
-          if (code_point >= 0xdc00 && code_point <= 0xdfff) return Error("lone low surrogate");
-          if (code_point >= 0xd800 && code_point <= 0xdbff) {
+          if (util::IsLowSurrogate(code_point)) return Error("lone low surrogate");
+          if (util::IsHighSurrogate(code_point)) {
             if (!ConsumeLiteral("\\u")) return Error("high surrogate without its low half");
             uint32_t low = 0;
             CAIRN_RETURN_IF_ERROR(ParseHex4(&low));
-            if (low < 0xdc00 || low > 0xdfff) return Error("high surrogate without its low half");
-            code_point = 0x10000 + ((code_point - 0xd800) << 10) + (low - 0xdc00);
+            if (!util::IsLowSurrogate(low)) return Error("high surrogate without its low half");
+            code_point = util::CombineSurrogates(code_point, low);
           }
-          AppendUtf8(code_point, out);
+          util::AppendUtf8(out, code_point);
           break;
         }
         default:
@@ -404,7 +340,7 @@ void JsonValue::SerializeTo(std::string* out) const {
       out->append(text_);
       break;
     case Kind::kString:
-      AppendEscaped(text_, out);
+      util::AppendJsonString(text_, out);
       break;
     case Kind::kArray: {
       out->push_back('[');
@@ -419,7 +355,7 @@ void JsonValue::SerializeTo(std::string* out) const {
       out->push_back('{');
       for (size_t i = 0; i < members_.size(); ++i) {
         if (i > 0) out->push_back(',');
-        AppendEscaped(members_[i].first, out);
+        util::AppendJsonString(members_[i].first, out);
         out->push_back(':');
         members_[i].second.SerializeTo(out);
       }

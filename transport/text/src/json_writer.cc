@@ -3,59 +3,14 @@
 #include <cassert>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 
 #include "cairn/text/utf8.h"
+#include "cairn/util/json_escape.h"
 
 namespace cairn {
 
 void AppendJsonString(std::string* out, std::string_view value) {
-  out->push_back('"');
-  size_t pos = 0;
-  while (pos < value.size()) {
-    const shell::Utf8Unit unit = shell::DecodeUtf8(value, pos);
-    if (!unit.valid) {
-      *out += "\\ufffd";
-      pos += unit.length;
-      continue;
-    }
-    const uint32_t c = unit.code_point;
-    switch (c) {
-      case '"':
-        *out += "\\\"";
-        break;
-      case '\\':
-        *out += "\\\\";
-        break;
-      case '\b':
-        *out += "\\b";
-        break;
-      case '\f':
-        *out += "\\f";
-        break;
-      case '\n':
-        *out += "\\n";
-        break;
-      case '\r':
-        *out += "\\r";
-        break;
-      case '\t':
-        *out += "\\t";
-        break;
-      default:
-        if (c < 0x20 || c == 0x7F) {
-          // DEL is legal raw JSON, but escaping it keeps the text inert on a
-          // terminal, where JSON output of the serial shell is read.
-          char escape[8];
-          std::snprintf(escape, sizeof(escape), "\\u%04x", static_cast<unsigned>(c));
-          *out += escape;
-        } else {
-          out->append(value.substr(pos, unit.length));
-        }
-    }
-    pos += unit.length;
-  }
-  out->push_back('"');
+  util::AppendJsonStringForDisplay(value, out);
 }
 
 void JsonWriter::BeforeValue() {

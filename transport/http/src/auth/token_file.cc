@@ -18,13 +18,12 @@ constexpr size_t kIdChars = 16;
 constexpr size_t kCheckBytes = 4;
 constexpr size_t kCheckChars = 2 * kCheckBytes;
 
-int HexValue(char c) { return c <= '9' ? c - '0' : c - 'a' + 10; }
-
 // Precondition: IsLowerHex(text) and text.size() == 64.
 Sha256Digest HexDecodeDigest(std::string_view text) {
   Sha256Digest digest{};
   for (size_t i = 0; i < digest.size(); ++i) {
-    digest[i] = static_cast<uint8_t>(HexValue(text[2 * i]) << 4 | HexValue(text[2 * i + 1]));
+    digest[i] =
+        static_cast<uint8_t>(util::HexDigitValue(text[2 * i]) << 4 | util::HexDigitValue(text[2 * i + 1]));
   }
   return digest;
 }
@@ -115,11 +114,6 @@ std::string Shown(std::string_view text) {
   for (char c : text.substr(0, kMaxShown)) shown += c >= 0x20 && c < 0x7f ? c : '?';
   if (text.size() > kMaxShown) shown += "...";
   return shown;
-}
-
-bool IsLowerHex(std::string_view text) {
-  return std::all_of(text.begin(), text.end(),
-                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 std::vector<std::string_view> Split(std::string_view text, char separator) {

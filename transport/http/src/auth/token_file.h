@@ -12,6 +12,7 @@
 #include "cairn/platform/crypto.h"
 #include "cairn/platform/status.h"
 #include "cairn/http/token_store.h"
+#include "cairn/util/hex.h"
 
 namespace cairn::token_file {
 
@@ -45,7 +46,7 @@ Salvaged Salvage(std::string_view bytes);
 // Text from a damaged file or a request, made short and printable for an
 // error message.
 std::string Shown(std::string_view text);
-bool IsLowerHex(std::string_view text);
+using util::IsLowerHex;
 std::vector<std::string_view> Split(std::string_view text, char separator);
 // The scopes of a token, parsed and without duplicates, in their first
 // order. InvalidArgument for a bad scope or none.

@@ -58,7 +58,8 @@ class JsonWriter {
   bool after_key_ = false;
 };
 
-// Appends `value` as a quoted, escaped JSON string to `out`.
+// Appends `value` as a quoted, escaped JSON string to `out`, valid UTF-8
+// and inert on a terminal whatever `value` holds (util::AppendJsonStringForDisplay).
 void AppendJsonString(std::string* out, std::string_view value);
 
 }  // namespace cairn
