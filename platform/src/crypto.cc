@@ -29,15 +29,4 @@ bool ConstantTimeEqual(std::span<const uint8_t> a, std::span<const uint8_t> b) {
   return difference == 0;
 }
 
-std::string LowercaseHex(std::span<const uint8_t> bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string text;
-  text.reserve(bytes.size() * 2);
-  for (uint8_t byte : bytes) {
-    text += kDigits[byte >> 4];
-    text += kDigits[byte & 0x0f];
-  }
-  return text;
-}
-
 }  // namespace cairn

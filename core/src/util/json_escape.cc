@@ -14,33 +14,36 @@ void AppendUnicodeEscape(uint32_t code_unit, std::string* out) {
   for (int shift = 12; shift >= 0; shift -= 4) out->push_back(kDigits[(code_unit >> shift) & 0xF]);
 }
 
+// The short escapes both forms use, or nullptr for any other character.
+const char* ShortEscape(uint32_t c) {
+  switch (c) {
+    case '"':
+      return "\\\"";
+    case '\\':
+      return "\\\\";
+    case '\n':
+      return "\\n";
+    case '\r':
+      return "\\r";
+    case '\t':
+      return "\\t";
+    default:
+      return nullptr;
+  }
+}
+
 }  // namespace
 
 void AppendJsonString(std::string_view text, std::string* out) {
   out->push_back('"');
   for (char c : text) {
-    switch (c) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          AppendUnicodeEscape(static_cast<unsigned char>(c), out);
-        } else {
-          out->push_back(c);
-        }
+    const auto byte = static_cast<unsigned char>(c);
+    if (const char* escape = ShortEscape(byte)) {
+      out->append(escape);
+    } else if (byte < 0x20) {
+      AppendUnicodeEscape(byte, out);
+    } else {
+      out->push_back(c);
     }
   }
   out->push_back('"');
@@ -51,42 +54,21 @@ void AppendJsonStringForDisplay(std::string_view text, std::string* out) {
   size_t pos = 0;
   while (pos < text.size()) {
     const Utf8Unit unit = DecodeUtf8(text, pos);
+    const uint32_t c = unit.code_point;
     if (!unit.valid) {
       out->append("\\ufffd");
-      pos += unit.length;
-      continue;
-    }
-    const uint32_t c = unit.code_point;
-    switch (c) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\b':
-        out->append("\\b");
-        break;
-      case '\f':
-        out->append("\\f");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      default:
-        // DEL is legal raw JSON, but escaping it keeps the text inert on a
-        // terminal, where the serial shell's JSON output is read.
-        if (c < 0x20 || c == 0x7F) {
-          AppendUnicodeEscape(c, out);
-        } else {
-          out->append(text.substr(pos, unit.length));
-        }
+    } else if (c == '\b') {
+      out->append("\\b");
+    } else if (c == '\f') {
+      out->append("\\f");
+    } else if (const char* escape = ShortEscape(c)) {
+      out->append(escape);
+    } else if (c < 0x20 || c == 0x7F) {
+      // DEL is legal raw JSON, but escaping it keeps the text inert on a
+      // terminal, where the serial shell's JSON output is read.
+      AppendUnicodeEscape(c, out);
+    } else {
+      out->append(text.substr(pos, unit.length));
     }
     pos += unit.length;
   }

@@ -9,6 +9,7 @@
 
 #include "cairn/ingest/ingest_sink.h"
 #include "cairn/platform/crypto.h"
+#include "cairn/util/hex.h"
 
 #include "ingest_batches.h"
 #include "test_dirs.h"
@@ -87,7 +88,7 @@ TEST_F(IngestHandlerTest, StoresAnOlderGatewaysDimensionsAsIdentity) {
       "\"dimensions\":{\"site\":\"north\"}}]}";
   text.pop_back();
   const Sha256Digest mac = HmacSha256(kGatewayKey, text);
-  text += ",\"mac\":\"" + LowercaseHex(mac) + "\"}";
+  text += ",\"mac\":\"" + util::HexEncode(mac) + "\"}";
   HandledMessage handled = handler_->Handle(Topic(header), text);
   ASSERT_EQ(handled.outcome, IngestOutcome::kStored) << handled.detail;
   const std::vector<RecordRow> rows = {

@@ -11,6 +11,7 @@
 
 #include "cairn/platform/crypto.h"
 #include "cairn/platform/env.h"
+#include "cairn/util/hex.h"
 
 #include "fault_injection_env.h"
 #include "test_dirs.h"
@@ -147,8 +148,8 @@ TEST_F(TokenStoreTest, FileStoresTheSha256OfTheTokenAndNoSecret) {
       "0001020304050607 426fc5353a41e2ac8cbec78e0221755418b9de6a4696507263291ac0da72855a " +
       std::to_string(created.info.created_unix_nanos) + " sensor-7 write:sensors,read:sensors";
   const Sha256Digest check = Sha256(line);
-  EXPECT_EQ(bytes, "cairn-tokens 2\n" + line + " " + LowercaseHex(std::span<const uint8_t>(check.data(), 4)) +
-                       "\nend 1\n");
+  EXPECT_EQ(bytes, "cairn-tokens 2\n" + line + " " +
+                       util::HexEncode(std::span<const uint8_t>(check.data(), 4)) + "\nend 1\n");
   EXPECT_EQ(bytes.find("CAkKCwwNDg8QERITFBUWFxgZGhscHR4fICEiIyQlJic"), std::string::npos);
 }
 

@@ -25,8 +25,4 @@ Sha256Digest HmacSha256(std::string_view key, std::string_view data);
 // many leading bytes matched). Different lengths compare unequal at once.
 bool ConstantTimeEqual(std::span<const uint8_t> a, std::span<const uint8_t> b);
 
-// `bytes` as lowercase hexadecimal, two digits per byte (digests in files
-// and logs).
-std::string LowercaseHex(std::span<const uint8_t> bytes);
-
 }  // namespace cairn

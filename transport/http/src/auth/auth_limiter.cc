@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "cairn/platform/crypto.h"
+#include "cairn/util/hex.h"
 
 namespace cairn {
 
@@ -124,7 +125,7 @@ std::string AuthThrottle::CredentialKey(std::string_view presented) {
       return "token " + std::string(id);
   }
   const Sha256Digest digest = Sha256(presented);
-  return "credential sha256:" + LowercaseHex(std::span<const uint8_t>(digest.data(), 8));
+  return "credential sha256:" + util::HexEncode(std::span<const uint8_t>(digest.data(), 8));
 }
 
 }  // namespace cairn

@@ -31,7 +31,7 @@ Sha256Digest HexDecodeDigest(std::string_view text) {
 // The check of a version 2 line: it covers everything before " <check>".
 std::string LineCheck(std::string_view text) {
   const Sha256Digest digest = Sha256(text);
-  return LowercaseHex(std::span<const uint8_t>(digest.data(), kCheckBytes));
+  return util::HexEncode(std::span<const uint8_t>(digest.data(), kCheckBytes));
 }
 
 // "id hash created name scopes" as a token; InvalidArgument saying what is
@@ -191,7 +191,7 @@ Result<std::vector<StoredToken>> Parse(const std::string& path, std::string_view
 std::string Serialize(const std::vector<StoredToken>& tokens) {
   std::string text = std::string(kFileMagic) + " " + std::to_string(kFileVersion) + "\n";
   for (const StoredToken& token : tokens) {
-    std::string line = token.info.id + ' ' + LowercaseHex(token.hash) + ' ' +
+    std::string line = token.info.id + ' ' + util::HexEncode(token.hash) + ' ' +
                        std::to_string(token.info.created_unix_nanos) + ' ' + token.info.name + ' ' +
                        token.info.ScopesText();
     text += line + ' ' + LineCheck(line) + '\n';

@@ -7,6 +7,7 @@
 
 #include "cairn/core/table.h"
 #include "cairn/platform/crypto.h"
+#include "cairn/util/hex.h"
 
 #include "auth/token_file.h"
 
@@ -341,7 +342,7 @@ Result<CreatedToken> TokenStore::NewToken(const Contents& contents, std::string 
   std::string id;
   do {
     CAIRN_RETURN_IF_ERROR(env_->RandomBytes(id_bytes));
-    id = LowercaseHex(id_bytes);
+    id = util::HexEncode(id_bytes);
   } while (contents.by_id.count(id) > 0);
   std::array<uint8_t, kSecretBytes> secret{};
   CAIRN_RETURN_IF_ERROR(env_->RandomBytes(secret));
