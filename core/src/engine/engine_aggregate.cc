@@ -48,7 +48,7 @@ Status EngineImpl::AccumulateSeries(const AggregateQuery& query, const SeriesSna
     std::vector<ChunkRow> chunks;
     Status listed = handle.status();
     if (listed.ok()) {
-      std::lock_guard file_lock((*handle)->mutex);
+      MutexLock file_lock(&(*handle)->mutex);
       Result<std::vector<ChunkRow>> read = (*handle)->file->ReadChunks(snap.id, query.from, query.to, false);
       listed = read.status();
       if (read.ok()) chunks = std::move(read).value();

@@ -136,7 +136,7 @@ Result<ChangeBatch> EngineImpl::ReadChanges(const std::string& table_name, uint6
     }
     std::vector<ChunkRow> rows;
     {
-      std::lock_guard file_lock((*handle)->mutex);
+      MutexLock file_lock(&(*handle)->mutex);
       CAIRN_ASSIGN_OR_RETURN(rows, (*handle)->file->ReadChunksByLsn(after_lsn, through_lsn, chunk_limit,
                                                                     /*with_data=*/true));
     }
@@ -250,7 +250,7 @@ Result<UnsyncedSummary> EngineImpl::SummarizeUnsynced(const std::string& table_n
       return handle.status();
     }
     const bool past_retention = now != 0 && PastRetention(period, start, retention_seconds, now);
-    std::lock_guard file_lock((*handle)->mutex);
+    MutexLock file_lock(&(*handle)->mutex);
     CAIRN_RETURN_IF_ERROR(ForEachUnconfirmedChunk(*(*handle)->file, confirmed, through, [&](ChunkRow& row) {
       uint64_t unsynced = 0;
       for (uint64_t lsn : row.lsns) {
@@ -293,7 +293,7 @@ Result<bool> EngineImpl::PeriodHasUnsynced(const std::string& table, Period peri
     if (handle.status().Is(StatusCode::kNotFound)) return false;
     return handle.status();
   }
-  std::lock_guard file_lock((*handle)->mutex);
+  MutexLock file_lock(&(*handle)->mutex);
   CAIRN_ASSIGN_OR_RETURN(uint64_t max_lsn, (*handle)->file->MaxLsn());
   bool found = false;
   CAIRN_RETURN_IF_ERROR(ForEachUnconfirmedChunk(*(*handle)->file, confirmed, max_lsn, [&](ChunkRow& row) {

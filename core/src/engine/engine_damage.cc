@@ -116,7 +116,7 @@ Result<std::vector<ChunkRecord>> EngineImpl::ReadSealed(const std::string& table
   }
   std::vector<ChunkRow> chunks;
   {
-    std::lock_guard file_lock((*handle)->mutex);
+    MutexLock file_lock(&(*handle)->mutex);
     Result<std::vector<ChunkRow>> read = (*handle)->file->ReadChunks(series_id, from, to, /*with_data=*/true);
     if (!read.ok() && read.status().Is(StatusCode::kCorruption)) return whole_file_damaged(read.status());
     CAIRN_ASSIGN_OR_RETURN(chunks, std::move(read));

@@ -7,15 +7,19 @@
 //   seal_mutex_      one seal / maintenance round at a time
 //   state_mutex_     tables, series, heads (shared for queries, exclusive
 //                    for changes; released during log and period-file I/O)
-//   period_cache_mutex_, then a PeriodHandle's mutex   period file handles
-//   Catalog and LogWriter have their own internal mutexes.
+//   the components' own: Checkpointer, then PeriodFiles' cache, then a
+//   PeriodHandle's mutex; Catalog and LogWriter lock internally.
+//
+// The storage half lives in components this class owns and wires:
+// PeriodFiles (the open period files), Sealer (heads into chunk rows),
+// Checkpointer (WAL checkpoints, seal marks, the log's release) and
+// Compactor (closed periods rewritten once).
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
-#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,45 +31,23 @@
 #include "cairn/core/engine.h"
 
 #include "engine/catalog.h"
+#include "engine/checkpointer.h"
+#include "engine/chunk_rows.h"
+#include "engine/compactor.h"
 #include "engine/clock_trust.h"
 #include "engine/held_readings.h"
 #include "engine/flash_wear_monitor.h"
 #include "engine/head.h"
 #include "engine/health_board.h"
 #include "engine/aggregate_bucket.h"
+#include "engine/period_files.h"
 #include "engine/reclaimer.h"
+#include "engine/sealer.h"
 #include "engine/series.h"
 #include "log/log_writer.h"
 #include "storage/period_file.h"
 
 namespace cairn {
-
-// One open period file; its mutex serialises use of the single connection.
-// A handle opened read-only is reopened writable in place (same object) the
-// first time a late seal or the compaction needs to write.
-struct PeriodHandle {
-  std::mutex mutex;
-  std::unique_ptr<PeriodFile> file;
-  // The table options this handle last stored in the file's meta.
-  std::string table_options_stored;
-};
-
-// Encodes `records` (ascending, unique timestamps) of one series, with
-// lsns[i] the LSN of records[i], as chunk rows of at most `max_records`
-// records (fewer for wide series), appended to `out`.
-Status EncodeSeriesChunks(int64_t series_id, const std::vector<ChunkField>& schema,
-                          std::vector<ChunkRecord>& records, const std::vector<uint64_t>& lsns,
-                          size_t max_records, std::vector<ChunkRow>* out);
-
-// A series' records by timestamp: the highest version seen and its LSN.
-using NewestRecords = std::map<int64_t, std::pair<ChunkRecord, uint64_t>>;
-
-// Decodes a chunk read with data into `newest`, where a record replaces one
-// of the same timestamp only with a higher version. Values are laid out
-// along `schema`, which grows by the chunk's fields it lacks (records decoded
-// earlier keep the shorter layout: resize before encoding). Corruption when
-// the LSN list does not match the chunk.
-Status MergeChunkRecords(const ChunkRow& chunk, std::vector<ChunkField>* schema, NewestRecords* newest);
 
 // Calls `visit` once for every chunk of `file` that holds an LSN at or
 // below `through` not in `confirmed`, read without data, paging through
@@ -81,12 +63,6 @@ Result<std::unique_ptr<FileLock>> LockStoppedDataDir(Env* env, const std::string
 // Engine::RepairLog for a caller that holds the data directory's lock.
 Result<LogRepairReport> RepairLogLocked(Env* env, const std::string& data_dir);
 
-// What a caller of GetPeriodFile will do with the file.
-enum class PeriodAccess : uint8_t {
-  kRead,    // must exist; old periods open read-only with the small cache
-  kWrite,   // must exist; opened (or reopened) writable
-  kCreate,  // created if missing; writable
-};
 
 class EngineImpl final : public Engine {
  public:
@@ -291,16 +267,33 @@ class EngineImpl final : public Engine {
   Result<WriteResult> WriteAdmitted(const std::string& table, const std::vector<Record>& records);
 
   // ---- storage (engine_storage.cc) ----
-  std::string TableDir(const std::string& table) const;
-  std::string PeriodPath(const std::string& table, Period period, int64_t start) const;
+  // The period files are PeriodFiles'; these name its calls for the rest
+  // of the engine.
+  std::string TableDir(const std::string& table) const { return period_files_.TableDir(table); }
+  std::string PeriodPath(const std::string& table, Period period, int64_t start) const {
+    return period_files_.PeriodPath(table, period, start);
+  }
   Result<std::shared_ptr<PeriodHandle>> GetPeriodFile(const std::string& table, Period period, int64_t start,
-                                                      PeriodAccess access);
-  void ForgetPeriodFiles(const std::string& table, int64_t start_or_all);
+                                                      PeriodAccess access) {
+    return period_files_.Get(table, period, start, access);
+  }
+  void ForgetPeriodFiles(const std::string& table, int64_t start_or_all) {
+    period_files_.Forget(table, start_or_all);
+  }
+  // Seals the heads `due` picks (Sealer) and removes what was sealed from
+  // them, then advances the checkpoint. Takes seal_mutex_.
   Status SealWhere(const std::function<bool(const Series&)>& due);
+  // Copies of the heads `due` picks, for the Sealer. Under state_mutex_.
+  std::vector<SealJob> CollectSealJobs(const std::function<bool(const Series&)>& due,
+                                       std::vector<Series*>* series);
+  // Removes from the heads the entries `outcome` says were sealed and
+  // lists the period files written. Takes state_mutex_.
+  void ApplySealed(const std::vector<SealJob>& jobs, const std::vector<Series*>& series,
+                   const SealOutcome& outcome);
+  // The lowest LSN still held only by the log (heads, the group being
+  // logged, or the next LSN), for the Checkpointer. Takes state_mutex_.
+  uint64_t UnsealedFloor();
   Status AdvanceCheckpoint();
-  // Checkpoints the WAL of every file in wal_pending_ into its main file;
-  // those that succeed leave it for marks_pending_. Under seal_mutex_.
-  Status CheckpointSealedWals();
   Status LoadPeriodFiles(TableState& table);
 
   // ---- damage (engine_damage.cc) ----
@@ -317,7 +310,6 @@ class EngineImpl final : public Engine {
   // "stop cairnd and run: cairnd verify [--repair] --data-dir <dir>"
   std::string VerifyCommand(bool repair) const;
   Status RecomputeSealedMaxima(TableState& table);
-  Status CompactPeriod(const std::string& table, Period period, int64_t start);
   // Removes a period file past retention: the .db, a checked directory sync,
   // then its -wal (and -journal). On error the caller retries later.
   Status DropPeriodFile(const std::string& table, Period period, int64_t start);
@@ -328,6 +320,9 @@ class EngineImpl final : public Engine {
   const std::string data_dir_;
   const EngineOptions options_;
   std::string vfs_name_;
+  PeriodFiles period_files_{env_, data_dir_, VfsNameFor(env_),
+                            PeriodFiles::Options{options_.writer_cache_kib, options_.reader_cache_kib,
+                                                 options_.max_open_period_files}};
 
   std::unique_ptr<FileLock> lock_;
   // Open problems, raised and cleared by the components that find them.
@@ -338,6 +333,10 @@ class EngineImpl final : public Engine {
   std::unique_ptr<Catalog> catalog_;
   std::unique_ptr<LogWriter> log_;
   std::unique_ptr<ClockTrust> clock_;
+  // Created once the catalog and the log are open (OpenAndRecover).
+  std::unique_ptr<Checkpointer> checkpointer_;
+  std::unique_ptr<Sealer> sealer_;
+  std::unique_ptr<Compactor> compactor_;
 
   // The clock hold and what it did; the counters are read without the mutex.
   std::mutex held_mutex_;
@@ -362,28 +361,12 @@ class EngineImpl final : public Engine {
   uint64_t next_lsn_ = 1;
   uint64_t inflight_first_lsn_ = 0;  // first LSN of the group being logged, 0 if none
   Head head_;
-  uint64_t checkpoint_lsn_ = 1;
 
-  // Seals committed to a period file's WAL but not yet checkpointed into its
-  // main file, by path: the log keeps everything from min_lsn on. Then the
-  // seal marks to record with the next checkpoint. Both under seal_mutex_.
-  struct WalSeal {
-    std::string table;
-    Period period = Period::kDay;
-    int64_t start = 0;
-    uint64_t min_lsn = UINT64_MAX, max_lsn = 0;
-  };
-  std::map<std::string, WalSeal> wal_pending_;
   // Set while opening when the catalog was rebuilt: replay then creates,
   // with default options, the tables only the log names.
   bool catalog_rebuilt_ = false;
   std::string catalog_rebuild_message_;
   std::vector<std::string> tables_with_default_options_;
-  std::vector<PeriodSealMark> marks_pending_;
-
-  std::mutex period_cache_mutex_;
-  // LRU of open period files, most recent first.
-  std::list<std::pair<std::string, std::shared_ptr<PeriodHandle>>> period_cache_;
 
   std::atomic<uint64_t> records_written_{0}, records_duplicate_{0}, records_rejected_{0}, records_invalid_{0};
   std::atomic<uint64_t> records_over_series_limit_{0};

@@ -121,7 +121,8 @@ Status EngineImpl::Maintain() {
       if (!compacted_one && !t.compacted.count(start) && end + seal_age_ns <= now) {
         compacted_one = true;
         std::lock_guard seal_lock(seal_mutex_);
-        Status compacted = CompactPeriod(t.name, t.period, start);
+        // Compaction drops expired records for good: by the deletion clock only.
+        Status compacted = compactor_->CompactPeriod(t.name, t.period, start, clock_->ExpiryNow());
         if (compacted.ok() || compacted.Is(StatusCode::kCorruption)) {
           // A damaged file is left as it is (the compaction rolled back):
           // retrying it every round would keep the other periods waiting.
@@ -189,7 +190,7 @@ EngineStats EngineImpl::Stats() {
   {
     std::shared_lock state(state_mutex_);
     s.last_lsn = next_lsn_ - 1;
-    s.checkpoint_lsn = checkpoint_lsn_;
+    s.checkpoint_lsn = checkpointer_ ? checkpointer_->checkpoint_lsn() : 0;
     s.head_records = head_.records();
     s.head_bytes = head_.bytes();
     for (const auto& [name, table] : tables_) {
@@ -234,15 +235,7 @@ Status EngineImpl::Close() {
   // against; a failure to save it loses nothing acknowledged.
   if (clock_) (void)clock_->SaveIfDue(/*force=*/true);
   if (log_) status = log_->Close();
-  {
-    std::lock_guard lock(period_cache_mutex_);
-    for (auto& [path, handle] : period_cache_) {
-      std::lock_guard file_lock(handle->mutex);
-      Status closed = handle->file->Close();
-      if (status.ok()) status = closed;
-    }
-    period_cache_.clear();
-  }
+  if (Status closed = period_files_.CloseAll(); status.ok()) status = closed;
   if (catalog_) {
     Status closed = catalog_->Close();
     if (status.ok()) status = closed;

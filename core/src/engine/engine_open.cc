@@ -85,9 +85,9 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
     CAIRN_RETURN_IF_ERROR(RecomputeSealedMaxima(*table));
   }
 
-  CAIRN_ASSIGN_OR_RETURN(checkpoint_lsn_, catalog_->CheckpointLsn());
+  CAIRN_ASSIGN_OR_RETURN(const uint64_t checkpoint_lsn, catalog_->CheckpointLsn());
   // Readings a period file lost since they were sealed are replayed too.
-  CAIRN_ASSIGN_OR_RETURN(const uint64_t replay_from, CheckPeriodCoverage(checkpoint_lsn_, report));
+  CAIRN_ASSIGN_OR_RETURN(const uint64_t replay_from, CheckPeriodCoverage(checkpoint_lsn, report));
   const std::string log_dir = JoinPath(data_dir_, "log");
   // What a failed fdatasync of the previous run left readable but never
   // wrote must reach the disk before replay builds on it.
@@ -121,13 +121,13 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
     }
     return replayed;
   }
-  if (replay.start_lsn > std::max<uint64_t>(checkpoint_lsn_, 1)) {
+  if (replay.start_lsn > std::max<uint64_t>(checkpoint_lsn, 1)) {
     return Status::Corruption("the log in " + log_dir + " starts at LSN " + std::to_string(replay.start_lsn) +
-                              " but the checkpoint is at " + std::to_string(checkpoint_lsn_) +
+                              " but the checkpoint is at " + std::to_string(checkpoint_lsn) +
                               ": the segments holding the readings in between are missing (the log repair "
                               "command cannot bring them back)");
   }
-  next_lsn_ = std::max(replay.next_lsn, checkpoint_lsn_);
+  next_lsn_ = std::max(replay.next_lsn, checkpoint_lsn);
   ReportCatalogRebuild(report);
   // With durability other than full, acknowledged records can be lost in a
   // power cut after the sync sender read them. Their LSNs must not be given
@@ -158,6 +158,9 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
   if (Status failure = log_->Failure(); !failure.ok()) {
     (void)ReportWriteFailure(env_, data_dir_, "the write-ahead log", failure, health_);
   }
+  checkpointer_ = std::make_unique<Checkpointer>(&period_files_, catalog_.get(), log_.get(), checkpoint_lsn);
+  sealer_ = std::make_unique<Sealer>(&period_files_, checkpointer_.get(), options_.seal_records);
+  compactor_ = std::make_unique<Compactor>(&period_files_, catalog_.get());
   CAIRN_RETURN_IF_ERROR(OpenClock());
 
   // The first sample sets this run's baselines; its save failing (a full

@@ -192,7 +192,7 @@ Result<uint64_t> EngineImpl::CheckPeriodCoverage(uint64_t checkpoint, RecoveryRe
                                                       PeriodAccess::kRead));
     uint64_t file_max;
     {
-      std::lock_guard file_lock(handle->mutex);
+      MutexLock file_lock(&handle->mutex);
       CAIRN_ASSIGN_OR_RETURN(file_max, handle->file->MaxLsn());
     }
     if (file_max >= mark.max_lsn) continue;

@@ -126,7 +126,7 @@ std::optional<EngineImpl::SealedExtentInfo> EngineImpl::SealedExtent(const std::
   auto handle = GetPeriodFile(table, period, period_start, PeriodAccess::kRead);
   if (!handle.ok()) return whole;
   Result<std::vector<ChunkRow>> rows = [&] {
-    std::lock_guard file_lock((*handle)->mutex);
+    MutexLock file_lock(&(*handle)->mutex);
     return (*handle)->file->ReadChunks(series_id, from, to, /*with_data=*/false);
   }();
   if (!rows.ok()) return whole;

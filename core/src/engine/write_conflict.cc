@@ -118,7 +118,7 @@ Result<std::optional<EngineImpl::StoredRecord>> EngineImpl::FindStored(TableStat
   if (!table.period_starts.count(start)) return none;
   CAIRN_ASSIGN_OR_RETURN(
       auto handle, GetPeriodFile(table.info.name, table.info.options.period, start, PeriodAccess::kRead));
-  std::lock_guard file_lock(handle->mutex);
+  MutexLock file_lock(&handle->mutex);
   CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRow> chunks,
                          handle->file->ReadChunks(series.id, timestamp, timestamp + 1, /*with_data=*/true));
   std::optional<StoredRecord> best;
