@@ -182,7 +182,7 @@ void EngineImpl::HoldRecords(const std::string& table, const std::vector<Record>
     }
   }
   if (hold.empty()) return;
-  std::lock_guard lock(held_mutex_);
+  MutexLock lock(&held_mutex_);
   const uint64_t limit = options_.clock.max_held_readings;
   if (held_->readings().size() + hold.size() > limit) {
     for (size_t i : hold_index) {
@@ -213,7 +213,7 @@ void EngineImpl::HoldRecords(const std::string& table, const std::vector<Record>
 // table, so that a crash at any point stamps the same readings identically
 // on the next try (a duplicate then, not a second copy at another time).
 Status EngineImpl::ResolveHeld() {
-  std::lock_guard lock(held_mutex_);
+  MutexLock lock(&held_mutex_);
   if (held_->readings().empty()) return Status::Ok();
   if (Status decided = DecideBootOffsets(*held_, *clock_, boot_id_); !decided.ok()) {
     hold_error_ = decided.message();
@@ -302,7 +302,7 @@ ClockStatus EngineImpl::Clock() {
   status.readings_estimated = readings_estimated_;
   status.restamps_refused = restamps_refused_;
   {
-    std::lock_guard lock(held_mutex_);
+    MutexLock lock(&held_mutex_);
     if (!hold_error_.empty()) status.last_error = hold_error_;
   }
   return status;

@@ -9,6 +9,8 @@
 //                    for changes; released during log and period-file I/O)
 //   the components' own: Checkpointer, then PeriodFiles' cache, then a
 //   PeriodHandle's mutex; Catalog and LogWriter lock internally.
+// The Mutex members state this order with ACQUIRED_AFTER and their guarded
+// members with GUARDED_BY, which clang's -Wthread-safety checks.
 //
 // The storage half lives in components this class owns and wires:
 // PeriodFiles (the open period files), Sealer (heads into chunk rows),
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "cairn/core/engine.h"
+#include "cairn/platform/mutex.h"
 
 #include "engine/catalog.h"
 #include "engine/checkpointer.h"
@@ -339,21 +342,21 @@ class EngineImpl final : public Engine {
   std::unique_ptr<Compactor> compactor_;
 
   // The clock hold and what it did; the counters are read without the mutex.
-  std::mutex held_mutex_;
+  Mutex held_mutex_;
   std::unique_ptr<HeldReadings> held_;
   std::string boot_id_;
   std::atomic<uint64_t> held_now_{0}, readings_held_{0}, readings_restamped_{0}, readings_estimated_{0},
       restamps_refused_{0};
-  std::string hold_error_;  // under held_mutex_
+  std::string hold_error_ GUARDED_BY(held_mutex_);
 
   // Group commit queue.
-  std::mutex writers_mutex_;
-  std::deque<PendingWrite*> writers_;
+  Mutex writers_mutex_ ACQUIRED_AFTER(held_mutex_);
+  std::deque<PendingWrite*> writers_ GUARDED_BY(writers_mutex_);
 
   // Held by the group-commit leader for a whole commit, so Close can wait
   // for it.
-  std::mutex commit_mutex_;
-  std::mutex seal_mutex_;
+  Mutex commit_mutex_ ACQUIRED_AFTER(writers_mutex_);
+  Mutex seal_mutex_ ACQUIRED_AFTER(commit_mutex_);
 
   std::shared_mutex state_mutex_;
   std::map<std::string, std::unique_ptr<TableState>> tables_;
@@ -378,12 +381,12 @@ class EngineImpl final : public Engine {
   QuotaStore quota_store_{this};
   std::unique_ptr<Reclaimer> reclaimer_;
 
-  std::mutex background_mutex_;
-  std::condition_variable background_cv_;
-  bool stopping_ = false;
+  Mutex background_mutex_;
+  CondVar background_cv_;
+  bool stopping_ GUARDED_BY(background_mutex_) = false;
   // Set by writers when a head is full or the head budget is exceeded, so
   // that sealing starts now rather than at the next tick.
-  bool maintenance_requested_ = false;
+  bool maintenance_requested_ GUARDED_BY(background_mutex_) = false;
   std::thread maintenance_thread_;
   std::thread sync_thread_;
   bool closed_ = false;

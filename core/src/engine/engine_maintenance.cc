@@ -120,7 +120,7 @@ Status EngineImpl::Maintain() {
       // closed for longer than heads may hold its records.
       if (!compacted_one && !t.compacted.count(start) && end + seal_age_ns <= now) {
         compacted_one = true;
-        std::lock_guard seal_lock(seal_mutex_);
+        MutexLock seal_lock(&seal_mutex_);
         // Compaction drops expired records for good: by the deletion clock only.
         Status compacted = compactor_->CompactPeriod(t.name, t.period, start, clock_->ExpiryNow());
         if (compacted.ok() || compacted.Is(StatusCode::kCorruption)) {
@@ -150,28 +150,29 @@ Status EngineImpl::Maintain() {
 }
 
 void EngineImpl::MaintenanceLoop() {
-  std::unique_lock lock(background_mutex_);
+  MutexLock lock(&background_mutex_);
   while (!stopping_) {
-    background_cv_.wait_for(lock, std::chrono::milliseconds(options_.maintenance_interval_ms),
-                            [&] { return stopping_ || maintenance_requested_; });
+    background_cv_.WaitFor(&background_mutex_, std::chrono::milliseconds(options_.maintenance_interval_ms),
+                           [&]() REQUIRES(background_mutex_) { return stopping_ || maintenance_requested_; });
     if (stopping_) break;
     maintenance_requested_ = false;
-    lock.unlock();
+    background_mutex_.Unlock();
     // Errors are retried next round; the writes that depend on the log keep
     // their own error reporting.
     (void)Maintain();
-    lock.lock();
+    background_mutex_.Lock();
   }
 }
 
 void EngineImpl::SyncLoop() {
-  std::unique_lock lock(background_mutex_);
+  MutexLock lock(&background_mutex_);
   while (!stopping_) {
-    background_cv_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(1, options_.sync_interval_ms)));
+    const auto interval = std::chrono::milliseconds(std::max<int64_t>(1, options_.sync_interval_ms));
+    background_cv_.WaitUntil(&background_mutex_, std::chrono::steady_clock::now() + interval);
     if (stopping_) break;
-    lock.unlock();
+    background_mutex_.Unlock();
     (void)log_->Sync();
-    lock.lock();
+    background_mutex_.Lock();
   }
 }
 
@@ -220,16 +221,16 @@ Status EngineImpl::Close() {
     closed_ = true;
   }
   {
-    std::lock_guard lock(background_mutex_);
+    MutexLock lock(&background_mutex_);
     stopping_ = true;
   }
-  background_cv_.notify_all();
+  background_cv_.SignalAll();
   if (maintenance_thread_.joinable()) maintenance_thread_.join();
   if (sync_thread_.joinable()) sync_thread_.join();
   // A group commit under way finishes before the log closes; later ones see
   // closed_ and fail.
-  std::lock_guard commit(commit_mutex_);
-  std::lock_guard seal(seal_mutex_);
+  MutexLock commit(&commit_mutex_);
+  MutexLock seal(&seal_mutex_);
   Status status;
   // The last trusted time is a lower bound the next start checks the clock
   // against; a failure to save it loses nothing acknowledged.

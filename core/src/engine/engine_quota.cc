@@ -30,7 +30,7 @@ Result<UnsyncedSummary> EngineImpl::QuotaStore::SummarizeUnsynced(const std::str
 Status EngineImpl::QuotaStore::WithPeriodFile(const std::string& table, Period period, int64_t start,
                                               const std::function<Status(PeriodFile&)>& work) {
   CAIRN_ASSIGN_OR_RETURN(auto handle, engine_->GetPeriodFile(table, period, start, PeriodAccess::kWrite));
-  std::lock_guard file_lock(handle->mutex);
+  MutexLock file_lock(&handle->mutex);
   return work(*handle->file);
 }
 
@@ -95,7 +95,7 @@ void EngineImpl::QuotaStore::SeriesRewritten(const std::string& table, const std
 }
 
 Result<uint64_t> EngineImpl::QuotaStore::WithSealsHeld(const std::function<Result<uint64_t>()>& work) {
-  std::lock_guard seal_lock(engine_->seal_mutex_);
+  MutexLock seal_lock(&engine_->seal_mutex_);
   return work();
 }
 

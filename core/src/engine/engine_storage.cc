@@ -10,6 +10,28 @@
 
 namespace cairn {
 
+namespace {
+
+// Sets the sealed_max_timestamp of each series in `unresolved` that has
+// chunks in `file`, and takes it out of `unresolved`.
+Status ResolveSealedMaxima(PeriodFile& file, std::map<int64_t, Series*>* unresolved) {
+  CAIRN_ASSIGN_OR_RETURN(std::vector<PeriodSeries> present, file.ListSeries());
+  for (const PeriodSeries& p : present) {
+    auto u = unresolved->find(p.series_id);
+    if (u == unresolved->end()) continue;
+    CAIRN_ASSIGN_OR_RETURN(std::vector<ChunkRow> chunks,
+                           file.ReadChunks(p.series_id, INT64_MIN, INT64_MAX, /*with_data=*/false));
+    if (chunks.empty()) continue;
+    int64_t max_end = INT64_MIN;
+    for (const ChunkRow& c : chunks) max_end = std::max(max_end, c.end_ns);
+    u->second->sealed_max_timestamp = max_end;
+    unresolved->erase(u);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status EngineImpl::LoadPeriodFiles(TableState& table) {
   const std::string dir = TableDir(table.info.name);
   CAIRN_RETURN_IF_ERROR(env_->CreateDirs(dir));
@@ -42,22 +64,7 @@ Status EngineImpl::RecomputeSealedMaxima(TableState& table) {
     CAIRN_ASSIGN_OR_RETURN(
         auto handle, GetPeriodFile(table.info.name, table.info.options.period, *it, PeriodAccess::kRead));
     MutexLock file_lock(&handle->mutex);
-    Status read = [&]() -> Status {
-      CAIRN_ASSIGN_OR_RETURN(std::vector<PeriodSeries> present, handle->file->ListSeries());
-      for (const PeriodSeries& p : present) {
-        auto u = unresolved.find(p.series_id);
-        if (u == unresolved.end()) continue;
-        CAIRN_ASSIGN_OR_RETURN(
-            std::vector<ChunkRow> chunks,
-            handle->file->ReadChunks(p.series_id, INT64_MIN, INT64_MAX, /*with_data=*/false));
-        if (chunks.empty()) continue;
-        int64_t max_end = INT64_MIN;
-        for (const ChunkRow& c : chunks) max_end = std::max(max_end, c.end_ns);
-        u->second->sealed_max_timestamp = max_end;
-        unresolved.erase(u);
-      }
-      return Status::Ok();
-    }();
+    Status read = ResolveSealedMaxima(*handle->file, &unresolved);
     // A file whose header opened but whose rows are damaged is served as far
     // as it reads; queries skip the rest and say so.
     if (read.Is(StatusCode::kCorruption)) {
@@ -93,7 +100,7 @@ std::vector<SealJob> EngineImpl::CollectSealJobs(const std::function<bool(const 
 }
 
 Status EngineImpl::SealWhere(const std::function<bool(const Series&)>& due) {
-  std::lock_guard seal_lock(seal_mutex_);
+  MutexLock seal_lock(&seal_mutex_);
   std::vector<SealJob> jobs;
   std::vector<Series*> series;
   {

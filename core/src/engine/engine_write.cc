@@ -54,8 +54,8 @@ struct EngineImpl::PendingWrite {
   const std::vector<Record>* records;
   WriteResult result;
   Status status;
-  bool done = false;
-  std::condition_variable cv;
+  bool done = false;  // these four under writers_mutex_
+  CondVar cv;
 };
 
 struct EngineImpl::AcceptedRecord {
@@ -116,8 +116,8 @@ Status EngineImpl::AlterTable(const std::string& name, const TableOptions& optio
 Status EngineImpl::DropTable(const std::string& name) {
   // A group commit holds series pointers across its log write, and a seal
   // across its period-file writes: neither may see the table vanish.
-  std::lock_guard commit(commit_mutex_);
-  std::lock_guard seal(seal_mutex_);
+  MutexLock commit(&commit_mutex_);
+  MutexLock seal(&seal_mutex_);
   std::unique_lock state(state_mutex_);
   auto it = tables_.find(name);
   if (it == tables_.end()) return Status::NotFound("table '" + name + "' does not exist");
@@ -166,10 +166,11 @@ Result<WriteResult> EngineImpl::WriteAdmitted(const std::string& table, const st
   PendingWrite w;
   w.table = &table;
   w.records = &records;
-  std::unique_lock lock(writers_mutex_);
+  writers_mutex_.Lock();
   writers_.push_back(&w);
-  while (!w.done && &w != writers_.front()) w.cv.wait(lock);
+  while (!w.done && &w != writers_.front()) w.cv.Wait(&writers_mutex_);
   if (w.done) {
+    writers_mutex_.Unlock();
     if (!w.status.ok()) return w.status;
     return std::move(w.result);
   }
@@ -181,18 +182,19 @@ Result<WriteResult> EngineImpl::WriteAdmitted(const std::string& table, const st
     group.push_back(p);
     group_records += p->records->size();
   }
-  lock.unlock();
+  writers_mutex_.Unlock();
   Status status = CommitGroup(group);
-  lock.lock();
+  writers_mutex_.Lock();
   for (PendingWrite* p : group) {
     writers_.pop_front();
     if (p != &w) {
       if (!status.ok()) p->status = status;
       p->done = true;
-      p->cv.notify_one();
+      p->cv.Signal();
     }
   }
-  if (!writers_.empty()) writers_.front()->cv.notify_one();
+  if (!writers_.empty()) writers_.front()->cv.Signal();
+  writers_mutex_.Unlock();
   if (!status.ok()) return status;
   if (!w.status.ok()) return w.status;
   return std::move(w.result);
@@ -446,7 +448,7 @@ bool EngineImpl::ApplyToHeads(std::vector<AcceptedRecord>& accepted, uint64_t fi
 }
 
 Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
-  std::lock_guard commit(commit_mutex_);
+  MutexLock commit(&commit_mutex_);
   GroupJudgement judged;
   std::vector<LoggedRecord> logged;
   uint64_t first_lsn = 0;
@@ -491,10 +493,10 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
   flash_wear_->CountReadingBytes(reading_bytes);
   if (seal_due && options_.maintenance_interval_ms > 0) {
     {
-      std::lock_guard lock(background_mutex_);
+      MutexLock lock(&background_mutex_);
       maintenance_requested_ = true;
     }
-    background_cv_.notify_all();
+    background_cv_.SignalAll();
   }
   CountOutcomes(group);
   return Status::Ok();
