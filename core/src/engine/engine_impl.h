@@ -194,6 +194,16 @@ class EngineImpl final : public Engine {
   // Raises or clears the clock's health problem.
   void UpdateClockHealth();
 
+  // ---- opening (engine_open.cc) ----
+  // The tables and series catalog.db lists, into tables_.
+  Status LoadTablesAndSeries();
+  // Replays the log in `log_dir` from `replay_from` into the heads, sets
+  // next_lsn_ past every LSN the log or a sync ledger used, and fills the
+  // replay counts of `report`; returns the LSN the log ended at.
+  // Corruption when the log is damaged or starts above `checkpoint_lsn`.
+  Result<uint64_t> ReplayLogFrom(const std::string& log_dir, uint64_t replay_from, uint64_t checkpoint_lsn,
+                                 RecoveryReport* report);
+
   // ---- open-time checks (engine_open_checks.cc) ----
   // Opens catalog.db; when it is missing while period files or log
   // segments exist, or unreadable (moved to catalog.db.damaged), rebuilds

@@ -54,6 +54,50 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
   reclaimer_ = std::make_unique<Reclaimer>(env_, data_dir_, options_.sync_quota, catalog_.get(), &quota_store_);
   CAIRN_RETURN_IF_ERROR(env_->SyncDir(data_dir_));
 
+  CAIRN_RETURN_IF_ERROR(LoadTablesAndSeries());
+  for (auto& [name, table] : tables_) {
+    CAIRN_RETURN_IF_ERROR(LoadPeriodFiles(*table));
+    // Before any connection opens a file and SQLite drops what it cannot read.
+    CAIRN_RETURN_IF_ERROR(CheckPeriodWals(*table, report));
+    CAIRN_RETURN_IF_ERROR(QuarantineUnreadablePeriods(*table, report));
+    CAIRN_RETURN_IF_ERROR(RecomputeSealedMaxima(*table));
+  }
+
+  CAIRN_ASSIGN_OR_RETURN(const uint64_t checkpoint_lsn, catalog_->CheckpointLsn());
+  // Readings a period file lost since they were sealed are replayed too.
+  CAIRN_ASSIGN_OR_RETURN(const uint64_t replay_from, CheckPeriodCoverage(checkpoint_lsn, report));
+  const std::string log_dir = JoinPath(data_dir_, "log");
+  CAIRN_ASSIGN_OR_RETURN(const uint64_t log_end_lsn, ReplayLogFrom(log_dir, replay_from, checkpoint_lsn, report));
+  ReportCatalogRebuild(report);
+  LogWriterOptions log_options;
+  log_options.segment_bytes = options_.log_segment_bytes;
+  // Sealed records leave the log a segment at a time: a sixteenth of a
+  // segment is the slack the log keeps beside what is not sealed yet.
+  log_options.release_roll_bytes = std::max<uint64_t>(1, options_.log_segment_bytes / 16);
+  CAIRN_ASSIGN_OR_RETURN(log_, LogWriter::Open(env_, log_dir, next_lsn_, log_end_lsn, log_options));
+  // A full disk does not stop the start: queries work, writes wait for room.
+  if (Status failure = log_->Failure(); !failure.ok()) {
+    (void)ReportWriteFailure(env_, data_dir_, "the write-ahead log", failure, health_);
+  }
+  checkpointer_ = std::make_unique<Checkpointer>(&period_files_, catalog_.get(), log_.get(), checkpoint_lsn);
+  sealer_ = std::make_unique<Sealer>(&period_files_, checkpointer_.get(), options_.seal_records);
+  compactor_ = std::make_unique<Compactor>(&period_files_, catalog_.get());
+  CAIRN_RETURN_IF_ERROR(OpenClock());
+
+  // The first sample sets this run's baselines; its save failing (a full
+  // disk) costs telemetry only, so the start goes on.
+  (void)flash_wear_->Sample(/*force=*/true);
+
+  if (options_.maintenance_interval_ms > 0) {
+    maintenance_thread_ = env_->StartThread([this] { MaintenanceLoop(); });
+  }
+  if (options_.durability == Durability::kInterval) {
+    sync_thread_ = env_->StartThread([this] { SyncLoop(); });
+  }
+  return Status::Ok();
+}
+
+Status EngineImpl::LoadTablesAndSeries() {
   CAIRN_ASSIGN_OR_RETURN(std::vector<TableInfo> tables, catalog_->LoadTables());
   for (TableInfo& info : tables) {
     auto state = std::make_unique<TableState>();
@@ -77,18 +121,11 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
     SeriesKey key = series->Key();
     table->second->series.emplace(std::move(key), std::move(series));
   }
-  for (auto& [name, table] : tables_) {
-    CAIRN_RETURN_IF_ERROR(LoadPeriodFiles(*table));
-    // Before any connection opens a file and SQLite drops what it cannot read.
-    CAIRN_RETURN_IF_ERROR(CheckPeriodWals(*table, report));
-    CAIRN_RETURN_IF_ERROR(QuarantineUnreadablePeriods(*table, report));
-    CAIRN_RETURN_IF_ERROR(RecomputeSealedMaxima(*table));
-  }
+  return Status::Ok();
+}
 
-  CAIRN_ASSIGN_OR_RETURN(const uint64_t checkpoint_lsn, catalog_->CheckpointLsn());
-  // Readings a period file lost since they were sealed are replayed too.
-  CAIRN_ASSIGN_OR_RETURN(const uint64_t replay_from, CheckPeriodCoverage(checkpoint_lsn, report));
-  const std::string log_dir = JoinPath(data_dir_, "log");
+Result<uint64_t> EngineImpl::ReplayLogFrom(const std::string& log_dir, uint64_t replay_from,
+                                          uint64_t checkpoint_lsn, RecoveryReport* report) {
   // What a failed fdatasync of the previous run left readable but never
   // wrote must reach the disk before replay builds on it.
   CAIRN_RETURN_IF_ERROR(RewriteLogTail(env_, log_dir));
@@ -128,7 +165,6 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
                               "command cannot bring them back)");
   }
   next_lsn_ = std::max(replay.next_lsn, checkpoint_lsn);
-  ReportCatalogRebuild(report);
   // With durability other than full, acknowledged records can be lost in a
   // power cut after the sync sender read them. Their LSNs must not be given
   // to new records: the sync ledger may hold them as confirmed, and a new
@@ -148,32 +184,7 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
     report->torn_tail_bytes_truncated = replay.torn_tail_bytes;
     report->sealed_damage_bytes_skipped = replay.damaged_bytes_skipped;
   }
-  LogWriterOptions log_options;
-  log_options.segment_bytes = options_.log_segment_bytes;
-  // Sealed records leave the log a segment at a time: a sixteenth of a
-  // segment is the slack the log keeps beside what is not sealed yet.
-  log_options.release_roll_bytes = std::max<uint64_t>(1, options_.log_segment_bytes / 16);
-  CAIRN_ASSIGN_OR_RETURN(log_, LogWriter::Open(env_, log_dir, next_lsn_, replay.next_lsn, log_options));
-  // A full disk does not stop the start: queries work, writes wait for room.
-  if (Status failure = log_->Failure(); !failure.ok()) {
-    (void)ReportWriteFailure(env_, data_dir_, "the write-ahead log", failure, health_);
-  }
-  checkpointer_ = std::make_unique<Checkpointer>(&period_files_, catalog_.get(), log_.get(), checkpoint_lsn);
-  sealer_ = std::make_unique<Sealer>(&period_files_, checkpointer_.get(), options_.seal_records);
-  compactor_ = std::make_unique<Compactor>(&period_files_, catalog_.get());
-  CAIRN_RETURN_IF_ERROR(OpenClock());
-
-  // The first sample sets this run's baselines; its save failing (a full
-  // disk) costs telemetry only, so the start goes on.
-  (void)flash_wear_->Sample(/*force=*/true);
-
-  if (options_.maintenance_interval_ms > 0) {
-    maintenance_thread_ = env_->StartThread([this] { MaintenanceLoop(); });
-  }
-  if (options_.durability == Durability::kInterval) {
-    sync_thread_ = env_->StartThread([this] { SyncLoop(); });
-  }
-  return Status::Ok();
+  return replay.next_lsn;
 }
 
 Status EngineImpl::ReplayRecord(const std::string& table_name, Record& record, uint64_t lsn) {
