@@ -197,7 +197,7 @@ Result<uint64_t> EngineImpl::CheckPeriodCoverage(uint64_t checkpoint, RecoveryRe
     }
     if (file_max >= mark.max_lsn) continue;
     // Chunks up to the mark were in the main file when it was recorded
-    // (CheckpointSealedWals); the file has lost some since.
+    // (Checkpointer::CheckpointWals); the file has lost some since.
     if (log_first > file_max + 1) {
       return Status::FailedPrecondition(
           "period file " + path + " lacks readings the catalog records as sealed into it (its chunks end at LSN " +
