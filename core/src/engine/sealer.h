@@ -19,7 +19,7 @@
 
 #include "engine/checkpointer.h"
 #include "engine/period_files.h"
-#include "engine/series.h"
+#include "engine/head.h"
 
 namespace cairn {
 
