@@ -48,6 +48,7 @@
 #include "engine/sealer.h"
 #include "engine/series.h"
 #include "log/log_writer.h"
+#include "storage/env_vfs.h"
 #include "storage/period_file.h"
 
 namespace cairn {
