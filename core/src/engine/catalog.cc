@@ -172,7 +172,7 @@ Status Catalog::InTransaction(const std::function<Status()>& body) {
 }
 
 Result<uint64_t> Catalog::CheckpointLsn() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   CAIRN_ASSIGN_OR_RETURN(Statement * s, db_->Prepare("SELECT value FROM meta WHERE key='checkpoint_lsn'"));
   StatementResetter reset(s);
   CAIRN_ASSIGN_OR_RETURN(bool row, s->Step());
@@ -181,15 +181,15 @@ Result<uint64_t> Catalog::CheckpointLsn() {
 }
 
 Status Catalog::SetCheckpointLsn(uint64_t lsn) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   CAIRN_ASSIGN_OR_RETURN(Statement * s, db_->Prepare("UPDATE meta SET value=? WHERE key='checkpoint_lsn'"));
   CAIRN_RETURN_IF_ERROR(s->BindInt64(1, static_cast<int64_t>(lsn)));
   return s->Run();
 }
 
 Status Catalog::SetCheckpoint(uint64_t lsn, const std::vector<PeriodSealMark>& marks) {
-  std::lock_guard lock(mutex_);
-  return InTransaction([&]() -> Status {
+  MutexLock lock(&mutex_);
+  return InTransaction([&]() REQUIRES(mutex_) -> Status {
     CAIRN_ASSIGN_OR_RETURN(Statement * mark,
                            db_->Prepare("INSERT INTO period_sealed(table_name, period_start, max_lsn) "
                                         "VALUES(?1, ?2, ?3) ON CONFLICT(table_name, period_start) "
@@ -208,7 +208,7 @@ Status Catalog::SetCheckpoint(uint64_t lsn, const std::vector<PeriodSealMark>& m
 }
 
 Result<std::vector<PeriodSealMark>> Catalog::LoadSealMarks() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   CAIRN_ASSIGN_OR_RETURN(Statement * s,
                          db_->Prepare("SELECT table_name, period_start, max_lsn FROM period_sealed "
                                       "ORDER BY table_name, period_start"));
@@ -223,7 +223,7 @@ Result<std::vector<PeriodSealMark>> Catalog::LoadSealMarks() {
 }
 
 Status Catalog::ForgetSealMark(const std::string& table, int64_t period_start) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   CAIRN_ASSIGN_OR_RETURN(Statement * s,
                          db_->Prepare("DELETE FROM period_sealed WHERE table_name=?1 AND period_start=?2"));
   CAIRN_RETURN_IF_ERROR(s->BindText(1, table));
@@ -232,7 +232,7 @@ Status Catalog::ForgetSealMark(const std::string& table, int64_t period_start) {
 }
 
 Result<std::vector<TableInfo>> Catalog::LoadTables() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   CAIRN_ASSIGN_OR_RETURN(
       Statement * s,
       db_->Prepare(
@@ -261,7 +261,7 @@ Result<std::vector<TableInfo>> Catalog::LoadTables() {
 }
 
 Status Catalog::PutTable(const TableInfo& t) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   CAIRN_ASSIGN_OR_RETURN(
       Statement * s,
       db_->Prepare(
@@ -282,8 +282,8 @@ Status Catalog::PutTable(const TableInfo& t) {
 }
 
 Status Catalog::DeleteTable(const std::string& name) {
-  std::lock_guard lock(mutex_);
-  return InTransaction([&]() -> Status {
+  MutexLock lock(&mutex_);
+  return InTransaction([&]() REQUIRES(mutex_) -> Status {
     CAIRN_ASSIGN_OR_RETURN(Statement * series, db_->Prepare("DELETE FROM series WHERE table_name=?"));
     CAIRN_RETURN_IF_ERROR(series->BindText(1, name));
     CAIRN_RETURN_IF_ERROR(series->Run());
@@ -309,10 +309,10 @@ Status Catalog::DeleteSyncLedgerLocked(const std::string& table) {
 }
 
 Result<std::vector<SyncLedger>> Catalog::LoadSyncLedgers() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   std::map<std::string, SyncLedger> ledgers;
   std::map<std::string, std::vector<LsnRange>> confirmed;
-  auto lane_of = [&](int64_t value) -> Result<SyncLane> {
+  auto lane_of = [&](int64_t value) REQUIRES(mutex_) -> Result<SyncLane> {
     for (SyncLane lane : kAllSyncLanes) {
       if (static_cast<int64_t>(lane) == value) return lane;
     }
@@ -377,8 +377,8 @@ Result<std::vector<SyncLedger>> Catalog::LoadSyncLedgers() {
 }
 
 Status Catalog::SaveSyncLedger(const SyncLedger& ledger) {
-  std::lock_guard lock(mutex_);
-  return InTransaction([&]() -> Status {
+  MutexLock lock(&mutex_);
+  return InTransaction([&]() REQUIRES(mutex_) -> Status {
     CAIRN_RETURN_IF_ERROR(DeleteSyncLedgerLocked(ledger.table));
     CAIRN_ASSIGN_OR_RETURN(
         Statement * range,
@@ -421,7 +421,7 @@ Status Catalog::SaveSyncLedger(const SyncLedger& ledger) {
 }
 
 Result<std::vector<CatalogSeries>> Catalog::LoadSeries() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   CAIRN_ASSIGN_OR_RETURN(
       Statement * s,
       db_->Prepare(
@@ -449,8 +449,8 @@ Result<std::vector<CatalogSeries>> Catalog::LoadSeries() {
 
 Status Catalog::PutSeries(const std::vector<CatalogSeries>& series) {
   if (series.empty()) return Status::Ok();
-  std::lock_guard lock(mutex_);
-  return InTransaction([&]() -> Status {
+  MutexLock lock(&mutex_);
+  return InTransaction([&]() REQUIRES(mutex_) -> Status {
     CAIRN_ASSIGN_OR_RETURN(
         Statement * s,
         db_->Prepare(
@@ -472,7 +472,7 @@ Status Catalog::PutSeries(const std::vector<CatalogSeries>& series) {
 }
 
 Status Catalog::Close() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   if (!db_) return Status::Ok();
   Status status = db_->Close();
   db_.reset();

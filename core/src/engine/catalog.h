@@ -12,13 +12,13 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "cairn/core/sqlite_database.h"
 #include "cairn/core/sync_ledger.h"
 #include "cairn/core/table.h"
+#include "cairn/platform/mutex.h"
 
 #include "chunk/chunk_codec.h"
 #include "engine/series.h"
@@ -84,11 +84,11 @@ class Catalog {
 
  private:
   explicit Catalog(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
-  Status InTransaction(const std::function<Status()>& body);
-  Status DeleteSyncLedgerLocked(const std::string& table);
+  Status InTransaction(const std::function<Status()>& body) REQUIRES(mutex_);
+  Status DeleteSyncLedgerLocked(const std::string& table) REQUIRES(mutex_);
 
-  std::mutex mutex_;
-  std::unique_ptr<SqliteDb> db_;
+  Mutex mutex_;
+  std::unique_ptr<SqliteDb> db_ GUARDED_BY(mutex_);
 };
 
 }  // namespace cairn

@@ -51,7 +51,7 @@ std::string ClockTrust::Path() const { return JoinPath(data_dir_, "CLOCK"); }
 
 Status ClockTrust::Open() {
   Result<std::string> text = env_->ReadFileToString(Path());
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   if (text.ok()) {
     // A damaged file is not fatal: the saved time only ever makes kAuto
     // refuse a clock behind it, so losing it errs towards trusting.
@@ -113,7 +113,7 @@ bool ClockTrust::Evaluate(int64_t wall, bool synchronized) {
 }
 
 bool ClockTrust::Poll() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   kernel_synchronized_ = env_->WallClockSynchronized();
   if (trusted_) {
     if (kernel_synchronized_) {
@@ -148,7 +148,7 @@ std::optional<int64_t> ClockTrust::DeletionNow() {
   const bool synchronized = env_->WallClockSynchronized();
   const int64_t monotonic = env_->MonotonicNanos();
   const int64_t wall = env_->NowUnixNanos();
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   kernel_synchronized_ = synchronized;
   if (synchronized) {
     anchor_wall_ = wall;
@@ -184,7 +184,7 @@ Status ClockTrust::SaveIfDue(bool force) {
   const int64_t monotonic = env_->MonotonicNanos();
   const std::optional<int64_t> now = DeletionNow();
   if (!now) return Status::Ok();
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   const bool due = last_saved_monotonic_ == 0 ||
                    monotonic - last_saved_monotonic_ >= options_.save_interval_seconds * kNanosPerSecond;
   if (!force && !due) return Status::Ok();
@@ -209,7 +209,7 @@ ClockStatus ClockTrust::Snapshot() {
   ClockStatus s;
   s.policy = options_.policy;
   s.trusted = trusted_;
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   s.reason = reason_;
   s.kernel_synchronized = kernel_synchronized_;
   s.last_trusted_unix_nanos = last_trusted_ns_;

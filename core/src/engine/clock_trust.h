@@ -7,12 +7,12 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 
 #include "cairn/core/clock.h"
 #include "cairn/platform/env.h"
+#include "cairn/platform/mutex.h"
 
 namespace cairn {
 
@@ -72,25 +72,27 @@ class ClockTrust {
   ClockStatus Snapshot();
 
  private:
-  // Decides trust from the policy; sets reason_. Caller holds mutex_.
-  bool Evaluate(int64_t wall, bool synchronized);
+  // Decides trust from the policy; sets reason_.
+  bool Evaluate(int64_t wall, bool synchronized) REQUIRES(mutex_);
   std::string Path() const;
 
   Env* const env_;
   const std::string data_dir_;
   const ClockOptions options_;
 
-  mutable std::mutex mutex_;
+  mutable Mutex mutex_;
   std::atomic<bool> trusted_{false};
   std::atomic<int64_t> trusted_offset_ns_{0};
   std::atomic<int64_t> trusted_since_ns_{0};
-  int64_t last_trusted_at_open_ = 0;
-  int64_t last_trusted_ns_ = 0;        // under mutex_
-  int64_t last_saved_monotonic_ = 0;   // under mutex_; 0: never saved in this process
-  int64_t anchor_wall_ = 0, anchor_monotonic_ = 0;  // under mutex_: the deletion clock's cap
-  bool kernel_synchronized_ = false;   // under mutex_
-  std::string reason_ = "not looked at yet";
-  std::string last_error_;
+  int64_t last_trusted_at_open_ = 0;  // written by Open, before other threads look
+  int64_t last_trusted_ns_ GUARDED_BY(mutex_) = 0;
+  int64_t last_saved_monotonic_ GUARDED_BY(mutex_) = 0;  // 0: never saved in this process
+  // The deletion clock's cap.
+  int64_t anchor_wall_ GUARDED_BY(mutex_) = 0;
+  int64_t anchor_monotonic_ GUARDED_BY(mutex_) = 0;
+  bool kernel_synchronized_ GUARDED_BY(mutex_) = false;
+  std::string reason_ GUARDED_BY(mutex_) = "not looked at yet";
+  std::string last_error_ GUARDED_BY(mutex_);
   std::atomic<uint64_t> timestamps_refused_{0};
 };
 

@@ -239,7 +239,7 @@ void FlashWearMonitor::AddWindowPointLocked(int64_t now_monotonic) {
 }
 
 Status FlashWearMonitor::Sample(bool force) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   const int64_t now = env_->MonotonicNanos();
   if (sampled_ && !force && now - last_sample_monotonic_ < options_.sample_interval_ms * 1'000'000) {
     return Status::Ok();
@@ -264,7 +264,7 @@ Status FlashWearMonitor::Sample(bool force) {
 }
 
 FlashWearStatus FlashWearMonitor::Report() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   return ReportLocked();
 }
 

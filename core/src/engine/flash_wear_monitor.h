@@ -18,7 +18,6 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,6 +25,7 @@
 #include "cairn/core/flash_wear.h"
 #include "cairn/core/record.h"
 #include "cairn/platform/env.h"
+#include "cairn/platform/mutex.h"
 #include "cairn/platform/status.h"
 
 #include "engine/health_board.h"
@@ -82,7 +82,7 @@ class FlashWearMonitor {
 
   // True once Sample has run in this process.
   bool HasSampled() const {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     return sampled_;
   }
 
@@ -97,11 +97,11 @@ class FlashWearMonitor {
     uint64_t reading_bytes = 0;
   };
 
-  void SampleProcessLocked();
-  void SampleDeviceLocked();
-  void AddWindowPointLocked(int64_t now_monotonic);
-  FlashWearStatus ReportLocked() const;
-  void UpdateHealthLocked(const FlashWearStatus& status, const WindowPoint* window_start);
+  void SampleProcessLocked() REQUIRES(mutex_);
+  void SampleDeviceLocked() REQUIRES(mutex_);
+  void AddWindowPointLocked(int64_t now_monotonic) REQUIRES(mutex_);
+  FlashWearStatus ReportLocked() const REQUIRES(mutex_);
+  void UpdateHealthLocked(const FlashWearStatus& status, const WindowPoint* window_start) REQUIRES(mutex_);
 
   Env* const env_;
   const std::string data_dir_;
@@ -111,17 +111,18 @@ class FlashWearMonitor {
 
   std::atomic<uint64_t> pending_reading_bytes_{0};
 
-  mutable std::mutex mutex_;
-  FlashWearState state_;
+  mutable Mutex mutex_;
+  FlashWearState state_ GUARDED_BY(mutex_);
   // This run only.
-  std::optional<uint64_t> process_raw_;  // the process counter at the last sample
-  bool process_known_now_ = false, device_known_now_ = false;
-  std::string device_note_;
-  uint64_t device_disk_size_bytes_ = 0;
-  bool sampled_ = false;
-  int64_t last_sample_monotonic_ = 0;
-  int64_t last_save_monotonic_ = 0;
-  std::deque<WindowPoint> window_;
+  std::optional<uint64_t> process_raw_ GUARDED_BY(mutex_);  // the process counter at the last sample
+  bool process_known_now_ GUARDED_BY(mutex_) = false;
+  bool device_known_now_ GUARDED_BY(mutex_) = false;
+  std::string device_note_ GUARDED_BY(mutex_);
+  uint64_t device_disk_size_bytes_ GUARDED_BY(mutex_) = 0;
+  bool sampled_ GUARDED_BY(mutex_) = false;
+  int64_t last_sample_monotonic_ GUARDED_BY(mutex_) = 0;
+  int64_t last_save_monotonic_ GUARDED_BY(mutex_) = 0;
+  std::deque<WindowPoint> window_ GUARDED_BY(mutex_);
 };
 
 }  // namespace cairn

@@ -17,7 +17,7 @@ std::string_view HealthLevelName(HealthLevel level) {
 }
 
 void HealthBoard::Raise(HealthProblem problem, int64_t now_unix_nanos) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   auto it = problems_.find(problem.key);
   problem.since_unix_nanos = it != problems_.end() ? it->second.since_unix_nanos : now_unix_nanos;
   std::string key = problem.key;
@@ -25,23 +25,23 @@ void HealthBoard::Raise(HealthProblem problem, int64_t now_unix_nanos) {
 }
 
 void HealthBoard::Clear(std::string_view key) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   if (auto it = problems_.find(key); it != problems_.end()) problems_.erase(it);
 }
 
 void HealthBoard::ClearPrefix(std::string_view prefix) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   for (auto it = problems_.lower_bound(prefix); it != problems_.end() && it->first.starts_with(prefix);)
     it = problems_.erase(it);
 }
 
 bool HealthBoard::Has(std::string_view key) const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   return problems_.find(key) != problems_.end();
 }
 
 EngineHealth HealthBoard::Snapshot() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   EngineHealth health;
   for (const auto& [key, problem] : problems_) {
     health.level = std::max(health.level, problem.level);

@@ -4,11 +4,11 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 
 #include "cairn/core/health.h"
+#include "cairn/platform/mutex.h"
 
 namespace cairn {
 
@@ -26,8 +26,8 @@ class HealthBoard {
   EngineHealth Snapshot() const;
 
  private:
-  mutable std::mutex mutex_;
-  std::map<std::string, HealthProblem, std::less<>> problems_;
+  mutable Mutex mutex_;
+  std::map<std::string, HealthProblem, std::less<>> problems_ GUARDED_BY(mutex_);
 };
 
 }  // namespace cairn

@@ -75,6 +75,7 @@ Result<std::unique_ptr<LogWriter>> LogWriter::Open(Env* env, const std::string& 
 
   std::unique_ptr<LogWriter> writer(new LogWriter(env, dir, options, next_lsn));
   CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> names, env->ListDir(dir));
+  std::map<uint64_t, uint64_t> older_segment_bytes;
   for (const std::string& name : names) {
     std::optional<uint64_t> first_lsn = log_format::ParseSegmentFileName(name);
     if (!first_lsn) {
@@ -95,10 +96,11 @@ Result<std::unique_ptr<LogWriter>> LogWriter::Open(Env* env, const std::string& 
                                         std::to_string(*first_lsn) + ", not below next_lsn " +
                                         std::to_string(next_lsn) + "; replay the log to find the next LSN");
     }
-    writer->older_segment_bytes_[*first_lsn] = size;
+    older_segment_bytes[*first_lsn] = size;
   }
 
-  std::lock_guard<std::mutex> lock(writer->mutex_);
+  MutexLock lock(&writer->mutex_);
+  writer->older_segment_bytes_ = std::move(older_segment_bytes);
   writer->active_previous_end_lsn_ = previous_end_lsn;
   Status started = writer->StartSegmentLocked(previous_end_lsn);
   if (!started.ok()) {
@@ -128,7 +130,7 @@ Status LogWriter::StartSegmentLocked(uint64_t previous_end_lsn) {
 }
 
 Status LogWriter::Append(uint64_t first_lsn, uint32_t count, std::string_view payload, bool sync) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   if (closed_) return Status::FailedPrecondition("log: append after Close");
   if (count == 0) return Status::InvalidArgument("log: a record must cover at least one LSN");
   if (first_lsn != next_lsn_) {
@@ -306,17 +308,17 @@ Status LogWriter::AbandonActiveLocked() {
 }
 
 Status LogWriter::Settle() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return SettleLocked();
 }
 
 Status LogWriter::Failure() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return failure_;
 }
 
 Status LogWriter::StartNewSegment() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   if (closed_) return Status::FailedPrecondition("log: new segment after Close");
   CAIRN_RETURN_IF_ERROR(SettleLocked());
   if (ActiveBytesLocked() <= log_format::kSegmentHeaderSize) return Status::Ok();
@@ -324,24 +326,24 @@ Status LogWriter::StartNewSegment() {
 }
 
 Status LogWriter::Sync() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   if (closed_) return Status::Ok();
   if (!failure_.ok()) return SettleLocked();
   return SyncActiveLocked();
 }
 
 uint64_t LogWriter::SyncedThroughLsn() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return synced_through_lsn_;
 }
 
 uint64_t LogWriter::NextLsn() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return next_lsn_;
 }
 
 uint64_t LogWriter::BytesOnDisk() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   uint64_t total = active_file_ ? ActiveBytesLocked() : 0;
   for (const auto& [first_lsn, bytes] : older_segment_bytes_) total += bytes;
   return total;
@@ -349,7 +351,7 @@ uint64_t LogWriter::BytesOnDisk() const {
 
 Status LogWriter::ReleaseBelow(uint64_t lsn) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     const uint64_t active_bytes = ActiveBytesLocked();
     const bool releases_active = failure_.ok() && !closed_ && active_file_ &&
                                  active_bytes > log_format::kSegmentHeaderSize && active_first_lsn_ < lsn;
@@ -366,7 +368,7 @@ Status LogWriter::RemoveSegmentsBelow(uint64_t lsn) {
   // bookkeeping that BytesOnDisk reads from other threads.
   std::vector<uint64_t> removable;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     for (auto it = older_segment_bytes_.begin(); it != older_segment_bytes_.end(); ++it) {
       auto successor = std::next(it);
       const uint64_t end_lsn = successor == older_segment_bytes_.end() ? active_first_lsn_ : successor->first;
@@ -380,14 +382,14 @@ Status LogWriter::RemoveSegmentsBelow(uint64_t lsn) {
     // One directory sync per removal keeps the removals in order on disk: a
     // power cut can leave old segments behind, never a hole between segments.
     CAIRN_RETURN_IF_ERROR(env_->SyncDir(dir_).WithContext("log: syncing directory " + dir_));
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     older_segment_bytes_.erase(first_lsn);
   }
   return Status::Ok();
 }
 
 Status LogWriter::Close() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   if (closed_) return Status::Ok();
   Status status = SettleLocked();
   if (status.ok() && !unsynced_.empty()) {

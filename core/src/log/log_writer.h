@@ -37,11 +37,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 
 #include "cairn/platform/env.h"
+#include "cairn/platform/mutex.h"
 #include "cairn/platform/status.h"
 
 namespace cairn {
@@ -156,53 +156,53 @@ class LogWriter {
  private:
   LogWriter(Env* env, std::string dir, const LogWriterOptions& options, uint64_t next_lsn);
 
-  uint64_t ActiveBytesLocked() const { return active_durable_bytes_ + unsynced_.size(); }
-  // Syncs the active segment and starts the next one. Requires mutex_ held.
-  Status RollLocked();
+  uint64_t ActiveBytesLocked() const REQUIRES(mutex_) { return active_durable_bytes_ + unsynced_.size(); }
+  // Syncs the active segment and starts the next one.
+  Status RollLocked() REQUIRES(mutex_);
   // Makes the unsynced records durable; on failure settles (OK when that
-  // wrote them again and synced them). Requires mutex_ held.
-  Status SyncActiveLocked();
+  // wrote them again and synced them).
+  Status SyncActiveLocked() REQUIRES(mutex_);
   // Creates the segment starting at next_lsn_ declaring `previous_end_lsn`
   // and makes it the active one; the old active segment (if any) must be
-  // synced. Requires mutex_ held.
-  Status StartSegmentLocked(uint64_t previous_end_lsn);
-  // Records `failure` and tries to settle. Requires mutex_ held.
-  Status FailLocked(const Status& failure);
-  Status SettleLocked();
+  // synced.
+  Status StartSegmentLocked(uint64_t previous_end_lsn) REQUIRES(mutex_);
+  // Records `failure` and tries to settle.
+  Status FailLocked(const Status& failure) REQUIRES(mutex_);
+  Status SettleLocked() REQUIRES(mutex_);
   // The two ways to settle: cut the active segment back and write again, or
   // leave it for a new segment that declares where the log ends.
-  Status RewriteActiveLocked();
-  Status AbandonActiveLocked();
+  Status RewriteActiveLocked() REQUIRES(mutex_);
+  Status AbandonActiveLocked() REQUIRES(mutex_);
   // Removes the partial segment a failed creation left, if any.
-  Status RemoveStrayLocked();
+  Status RemoveStrayLocked() REQUIRES(mutex_);
   // Forgets the in-memory copy of synced records, releasing room a large
   // record needed.
-  void ClearUnsyncedLocked();
+  void ClearUnsyncedLocked() REQUIRES(mutex_);
 
   Env* const env_;
   const std::string dir_;
   const LogWriterOptions options_;
 
-  mutable std::mutex mutex_;
-  std::unique_ptr<File> active_file_;  // null once closed, or while no segment could be created
-  uint64_t active_first_lsn_ = 0;
+  mutable Mutex mutex_;
+  std::unique_ptr<File> active_file_ GUARDED_BY(mutex_);  // null once closed, or while no segment could be created
+  uint64_t active_first_lsn_ GUARDED_BY(mutex_) = 0;
   // Where the active segment's header says the log before it ends.
-  uint64_t active_previous_end_lsn_ = 0;
+  uint64_t active_previous_end_lsn_ GUARDED_BY(mutex_) = 0;
   // Bytes at the start of the active segment known to be on disk: its header
   // and every record up to the last successful sync.
-  uint64_t active_durable_bytes_ = 0;
+  uint64_t active_durable_bytes_ GUARDED_BY(mutex_) = 0;
   // Framed records appended after active_durable_bytes_, in order: what a
   // settle writes again.
-  std::string unsynced_;
-  uint64_t next_lsn_;
-  uint64_t synced_through_lsn_;
+  std::string unsynced_ GUARDED_BY(mutex_);
+  uint64_t next_lsn_ GUARDED_BY(mutex_);
+  uint64_t synced_through_lsn_ GUARDED_BY(mutex_);
   // Sizes of the segments before the active one, by first LSN.
-  std::map<uint64_t, uint64_t> older_segment_bytes_;
+  std::map<uint64_t, uint64_t> older_segment_bytes_ GUARDED_BY(mutex_);
   // The failure the writer has not settled yet; OK while it is settled.
-  Status failure_;
+  Status failure_ GUARDED_BY(mutex_);
   // A segment file whose creation failed half-way; removed when settling.
-  std::string stray_segment_;
-  bool closed_ = false;
+  std::string stray_segment_ GUARDED_BY(mutex_);
+  bool closed_ GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace cairn

@@ -5,10 +5,11 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <span>
 
 #include <sqlite3.h>
+
+#include "cairn/platform/mutex.h"
 
 namespace cairn {
 namespace {
@@ -37,8 +38,8 @@ struct PathLock {
 };
 
 struct LockTable {
-  std::mutex mutex;
-  std::map<std::string, PathLock> locks;
+  Mutex mutex;
+  std::map<std::string, PathLock> locks GUARDED_BY(mutex);
 };
 
 LockTable& Locks() {
@@ -56,8 +57,8 @@ struct EnvVfs {
 };
 
 struct Registry {
-  std::mutex mutex;
-  std::map<std::string, std::unique_ptr<EnvVfs>> vfses;
+  Mutex mutex;
+  std::map<std::string, std::unique_ptr<EnvVfs>> vfses GUARDED_BY(mutex);
 };
 
 Registry& Vfses() {
@@ -101,7 +102,7 @@ int FileLock(sqlite3_file* handle, int level) {
     return SQLITE_OK;
   }
   LockTable& table = Locks();
-  std::lock_guard<std::mutex> guard(table.mutex);
+  MutexLock guard(&table.mutex);
   PathLock& lock = table.locks[f->path];
   // Someone else holds RESERVED or more and we want more than SHARED, or a
   // writer is waiting (PENDING) and we are a new reader.
@@ -134,7 +135,7 @@ int FileUnlock(sqlite3_file* handle, int level) {
     return SQLITE_OK;
   }
   LockTable& table = Locks();
-  std::lock_guard<std::mutex> guard(table.mutex);
+  MutexLock guard(&table.mutex);
   auto it = table.locks.find(f->path);
   if (it != table.locks.end()) {
     PathLock& lock = it->second;
@@ -153,7 +154,7 @@ int FileCheckReservedLock(sqlite3_file* handle, int* reserved) {
     return SQLITE_OK;
   }
   LockTable& table = Locks();
-  std::lock_guard<std::mutex> guard(table.mutex);
+  MutexLock guard(&table.mutex);
   auto it = table.locks.find(f->path);
   if (it != table.locks.end()) *reserved = it->second.level > SQLITE_LOCK_SHARED;
   return SQLITE_OK;
@@ -432,7 +433,7 @@ Status RegisterEnvVfs(Env* env, const std::string& vfs_name) {
   if (env == nullptr) return Status::InvalidArgument("RegisterEnvVfs: null Env");
   if (vfs_name.empty()) return Status::InvalidArgument("RegisterEnvVfs: empty VFS name");
   Registry& registry = Vfses();
-  std::lock_guard<std::mutex> guard(registry.mutex);
+  MutexLock guard(&registry.mutex);
   auto it = registry.vfses.find(vfs_name);
   if (it != registry.vfses.end()) {
     if (it->second->env == env) return Status::Ok();
@@ -476,7 +477,7 @@ Status RegisterEnvVfs(Env* env, const std::string& vfs_name) {
 
 Status UnregisterEnvVfs(const std::string& vfs_name) {
   Registry& registry = Vfses();
-  std::lock_guard<std::mutex> guard(registry.mutex);
+  MutexLock guard(&registry.mutex);
   auto it = registry.vfses.find(vfs_name);
   if (it == registry.vfses.end()) return Status::NotFound("no Env VFS named '" + vfs_name + "'");
   int rc = sqlite3_vfs_unregister(&it->second->vfs);
