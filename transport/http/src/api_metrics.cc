@@ -56,7 +56,7 @@ void Single(std::string* out, std::string_view name, std::string_view type, std:
 
 void ApiMetrics::RecordRequest(std::string_view route, int status, int64_t duration_nanos) {
   const double seconds = static_cast<double>(duration_nanos) / 1e9;
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   ++requests_[{std::string(route), status}];
   auto it = latencies_.find(route);
   if (it == latencies_.end()) it = latencies_.emplace(std::string(route), Latency()).first;
@@ -81,7 +81,7 @@ void ApiMetrics::RecordWrite(const WriteResult& result, uint64_t lines_rejected)
 }
 
 void ApiMetrics::RecordQuery(std::string_view kind) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   auto it = queries_.find(kind);
   if (it == queries_.end()) it = queries_.emplace(std::string(kind), 0).first;
   ++it->second;
@@ -91,7 +91,7 @@ std::string ApiMetrics::RenderPrometheus(const EngineStats& engine, const HttpSe
                                          uint64_t disk_free_bytes) const {
   std::string out;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     Header(&out, "cairn_http_requests_total", "counter", "HTTP requests answered, by route and status code.");
     for (const auto& [key, count] : requests_) {
       out += "cairn_http_requests_total{route=\"" + PrometheusLabelValue(key.first) + "\",code=\"" +

@@ -96,13 +96,13 @@ void Linger(TcpConnection* stream, Env* env) {
 struct HttpServer::Connection {
   std::thread thread;
   std::string address;
-  std::mutex mutex;  // guards the fields below; taken after HttpServer::mutex_ when both are
+  Mutex mutex ACQUIRED_AFTER(HttpServer::mutex_);
   // The TCP stream under any wrapper, shared by the connection's thread and
   // Stop() and displacement, which shut it down; released when the
   // connection ends.
-  std::shared_ptr<TcpConnection> transport;
-  Phase phase = Phase::kHandshake;
-  int64_t waiting_since_nanos = 0;
+  std::shared_ptr<TcpConnection> transport GUARDED_BY(mutex);
+  Phase phase GUARDED_BY(mutex) = Phase::kHandshake;
+  int64_t waiting_since_nanos GUARDED_BY(mutex) = 0;
   // Guarded by HttpServer::mutex_: displaced; its slot is free already.
   bool evicted = false;
   std::atomic<bool> finished{false};
@@ -136,18 +136,18 @@ HttpServer::HttpServer(Env* env, const HttpServerOptions& options, HttpHandler h
 HttpServer::~HttpServer() { Stop(); }
 
 HttpServerStats HttpServer::stats() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   HttpServerStats stats = stats_;
   for (const std::unique_ptr<Connection>& connection : connections_) {
     if (connection->evicted || connection->finished.load()) continue;
-    std::lock_guard<std::mutex> guard(connection->mutex);
+    MutexLock guard(&connection->mutex);
     if (connection->phase == Phase::kWaiting) ++stats.waiting_connections;
   }
   return stats;
 }
 
 void HttpServer::Count(uint64_t HttpServerStats::*counter) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   ++(stats_.*counter);
 }
 
@@ -173,14 +173,14 @@ void HttpServer::Stop() {
   if (accept_thread_.joinable()) accept_thread_.join();
 
   const auto all_finished = [this] {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     return std::all_of(connections_.begin(), connections_.end(),
                        [](const std::unique_ptr<Connection>& c) { return c->finished.load(); });
   };
   const auto shut_down_where = [this](auto&& condition) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     for (const std::unique_ptr<Connection>& connection : connections_) {
-      std::lock_guard<std::mutex> guard(connection->mutex);
+      MutexLock guard(&connection->mutex);
       if (connection->transport != nullptr && condition(connection->phase)) connection->transport->Shutdown();
     }
   };
@@ -199,7 +199,7 @@ void HttpServer::Stop() {
 
   std::list<std::unique_ptr<Connection>> connections;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     connections.swap(connections_);
   }
   for (const std::unique_ptr<Connection>& connection : connections) {
@@ -210,7 +210,7 @@ void HttpServer::Stop() {
 void HttpServer::ReapFinished() {
   std::list<std::unique_ptr<Connection>> finished;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     for (auto it = connections_.begin(); it != connections_.end();) {
       if ((*it)->finished.load(std::memory_order_acquire)) {
         finished.push_back(std::move(*it));
@@ -251,7 +251,7 @@ void HttpServer::AcceptLoop() {
 
 HttpServer::Connection* HttpServer::ChooseEvictionLocked(const std::string& address, bool* refuse) {
   *refuse = false;
-  const auto live_at = [this](const std::string& peer) {
+  const auto live_at = [this](const std::string& peer) REQUIRES(mutex_) {
     const auto found = live_per_address_.find(peer);
     return found == live_per_address_.end() ? size_t{0} : found->second;
   };
@@ -266,7 +266,7 @@ HttpServer::Connection* HttpServer::ChooseEvictionLocked(const std::string& addr
   for (const std::unique_ptr<Connection>& connection : connections_) {
     if (connection->evicted || connection->finished.load()) continue;
     if (address_full && connection->address != address) continue;
-    std::lock_guard<std::mutex> guard(connection->mutex);
+    MutexLock guard(&connection->mutex);
     if (connection->phase != Phase::kWaiting && connection->phase != Phase::kHandshake) continue;
     const size_t count = live_at(connection->address);
     const bool better = victim == nullptr || count > victim_address_count ||
@@ -287,12 +287,12 @@ void HttpServer::Admit(std::unique_ptr<TcpConnection> stream) {
   Connection* const raw = connection.get();
   std::string displaced, refusal;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     bool refuse = false;
     Connection* victim = ChooseEvictionLocked(address, &refuse);
     if (victim != nullptr) {
       {
-        std::lock_guard<std::mutex> guard(victim->mutex);
+        MutexLock guard(&victim->mutex);
         if (victim->transport != nullptr) victim->transport->Shutdown();
       }
       // Shut down while it waited: it ends without reading anything more.
@@ -314,9 +314,13 @@ void HttpServer::Admit(std::unique_ptr<TcpConnection> stream) {
       ++live_per_address_[address];
       ++live_connections_;
       connection->address = address;
-      connection->waiting_since_nanos = env_->MonotonicNanos();
-      // Set before the thread starts, so that it can be displaced at once.
-      connection->transport = std::shared_ptr<TcpConnection>(std::move(stream));
+      {
+        // Nobody else sees the connection yet; the lock is for the analysis.
+        MutexLock guard(&connection->mutex);
+        connection->waiting_since_nanos = env_->MonotonicNanos();
+        // Set before the thread starts, so that it can be displaced at once.
+        connection->transport = std::shared_ptr<TcpConnection>(std::move(stream));
+      }
       connections_.push_back(std::move(connection));
       stats_.open_connections = connections_.size();
     }
@@ -350,7 +354,7 @@ void HttpServer::Refuse(std::unique_ptr<TcpConnection> stream, const std::string
 // ---- one connection ---------------------------------------------------------
 
 void HttpServer::SetPhase(Connection* connection, Phase phase) {
-  std::lock_guard<std::mutex> guard(connection->mutex);
+  MutexLock guard(&connection->mutex);
   if (connection->phase == phase) return;
   // A new connection has waited since it was accepted (a TLS one through
   // its handshake); one between requests since its last response.
@@ -363,7 +367,7 @@ void HttpServer::SetPhase(Connection* connection, Phase phase) {
 void HttpServer::Serve(Connection* connection) {
   std::shared_ptr<TcpConnection> transport;
   {
-    std::lock_guard<std::mutex> guard(connection->mutex);
+    MutexLock guard(&connection->mutex);
     transport = connection->transport;
   }
   std::unique_ptr<TcpConnection> stream = std::make_unique<SharedStream>(transport);
@@ -383,13 +387,13 @@ void HttpServer::Serve(Connection* connection) {
   stream.reset();
   transport.reset();
   {
-    std::lock_guard<std::mutex> guard(connection->mutex);
+    MutexLock guard(&connection->mutex);
     connection->phase = Phase::kDone;
     // The last owner: closes the socket now rather than at the next reap.
     connection->transport.reset();
   }
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     if (!connection->evicted) {
       --live_per_address_[connection->address];
       if (live_per_address_[connection->address] == 0) live_per_address_.erase(connection->address);

@@ -16,7 +16,7 @@ void RateLimitedLog::Log(std::string_view key, const std::string& line) {
   const int64_t now = env_->MonotonicNanos();
   uint64_t left_out = 0;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     auto found = windows_.find(key);
     if (found == windows_.end()) found = windows_.emplace(std::string(key), Window{now, 0, 0}).first;
     Window& window = found->second;

@@ -27,25 +27,25 @@ SerialShell::SerialShell(Env* env, std::unique_ptr<SerialPort> port, const Comma
 SerialShell::~SerialShell() { Stop(); }
 
 void SerialShell::Start() {
-  std::lock_guard<std::mutex> lock(thread_mutex_);
+  MutexLock lock(&thread_mutex_);
   thread_ = env_->StartThread([this] { Serve(); });
 }
 
 void SerialShell::Stop() {
   stop_requested_.store(true, std::memory_order_release);
-  std::lock_guard<std::mutex> lock(thread_mutex_);
+  MutexLock lock(&thread_mutex_);
   if (thread_.joinable()) thread_.join();
 }
 
 Status SerialShell::session_status() const {
-  std::lock_guard<std::mutex> lock(status_mutex_);
+  MutexLock lock(&status_mutex_);
   return session_status_;
 }
 
 void SerialShell::Serve() {
   Status status = ServeUntilStopped();
   {
-    std::lock_guard<std::mutex> lock(status_mutex_);
+    MutexLock lock(&status_mutex_);
     session_status_ = std::move(status);
   }
   ended_.store(true, std::memory_order_release);

@@ -33,12 +33,12 @@ int64_t AuthFailureLimiter::BlockedUntilLocked(std::string_view peer, int64_t no
 }
 
 bool AuthFailureLimiter::IsBlocked(std::string_view peer, int64_t now_nanos) const {
-  std::lock_guard<std::mutex> guard(mutex_);
+  MutexLock guard(&mutex_);
   return BlockedUntilLocked(peer, now_nanos) != 0;
 }
 
 int64_t AuthFailureLimiter::RetryAfterSeconds(std::string_view peer, int64_t now_nanos) const {
-  std::lock_guard<std::mutex> guard(mutex_);
+  MutexLock guard(&mutex_);
   const int64_t until = BlockedUntilLocked(peer, now_nanos);
   if (until == 0) return 0;
   const int64_t remaining = until - now_nanos;
@@ -53,7 +53,7 @@ void AuthFailureLimiter::ForgetExpiredLocked(int64_t now_nanos) {
 }
 
 void AuthFailureLimiter::RecordFailure(std::string_view peer, int64_t now_nanos) {
-  std::lock_guard<std::mutex> guard(mutex_);
+  MutexLock guard(&mutex_);
   ForgetExpiredLocked(now_nanos);
   auto found = by_address_.find(peer);
   if (found == by_address_.end()) {
@@ -75,7 +75,7 @@ void AuthFailureLimiter::RecordFailure(std::string_view peer, int64_t now_nanos)
 }
 
 size_t AuthFailureLimiter::TrackedPeers() const {
-  std::lock_guard<std::mutex> guard(mutex_);
+  MutexLock guard(&mutex_);
   return peers_.size();
 }
 

@@ -215,7 +215,7 @@ Result<TokenRepairReport> TokenStore::Repair(Env* env, std::string data_dir) {
     return Status::NotFound("data directory " + data_dir + " does not exist");
   }
   TokenStore store(env, std::move(data_dir));
-  std::lock_guard<std::mutex> change_guard(store.change_mutex_);
+  MutexLock change_guard(&store.change_mutex_);
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<FileLock> lock, store.LockForChange());
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> bytes, store.ReadFile());
   if (!bytes.has_value()) {
@@ -242,7 +242,7 @@ Result<TokenRepairReport> TokenStore::Repair(Env* env, std::string data_dir) {
 }
 
 Status TokenStore::damage() const {
-  std::shared_lock<std::shared_mutex> guard(state_mutex_);
+  ReaderLock guard(&state_mutex_);
   return damage_;
 }
 
@@ -285,14 +285,14 @@ std::string TokenStore::Serialize(const Contents& contents) {
 }
 
 void TokenStore::Install(std::optional<std::string> bytes, Contents contents) {
-  std::unique_lock<std::shared_mutex> guard(state_mutex_);
+  WriterLock guard(&state_mutex_);
   loaded_bytes_ = std::move(bytes);
   contents_ = std::move(contents);
   damage_ = Status::Ok();
 }
 
 void TokenStore::InstallDamaged(std::optional<std::string> bytes, Status why) {
-  std::unique_lock<std::shared_mutex> guard(state_mutex_);
+  WriterLock guard(&state_mutex_);
   loaded_bytes_ = std::move(bytes);
   contents_ = Contents();
   damage_ = std::move(why);
@@ -311,7 +311,7 @@ Result<std::unique_ptr<FileLock>> TokenStore::LockForChange() {
 }
 
 Status TokenStore::ModifyFile(const std::function<Result<bool>(Contents* contents, bool file_exists)>& edit) {
-  std::lock_guard<std::mutex> change_guard(change_mutex_);
+  MutexLock change_guard(&change_mutex_);
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<FileLock> lock, LockForChange());
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> bytes, ReadFile());
   Contents contents;
@@ -412,7 +412,7 @@ Status TokenStore::Revoke(std::string_view id_or_name, TokenInfo* revoked) {
 }
 
 std::optional<TokenInfo> TokenStore::FindByName(std::string_view name) const {
-  std::shared_lock<std::shared_mutex> guard(state_mutex_);
+  ReaderLock guard(&state_mutex_);
   for (const Entry& entry : contents_.entries) {
     if (entry.info.name == name) return entry.info;
   }
@@ -420,7 +420,7 @@ std::optional<TokenInfo> TokenStore::FindByName(std::string_view name) const {
 }
 
 std::vector<TokenInfo> TokenStore::List() const {
-  std::shared_lock<std::shared_mutex> guard(state_mutex_);
+  ReaderLock guard(&state_mutex_);
   std::vector<TokenInfo> infos;
   infos.reserve(contents_.entries.size());
   for (const Entry& entry : contents_.entries) infos.push_back(entry.info);
@@ -437,7 +437,7 @@ Result<TokenInfo> TokenStore::Authenticate(std::string_view presented) const {
   const Sha256Digest presented_hash = Sha256(presented);
   const std::string_view id = presented.substr(kTokenPrefix.size(), kIdChars);
 
-  std::shared_lock<std::shared_mutex> guard(state_mutex_);
+  ReaderLock guard(&state_mutex_);
   const auto found = contents_.by_id.find(id);
   // An unknown id is compared against a digest no token has, so that both
   // failures do the same work.
@@ -453,12 +453,17 @@ Status TokenStore::ReloadIfChanged() {
   // Serialised with this process's changes: a read taken before a change
   // must not be installed after it. A change in progress installs a fresh
   // read of the file itself, so this reload has nothing to add.
-  std::unique_lock<std::mutex> change_guard(change_mutex_, std::try_to_lock);
-  if (!change_guard.owns_lock()) return Status::Ok();
+  if (!change_mutex_.TryLock()) return Status::Ok();
+  Status status = ReloadLocked();
+  change_mutex_.Unlock();
+  return status;
+}
+
+Status TokenStore::ReloadLocked() {
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> bytes, ReadFile());
   bool damaged;
   {
-    std::shared_lock<std::shared_mutex> guard(state_mutex_);
+    ReaderLock guard(&state_mutex_);
     if (bytes == loaded_bytes_) return damage_;
     damaged = !damage_.ok();
   }

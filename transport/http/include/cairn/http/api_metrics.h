@@ -21,13 +21,13 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "cairn/core/engine.h"
 #include "cairn/http/http_server.h"
+#include "cairn/platform/mutex.h"
 
 namespace cairn {
 
@@ -55,10 +55,10 @@ class ApiMetrics {
     double sum_seconds = 0;
   };
 
-  mutable std::mutex mutex_;  // guards the maps
-  std::map<std::pair<std::string, int>, uint64_t> requests_;
-  std::map<std::string, Latency, std::less<>> latencies_;
-  std::map<std::string, uint64_t, std::less<>> queries_;
+  mutable Mutex mutex_;
+  std::map<std::pair<std::string, int>, uint64_t> requests_ GUARDED_BY(mutex_);
+  std::map<std::string, Latency, std::less<>> latencies_ GUARDED_BY(mutex_);
+  std::map<std::string, uint64_t, std::less<>> queries_ GUARDED_BY(mutex_);
   std::atomic<uint64_t> records_stored_{0}, records_duplicate_{0}, records_rejected_{0}, records_invalid_{0};
   std::atomic<uint64_t> records_conflict_{0};
   std::atomic<uint64_t> lines_rejected_{0};

@@ -48,11 +48,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <list>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "cairn/platform/mutex.h"
 
 namespace cairn {
 
@@ -97,18 +98,16 @@ class AuthFailureLimiter {
   using PeerList = std::list<Peer>;
 
   // When the peer's block ends; 0 when it is not blocked at `now_nanos`.
-  // Precondition: mutex_ held.
-  int64_t BlockedUntilLocked(std::string_view peer, int64_t now_nanos) const;
+  int64_t BlockedUntilLocked(std::string_view peer, int64_t now_nanos) const REQUIRES(mutex_);
   // Forgets peers at the front whose latest failure has left the window.
-  // Precondition: mutex_ held.
-  void ForgetExpiredLocked(int64_t now_nanos);
+  void ForgetExpiredLocked(int64_t now_nanos) REQUIRES(mutex_);
 
   const AuthFailureLimiterOptions options_;
-  mutable std::mutex mutex_;
+  mutable Mutex mutex_;
   // Least recently failed first.
-  PeerList peers_;
+  PeerList peers_ GUARDED_BY(mutex_);
   // Keys view the address strings inside peers_' nodes, which never move.
-  std::unordered_map<std::string_view, PeerList::iterator> by_address_;
+  std::unordered_map<std::string_view, PeerList::iterator> by_address_ GUARDED_BY(mutex_);
 };
 
 struct AuthThrottleOptions {

@@ -56,12 +56,12 @@
 #include <list>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
 #include "cairn/platform/env.h"
+#include "cairn/platform/mutex.h"
 #include "cairn/platform/status.h"
 #include "cairn/http/http_message.h"
 #include "cairn/http/rate_limited_log.h"
@@ -170,8 +170,8 @@ class HttpServer {
   // Answers 503 on a connection that gets no slot and closes it.
   void Refuse(std::unique_ptr<TcpConnection> stream, const std::string& why);
   // The waiting connection to close for a newcomer from `address`; null
-  // when there is room or nothing to close. Precondition: mutex_ held.
-  Connection* ChooseEvictionLocked(const std::string& address, bool* refuse);
+  // when there is room or nothing to close.
+  Connection* ChooseEvictionLocked(const std::string& address, bool* refuse) REQUIRES(mutex_);
   // Joins the threads of connections that have ended.
   void ReapFinished();
   void Serve(Connection* connection);
@@ -199,12 +199,14 @@ class HttpServer {
   std::atomic<bool> drain_over_{false};
   std::thread accept_thread_;
 
-  mutable std::mutex mutex_;  // guards connections_, live_per_address_ and the stats
-  std::list<std::unique_ptr<Connection>> connections_;
+  // Taken before any connection's own mutex (Connection::mutex, which is
+  // declared ACQUIRED_AFTER this one).
+  mutable Mutex mutex_;
+  std::list<std::unique_ptr<Connection>> connections_ GUARDED_BY(mutex_);
   // Connections holding a slot (not displaced), per peer address.
-  std::map<std::string, size_t> live_per_address_;
-  size_t live_connections_ = 0;
-  HttpServerStats stats_;
+  std::map<std::string, size_t> live_per_address_ GUARDED_BY(mutex_);
+  size_t live_connections_ GUARDED_BY(mutex_) = 0;
+  HttpServerStats stats_ GUARDED_BY(mutex_);
 };
 
 }  // namespace cairn

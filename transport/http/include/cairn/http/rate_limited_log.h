@@ -13,11 +13,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 
 #include "cairn/platform/env.h"
+#include "cairn/platform/mutex.h"
 
 namespace cairn {
 
@@ -47,8 +47,8 @@ class RateLimitedLog {
   const Sink sink_;
   const int burst_;
   const int64_t interval_nanos_;
-  std::mutex mutex_;
-  std::map<std::string, Window, std::less<>> windows_;
+  Mutex mutex_;
+  std::map<std::string, Window, std::less<>> windows_ GUARDED_BY(mutex_);
 };
 
 }  // namespace cairn

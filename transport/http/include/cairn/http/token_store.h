@@ -45,14 +45,13 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "cairn/platform/env.h"
+#include "cairn/platform/mutex.h"
 #include "cairn/platform/status.h"
 
 namespace cairn {
@@ -225,7 +224,7 @@ class TokenStore {
   // while a change of this store is in progress: that change installs a
   // fresh read itself. Reads the whole file: meant for a small file at most
   // every second or so.
-  Status ReloadIfChanged();
+  Status ReloadIfChanged() EXCLUDES(change_mutex_);
 
   const std::string& file_path() const { return file_path_; }
 
@@ -255,12 +254,15 @@ class TokenStore {
   // there was a file), and writes the result atomically when `edit` returns
   // true. What was read (also when `edit` fails) or written becomes what
   // this store serves.
-  Status ModifyFile(const std::function<Result<bool>(Contents* contents, bool file_exists)>& edit);
+  Status ModifyFile(const std::function<Result<bool>(Contents* contents, bool file_exists)>& edit)
+      EXCLUDES(change_mutex_);
+  // ReloadIfChanged's work, once it holds change_mutex_.
+  Status ReloadLocked() REQUIRES(change_mutex_);
   // Makes `bytes` (nullopt: no file) and their parse what Authenticate and
   // List see, and clears damage().
-  void Install(std::optional<std::string> bytes, Contents contents);
+  void Install(std::optional<std::string> bytes, Contents contents) EXCLUDES(state_mutex_);
   // Serves no token because `bytes` (what was read) could not be used.
-  void InstallDamaged(std::optional<std::string> bytes, Status why);
+  void InstallDamaged(std::optional<std::string> bytes, Status why) EXCLUDES(state_mutex_);
   // Fresh id and secret; the id differs from every id in `contents`.
   Result<CreatedToken> NewToken(const Contents& contents, std::string name, std::vector<TokenScope> scopes);
 
@@ -271,14 +273,14 @@ class TokenStore {
 
   // Serialises this process's changes before they compete for tokens.lock
   // (which reports a second holder in the same process as Busy).
-  std::mutex change_mutex_;
+  Mutex change_mutex_ ACQUIRED_BEFORE(state_mutex_);
   // Guards the fields below: shared by readers, exclusive to Install.
-  mutable std::shared_mutex state_mutex_;
+  mutable SharedMutex state_mutex_;
   // The file as last read or written; nullopt when there was none.
-  std::optional<std::string> loaded_bytes_;
-  Contents contents_;
+  std::optional<std::string> loaded_bytes_ GUARDED_BY(state_mutex_);
+  Contents contents_ GUARDED_BY(state_mutex_);
   // Why loaded_bytes_ could not be used; OK when they could.
-  Status damage_;
+  Status damage_ GUARDED_BY(state_mutex_);
 };
 
 // The token a request presents in its Authorization header value:

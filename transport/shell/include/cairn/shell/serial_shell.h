@@ -27,11 +27,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "cairn/platform/env.h"
+#include "cairn/platform/mutex.h"
 #include "cairn/platform/status.h"
 #include "cairn/shell/command_registry.h"
 #include "cairn/shell/line_editor.h"
@@ -108,11 +108,11 @@ class SerialShell {
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> ended_{false};
 
-  std::mutex thread_mutex_;  // serialises Start/Stop's use of thread_
-  std::thread thread_;
+  Mutex thread_mutex_;  // serialises Start/Stop's use of thread_
+  std::thread thread_ GUARDED_BY(thread_mutex_);
 
-  mutable std::mutex status_mutex_;
-  Status session_status_;  // guarded by status_mutex_
+  mutable Mutex status_mutex_;
+  Status session_status_ GUARDED_BY(status_mutex_);
 };
 
 }  // namespace cairn
