@@ -29,7 +29,7 @@ void Logger::Log(LogLevel level, std::string_view message) {
   // message) must not forge a second log entry.
   for (char c : message) line.push_back(c == '\n' || c == '\r' ? ' ' : c);
   line += '\n';
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   std::fwrite(line.data(), 1, line.size(), sink_);
   std::fflush(sink_);
 }

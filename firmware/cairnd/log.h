@@ -13,11 +13,11 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <mutex>
 #include <string>
 #include <string_view>
 
 #include "cairn/platform/env.h"
+#include "cairn/platform/mutex.h"
 
 namespace cairn::cairnd {
 
@@ -43,8 +43,8 @@ class Logger {
  private:
   Env* const env_;
   const std::string prefix_;  // "cairnd[1234]: "
-  std::FILE* const sink_;
-  std::mutex mutex_;
+  Mutex mutex_;
+  std::FILE* const sink_ PT_GUARDED_BY(mutex_);
 };
 
 }  // namespace cairn::cairnd

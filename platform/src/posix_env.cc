@@ -5,7 +5,6 @@
 #include <ctime>
 #include <limits>
 #include <map>
-#include <mutex>
 #include <utility>
 
 #include <dirent.h>
@@ -20,6 +19,7 @@
 #include <unistd.h>
 
 #include "cairn/platform/env.h"
+#include "cairn/platform/mutex.h"
 
 #include "posix_error.h"
 #include "posix_net.h"
@@ -154,12 +154,14 @@ struct FileIdentity {
   }
 };
 
-std::mutex& LockTableMutex() {
-  static std::mutex* const mutex = new std::mutex();
-  return *mutex;
-}
-std::map<FileIdentity, pid_t>& LockTable() {
-  static auto* const table = new std::map<FileIdentity, pid_t>();
+// The files this process holds a FileLock on, and by which pid (a forked
+// child inherits the table but not the locks).
+struct LockTable {
+  Mutex mutex;
+  std::map<FileIdentity, pid_t> holders GUARDED_BY(mutex);
+};
+LockTable& Locks() {
+  static LockTable* const table = new LockTable;
   return *table;
 }
 
@@ -197,9 +199,10 @@ class PosixFileLock final : public FileLock {
       // description would otherwise release the parent's lock.
       bool used_ofd = used_ofd_;
       SetLock(fd_, F_UNLCK, &used_ofd);
-      std::lock_guard<std::mutex> guard(LockTableMutex());
-      auto it = LockTable().find(identity_);
-      if (it != LockTable().end() && it->second == owner_) LockTable().erase(it);
+      LockTable& table = Locks();
+      MutexLock guard(&table.mutex);
+      auto it = table.holders.find(identity_);
+      if (it != table.holders.end() && it->second == owner_) table.holders.erase(it);
     }
     CloseDescriptor(fd_);
   }
@@ -498,9 +501,10 @@ class PosixEnv final : public Env {
     }
     const FileIdentity identity{info.st_dev, info.st_ino};
     const pid_t self = ::getpid();
-    std::lock_guard<std::mutex> guard(LockTableMutex());
-    auto held = LockTable().find(identity);
-    if (held != LockTable().end() && held->second == self) {
+    LockTable& table = Locks();
+    MutexLock guard(&table.mutex);
+    auto held = table.holders.find(identity);
+    if (held != table.holders.end() && held->second == self) {
       CloseDescriptor(fd);
       // Checked before the kernel: classic POSIX locks never conflict within
       // one process, so the kernel alone would grant this second lock.
@@ -515,7 +519,7 @@ class PosixEnv final : public Env {
       }
       return PosixError("lock", path, error_number);
     }
-    LockTable()[identity] = self;
+    table.holders[identity] = self;
     return std::unique_ptr<FileLock>(std::make_unique<PosixFileLock>(fd, path, identity, used_ofd));
   }
 

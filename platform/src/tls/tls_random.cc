@@ -18,6 +18,7 @@ TlsRandom::~TlsRandom() { mbedtls_ctr_drbg_free(&generator_); }
 
 Result<std::unique_ptr<TlsRandom>> TlsRandom::Create(Env* env) {
   std::unique_ptr<TlsRandom> random(new TlsRandom(env));
+  MutexLock lock(&random->mutex_);
   int result = mbedtls_ctr_drbg_seed(&random->generator_, &TlsRandom::GatherEntropy, random->env_,
                                      reinterpret_cast<const unsigned char*>(kPersonalisation.data()),
                                      kPersonalisation.size());
@@ -27,7 +28,7 @@ Result<std::unique_ptr<TlsRandom>> TlsRandom::Create(Env* env) {
 
 int TlsRandom::Generate(void* self, unsigned char* output, size_t length) {
   auto* random = static_cast<TlsRandom*>(self);
-  std::lock_guard<std::mutex> lock(random->mutex_);
+  MutexLock lock(&random->mutex_);
   return mbedtls_ctr_drbg_random(&random->generator_, output, length);
 }
 

@@ -3,11 +3,11 @@
 
 #include <cstddef>
 #include <memory>
-#include <mutex>
 
 #include <mbedtls/ctr_drbg.h>
 
 #include "cairn/platform/env.h"
+#include "cairn/platform/mutex.h"
 #include "cairn/platform/status.h"
 
 namespace cairn::tls_internal {
@@ -38,8 +38,8 @@ class TlsRandom {
   static int GatherEntropy(void* env, unsigned char* output, size_t length);
 
   Env* const env_;
-  std::mutex mutex_;
-  mbedtls_ctr_drbg_context generator_;
+  Mutex mutex_;
+  mbedtls_ctr_drbg_context generator_ GUARDED_BY(mutex_);
 };
 
 }  // namespace cairn::tls_internal
