@@ -7,15 +7,17 @@
 # configures, builds and runs ctest, printing ctest's summary:
 #   host       every test: unit, crash, integration (real pty, processes)
 #   host-asan  unit tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   tsan       the concurrency tests under ThreadSanitizer (tests/tsan)
 #   aarch64    unit and crash tests cross-compiled, run under qemu-aarch64
 #   armhf      unit and crash tests cross-compiled, run under qemu-arm
-#   fuzz       every libFuzzer target for a short run over its seed corpus
+#   fuzz       clang: builds every target with -Wthread-safety -Werror, then
+#              runs every libFuzzer target briefly over its seed corpus
 # Exits non-zero if anything fails. CAIRN_PRESETS="host armhf" runs a subset.
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
 root=$(pwd)
-presets=${CAIRN_PRESETS:-"host host-asan aarch64 armhf fuzz"}
+presets=${CAIRN_PRESETS:-"host host-asan tsan aarch64 armhf fuzz"}
 jobs=$(nproc)
 log_dir="$root/build/test-logs"
 
