@@ -111,6 +111,8 @@ class FlashWearMonitor {
 
   std::atomic<uint64_t> pending_reading_bytes_{0};
 
+  // Held while raising and clearing health problems: taken before the
+  // HealthBoard's own lock, never the other way round.
   mutable Mutex mutex_;
   FlashWearState state_ GUARDED_BY(mutex_);
   // This run only.
