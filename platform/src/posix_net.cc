@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cairn/platform/mutex.h"
 #include "posix_error.h"
 
 namespace cairn::platform_internal {
@@ -104,7 +105,14 @@ std::string AddressText(const sockaddr_storage& storage) {
 class PosixTcpConnection final : public TcpConnection {
  public:
   PosixTcpConnection(int fd, std::string peer) : fd_(fd), peer_(std::move(peer)) {}
-  ~PosixTcpConnection() override { CloseSocket(fd_); }
+  ~PosixTcpConnection() override {
+    // Waits for a Shutdown() another thread is still inside: the thread that
+    // owns a connection may destroy it as soon as a blocked call returns
+    // because of that Shutdown (tls.h's Accept), and the descriptor must not
+    // be closed, and perhaps reused, before ::shutdown has run on it.
+    MutexLock lock(&shutdown_mutex_);
+    CloseSocket(fd_);
+  }
 
   PosixTcpConnection(const PosixTcpConnection&) = delete;
   PosixTcpConnection& operator=(const PosixTcpConnection&) = delete;
@@ -142,6 +150,7 @@ class PosixTcpConnection final : public TcpConnection {
   }
 
   void Shutdown() override {
+    MutexLock lock(&shutdown_mutex_);
     if (!shut_down_.exchange(true, std::memory_order_acq_rel)) ::shutdown(fd_, SHUT_RDWR);
   }
 
@@ -168,6 +177,8 @@ class PosixTcpConnection final : public TcpConnection {
   const int fd_;
   const std::string peer_;
   std::atomic<bool> shut_down_{false};
+  // Held by Shutdown() and the destructor (see there).
+  Mutex shutdown_mutex_;
 };
 
 // Non-blocking and close-on-exec; small writes go out at once (an HTTP
