@@ -10,14 +10,15 @@
 #   tsan       the concurrency tests under ThreadSanitizer (tests/tsan)
 #   aarch64    unit and crash tests cross-compiled, run under qemu-aarch64
 #   armhf      unit and crash tests cross-compiled, run under qemu-arm
-#   fuzz       clang: builds every target with -Wthread-safety -Werror, then
-#              runs every libFuzzer target briefly over its seed corpus
+#   clang      every target built by clang with -Wthread-safety -Werror (the
+#              lock annotations checked), then the unit tests
+#   fuzz       every libFuzzer target for a short run over its seed corpus
 # Exits non-zero if anything fails. CAIRN_PRESETS="host armhf" runs a subset.
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
 root=$(pwd)
-presets=${CAIRN_PRESETS:-"host host-asan tsan aarch64 armhf fuzz"}
+presets=${CAIRN_PRESETS:-"host host-asan tsan clang aarch64 armhf fuzz"}
 jobs=$(nproc)
 log_dir="$root/build/test-logs"
 
