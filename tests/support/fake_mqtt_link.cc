@@ -32,21 +32,6 @@ bool ValidFilter(std::string_view filter) {
 
 }  // namespace
 
-bool FakeMqttTopicMatches(std::string_view filter, std::string_view topic) {
-  if (!topic.empty() && topic.front() == '$' && !filter.empty() &&
-      (filter.front() == '+' || filter.front() == '#')) {
-    return false;
-  }
-  const std::vector<std::string_view> filter_levels = TopicLevels(filter);
-  const std::vector<std::string_view> topic_levels = TopicLevels(topic);
-  for (size_t i = 0; i < filter_levels.size(); ++i) {
-    if (filter_levels[i] == "#") return true;  // also matches the parent level
-    if (i >= topic_levels.size()) return false;
-    if (filter_levels[i] != "+" && filter_levels[i] != topic_levels[i]) return false;
-  }
-  return filter_levels.size() == topic_levels.size();
-}
-
 // A link's state, shared by the MqttLink the factory returns and the
 // broker's tasks, which may outlive it. Lock order: callback_mu_, then mu_;
 // the broker's mu_ is never held with either.
@@ -404,7 +389,7 @@ std::vector<FakeMqttMessage> FakeMqttBroker::published(const std::string& filter
   MutexLock lock(&mu_);
   std::vector<FakeMqttMessage> matching;
   for (const FakeMqttMessage& message : published_) {
-    if (FakeMqttTopicMatches(filter, message.topic)) matching.push_back(message);
+    if (MqttTopicMatches(filter, message.topic)) matching.push_back(message);
   }
   return matching;
 }
@@ -412,7 +397,7 @@ std::vector<FakeMqttMessage> FakeMqttBroker::published(const std::string& filter
 bool FakeMqttBroker::WaitForPublished(const std::string& filter, size_t count, int64_t timeout_ms) const {
   auto enough = [&]() REQUIRES(mu_) {
     size_t n = 0;
-    for (const FakeMqttMessage& message : published_) n += FakeMqttTopicMatches(filter, message.topic);
+    for (const FakeMqttMessage& message : published_) n += MqttTopicMatches(filter, message.topic);
     return n >= count;
   };
   MutexLock lock(&mu_);
@@ -482,7 +467,7 @@ void FakeMqttBroker::Route(const std::shared_ptr<Link>& from, uint64_t key, Fake
     std::vector<FakeMqttMessage> to_route{message};
     int copies = 1;
     for (Fault& fault : faults_) {
-      if (fault.remaining == 0 || !FakeMqttTopicMatches(fault.filter, message.topic)) continue;
+      if (fault.remaining == 0 || !MqttTopicMatches(fault.filter, message.topic)) continue;
       switch (fault.kind) {
         case FaultKind::kDrop:
           if (!to_route.empty()) {
@@ -517,7 +502,7 @@ void FakeMqttBroker::Route(const std::shared_ptr<Link>& from, uint64_t key, Fake
     for (const FakeMqttMessage& routed : to_route) {
       for (auto& [client_id, session] : sessions_) {
         const bool subscribed = std::any_of(session.filters.begin(), session.filters.end(),
-                                            [&](const std::string& f) { return FakeMqttTopicMatches(f, routed.topic); });
+                                            [&](const std::string& f) { return MqttTopicMatches(f, routed.topic); });
         if (!subscribed) continue;
         for (int i = 0; i < copies; ++i) session.queue.push_back(routed);
         clients.push_back(client_id);

@@ -52,11 +52,10 @@
 
 #include "cairn/platform/mutex.h"
 #include "cairn/mqtt/mqtt_link.h"
+#include "cairn/mqtt/mqtt_topic.h"
 
 namespace cairn {
 
-// True when `topic` matches the subscription `filter` (MQTT 3.1.1 §4.7).
-bool FakeMqttTopicMatches(std::string_view filter, std::string_view topic);
 
 // One publish as the broker received it.
 struct FakeMqttMessage {

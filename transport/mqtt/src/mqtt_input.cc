@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "cairn/mqtt/mqtt_topic.h"
 #include "cairn/platform/mutex.h"
 #include "cairn/text/json_value.h"
 
@@ -15,39 +16,6 @@
 
 namespace cairn {
 namespace {
-
-// MQTT topic matching (MQTT 3.1.1 §4.7): '+' is one level, a trailing '#'
-// is any number of levels including none, and topics starting with '$' are
-// not matched by a wildcard in the first level.
-std::vector<std::string_view> TopicLevels(std::string_view text) {
-  std::vector<std::string_view> levels;
-  size_t start = 0;
-  while (true) {
-    const size_t end = text.find('/', start);
-    if (end == std::string_view::npos) {
-      levels.push_back(text.substr(start));
-      return levels;
-    }
-    levels.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-}
-
-bool TopicMatches(std::string_view filter, std::string_view topic) {
-  if (!topic.empty() && topic.front() == '$' && !filter.empty() &&
-      (filter.front() == '+' || filter.front() == '#')) {
-    return false;
-  }
-  const std::vector<std::string_view> filter_levels = TopicLevels(filter);
-  const std::vector<std::string_view> topic_levels = TopicLevels(topic);
-  for (size_t i = 0; i < filter_levels.size(); ++i) {
-    // '#' also matches the parent level: "a/#" matches "a".
-    if (filter_levels[i] == "#") return true;
-    if (i >= topic_levels.size()) return false;
-    if (filter_levels[i] != "+" && filter_levels[i] != topic_levels[i]) return false;
-  }
-  return filter_levels.size() == topic_levels.size();
-}
 
 Status CheckFilter(const std::string& filter) {
   if (filter.empty()) return Status::InvalidArgument("empty MQTT topic filter");
@@ -242,7 +210,7 @@ class MqttInput::Impl {
 
   const MqttInputRoute* RouteFor(std::string_view topic) const {
     for (const MqttInputRoute& route : options_.routes) {
-      if (TopicMatches(route.topic_filter, topic)) return &route;
+      if (MqttTopicMatches(route.topic_filter, topic)) return &route;
     }
     return nullptr;
   }
