@@ -137,7 +137,7 @@ Result<AggregateResult> EngineImpl::Aggregate(const AggregateQuery& query) {
   CAIRN_RETURN_IF_ERROR(ValidateIdentifier("measure_name", query.measure_name, kMaxMeasureNameBytes));
   std::vector<SeriesSnapshot> snapshots;
   {
-    std::shared_lock state(state_mutex_);
+    ReaderLock state(&state_mutex_);
     auto t = tables_.find(query.table);
     if (t == tables_.end()) return Status::NotFound("table '" + query.table + "' does not exist");
     const auto& all = t->second->series;

@@ -72,7 +72,7 @@ Result<ChangeBatch> EngineImpl::ReadChanges(const std::string& table_name, uint6
   Period period = Period::kDay;
   std::set<int64_t> period_starts;
   {
-    std::shared_lock state(state_mutex_);
+    ReaderLock state(&state_mutex_);
     if (closed_) return Status::FailedPrecondition("engine is closed");
     auto it = tables_.find(table_name);
     if (it == tables_.end()) return Status::NotFound("table '" + table_name + "' does not exist");
@@ -224,7 +224,7 @@ Result<UnsyncedSummary> EngineImpl::SummarizeUnsynced(const std::string& table_n
     if (summary.oldest_timestamp == 0 || ts < summary.oldest_timestamp) summary.oldest_timestamp = ts;
   };
   {
-    std::shared_lock state(state_mutex_);
+    ReaderLock state(&state_mutex_);
     auto it = tables_.find(table_name);
     if (it == tables_.end()) return Status::NotFound("table '" + table_name + "' does not exist");
     through = next_lsn_ - 1;
@@ -270,14 +270,14 @@ Result<UnsyncedSummary> EngineImpl::SummarizeUnsynced(const std::string& table_n
 
 Result<std::vector<SyncLedger>> EngineImpl::LoadSyncLedgers() {
   {
-    std::shared_lock state(state_mutex_);
+    ReaderLock state(&state_mutex_);
     if (closed_) return Status::FailedPrecondition("engine is closed");
   }
   return catalog_->LoadSyncLedgers();
 }
 
 Status EngineImpl::SaveSyncLedger(const SyncLedger& ledger) {
-  std::shared_lock state(state_mutex_);
+  ReaderLock state(&state_mutex_);
   if (closed_) return Status::FailedPrecondition("engine is closed");
   if (!tables_.count(ledger.table)) return Status::NotFound("table '" + ledger.table + "' does not exist");
   // Under the shared state lock: DropTable, which deletes the ledger with

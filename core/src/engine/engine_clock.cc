@@ -101,7 +101,7 @@ Result<WriteResult> EngineImpl::WriteThroughClock(const std::string& table, cons
     return WriteAdmitted(table, stamped);
   }
   {
-    std::shared_lock state(state_mutex_);
+    ReaderLock state(&state_mutex_);
     if (!tables_.count(table)) return Status::NotFound("table '" + table + "' does not exist");
   }
   // Client-stamped records go through the log as usual; receiver-stamped
@@ -148,7 +148,7 @@ void EngineImpl::HoldRecords(const std::string& table, const std::vector<Record>
   {
     // What would be refused later, when the hold is stamped, is refused now
     // while the client can still hear it: bad records and type conflicts.
-    std::shared_lock state(state_mutex_);
+    ReaderLock state(&state_mutex_);
     auto table_it = tables_.find(table);
     for (size_t i : indexes) {
       const Record& r = records[i];

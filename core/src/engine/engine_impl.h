@@ -124,7 +124,7 @@ class EngineImpl final : public Engine {
     size_t field_count;
     TagMap attributes;
   };
-  Status CommitGroup(const std::vector<PendingWrite*>& group);
+  Status CommitGroup(const std::vector<PendingWrite*>& group) EXCLUDES(state_mutex_);
   // A group's accepted records by identity: index into its accepted list.
   using PendingIdentities = std::unordered_map<const Series*, std::map<int64_t, size_t>>;
   // Judges `r` against the record its identity holds: the group's own
@@ -150,7 +150,7 @@ class EngineImpl final : public Engine {
   // The series of (device, measure, dimensions), created (with a new id,
   // not yet in the catalog) when the table has none.
   Series* FindOrCreateSeries(TableState& table, const std::string& device_id, const std::string& measure_name,
-                             const TagMap& dimensions, bool* created);
+                             const TagMap& dimensions, bool* created) REQUIRES(state_mutex_);
   // The table's max_series, or the engine's default for 0. Replay does not
   // apply it: what the log holds was acknowledged.
   uint64_t SeriesLimit(const TableState& table) const;
@@ -163,7 +163,7 @@ class EngineImpl final : public Engine {
   // Judges every record of `group` (RefusalOf, then JudgeWrite), creating
   // series and adding fields as accepted records need. Under the exclusive
   // state lock.
-  Status JudgeGroup(const std::vector<PendingWrite*>& group, GroupJudgement* judged);
+  Status JudgeGroup(const std::vector<PendingWrite*>& group, GroupJudgement* judged) REQUIRES(state_mutex_);
   // Why `r` cannot be stored in `table`, empty when it can: invalid, older
   // than retention (`oldest_allowed`), a client timestamp the clock refuses
   // at `now`, a field typed otherwise in its series (`existing`, null when
@@ -176,8 +176,9 @@ class EngineImpl final : public Engine {
   // Puts a logged group's accepted records, LSNs from `first_lsn` on, into
   // the heads, adding their size to `reading_bytes`; true when a seal is
   // due. Under the exclusive state lock.
-  bool ApplyToHeads(std::vector<AcceptedRecord>& accepted, uint64_t first_lsn, uint64_t* reading_bytes);
-  Status ReplayRecord(const std::string& table, Record& record, uint64_t lsn);
+  bool ApplyToHeads(std::vector<AcceptedRecord>& accepted, uint64_t first_lsn, uint64_t* reading_bytes)
+      REQUIRES(state_mutex_);
+  Status ReplayRecord(const std::string& table, Record& record, uint64_t lsn) REQUIRES(state_mutex_);
 
   // ---- clock trust (engine_clock.cc) ----
   // Opens the clock and the hold, and stamps what the hold can stamp now.
@@ -196,14 +197,17 @@ class EngineImpl final : public Engine {
   void UpdateClockHealth();
 
   // ---- opening (engine_open.cc) ----
+  // Loads the tables and their period files, replays the log into the heads
+  // and opens the log writer; `*checkpoint_lsn` is the catalog's.
+  Status RecoverState(RecoveryReport* report, uint64_t* checkpoint_lsn) REQUIRES(state_mutex_);
   // The tables and series catalog.db lists, into tables_.
-  Status LoadTablesAndSeries();
+  Status LoadTablesAndSeries() REQUIRES(state_mutex_);
   // Replays the log in `log_dir` from `replay_from` into the heads, sets
   // next_lsn_ past every LSN the log or a sync ledger used, and fills the
   // replay counts of `report`; returns the LSN the log ended at.
   // Corruption when the log is damaged or starts above `checkpoint_lsn`.
   Result<uint64_t> ReplayLogFrom(const std::string& log_dir, uint64_t replay_from, uint64_t checkpoint_lsn,
-                                 RecoveryReport* report);
+                                 RecoveryReport* report) REQUIRES(state_mutex_);
 
   // ---- open-time checks (engine_open_checks.cc) ----
   // Opens catalog.db; when it is missing while period files or log
@@ -219,7 +223,7 @@ class EngineImpl final : public Engine {
   // Compares each period file's chunks with its seal mark; returns the LSN
   // replay must start from so that what a file lost comes back from the
   // log. FailedPrecondition naming the file when the log no longer holds it.
-  Result<uint64_t> CheckPeriodCoverage(uint64_t checkpoint, RecoveryReport* report);
+  Result<uint64_t> CheckPeriodCoverage(uint64_t checkpoint, RecoveryReport* report) REQUIRES(state_mutex_);
 
   // ---- reads (engine_query.cc) ----
   struct SeriesSnapshot;
@@ -250,9 +254,10 @@ class EngineImpl final : public Engine {
   Status AccumulateSeries(const AggregateQuery& query, const SeriesSnapshot& series, size_t field, FieldType type,
                           int64_t now, std::map<int64_t, BucketAccumulator>* buckets,
                           std::vector<SkippedDamage>* skipped);
-  Result<std::vector<RecordRow>> LatestLocked(const std::string& table,
+  Result<std::vector<RecordRow>> LatestRows(const std::string& table,
                                               const std::vector<std::string>& devices,
-                                              const std::string& measure_name, const TagMap& tags);
+                                              const std::string& measure_name, const TagMap& tags)
+      EXCLUDES(state_mutex_);
 
   // ---- sync feed (engine_changes.cc) ----
   // True when the period file holds a record whose LSN is not in `confirmed`.
@@ -296,17 +301,17 @@ class EngineImpl final : public Engine {
   }
   // Seals the heads `due` picks (Sealer) and removes what was sealed from
   // them, then advances the checkpoint. Takes seal_mutex_.
-  Status SealWhere(const std::function<bool(const Series&)>& due);
+  Status SealWhere(const std::function<bool(const Series&)>& due) EXCLUDES(state_mutex_);
   // Copies of the heads `due` picks, for the Sealer. Under state_mutex_.
   std::vector<SealJob> CollectSealJobs(const std::function<bool(const Series&)>& due,
-                                       std::vector<Series*>* series);
+                                       std::vector<Series*>* series) REQUIRES_SHARED(state_mutex_);
   // Removes from the heads the entries `outcome` says were sealed and
   // lists the period files written. Takes state_mutex_.
   void ApplySealed(const std::vector<SealJob>& jobs, const std::vector<Series*>& series,
-                   const SealOutcome& outcome);
+                   const SealOutcome& outcome) EXCLUDES(state_mutex_);
   // The lowest LSN still held only by the log (heads, the group being
   // logged, or the next LSN), for the Checkpointer. Takes state_mutex_.
-  uint64_t UnsealedFloor();
+  uint64_t UnsealedFloor() EXCLUDES(state_mutex_);
   Status AdvanceCheckpoint();
   Status LoadPeriodFiles(TableState& table);
 
@@ -369,12 +374,13 @@ class EngineImpl final : public Engine {
   Mutex commit_mutex_ ACQUIRED_AFTER(writers_mutex_);
   Mutex seal_mutex_ ACQUIRED_AFTER(commit_mutex_);
 
-  std::shared_mutex state_mutex_;
-  std::map<std::string, std::unique_ptr<TableState>> tables_;
-  int64_t next_series_id_ = 1;
-  uint64_t next_lsn_ = 1;
-  uint64_t inflight_first_lsn_ = 0;  // first LSN of the group being logged, 0 if none
-  Head head_;
+  SharedMutex state_mutex_ ACQUIRED_AFTER(seal_mutex_);
+  std::map<std::string, std::unique_ptr<TableState>> tables_ GUARDED_BY(state_mutex_);
+  int64_t next_series_id_ GUARDED_BY(state_mutex_) = 1;
+  uint64_t next_lsn_ GUARDED_BY(state_mutex_) = 1;
+  // First LSN of the group being logged, 0 if none.
+  uint64_t inflight_first_lsn_ GUARDED_BY(state_mutex_) = 0;
+  Head head_ GUARDED_BY(state_mutex_);
 
   // Set while opening when the catalog was rebuilt: replay then creates,
   // with default options, the tables only the log names.

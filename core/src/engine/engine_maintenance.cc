@@ -34,7 +34,7 @@ Status EngineImpl::Maintain() {
   //    period, and the largest heads while over the memory budget.
   std::set<const Series*> over_budget;
   {
-    std::shared_lock state(state_mutex_);
+    ReaderLock state(&state_mutex_);
     if (closed_) return Status::FailedPrecondition("engine is closed");
     if (head_.OverBudget()) {
       std::vector<const Series*> heads;
@@ -48,6 +48,7 @@ Status EngineImpl::Maintain() {
   }
   const int64_t seal_age_ns = options_.seal_age_ms * kNanosPerMilli;
   Status status = SealWhere([&](const Series& s) {
+    state_mutex_.AssertReaderHeld();  // SealWhere asks under the state lock
     return head_.Full(s) ||
            now_monotonic - s.head_since_monotonic_ns >= seal_age_ns || over_budget.count(&s) != 0;
   });
@@ -63,7 +64,7 @@ Status EngineImpl::Maintain() {
   };
   std::vector<TablePeriods> tables;
   {
-    std::shared_lock state(state_mutex_);
+    ReaderLock state(&state_mutex_);
     for (const auto& [name, table] : tables_) {
       tables.push_back(TablePeriods{
           name, table->info.options.period, table->info.options.retention_seconds,
@@ -96,7 +97,7 @@ Status EngineImpl::Maintain() {
         if (status.ok()) status = created.status();
         continue;
       }
-      std::unique_lock state(state_mutex_);
+      WriterLock state(&state_mutex_);
       if (auto it = tables_.find(t.name); it != tables_.end()) it->second->period_starts.insert(start);
     }
     for (int64_t start : t.starts) {
@@ -109,7 +110,7 @@ Status EngineImpl::Maintain() {
           continue;
         }
         if (Status forgot = catalog_->ForgetSealMark(t.name, start); !forgot.ok() && status.ok()) status = forgot;
-        std::unique_lock state(state_mutex_);
+        WriterLock state(&state_mutex_);
         if (auto it = tables_.find(t.name); it != tables_.end()) {
           it->second->period_starts.erase(start);
           it->second->compacted_periods.erase(start);
@@ -132,7 +133,7 @@ Status EngineImpl::Maintain() {
                                          compacted.message(), 0},
                            nullptr);
           }
-          std::unique_lock state(state_mutex_);
+          WriterLock state(&state_mutex_);
           if (auto it = tables_.find(t.name); it != tables_.end())
             it->second->compacted_periods.insert(start);
         } else if (status.ok()) {
@@ -189,7 +190,7 @@ EngineStats EngineImpl::Stats() {
   s.chunks_decoded = chunks_decoded_;
   std::vector<std::string> files;
   {
-    std::shared_lock state(state_mutex_);
+    ReaderLock state(&state_mutex_);
     s.last_lsn = next_lsn_ - 1;
     s.checkpoint_lsn = checkpointer_ ? checkpointer_->checkpoint_lsn() : 0;
     s.head_records = head_.records();
@@ -216,7 +217,7 @@ FlashWearStatus EngineImpl::FlashWear() { return flash_wear_->Report(); }
 
 Status EngineImpl::Close() {
   {
-    std::unique_lock state(state_mutex_);
+    WriterLock state(&state_mutex_);
     if (closed_) return Status::Ok();
     closed_ = true;
   }

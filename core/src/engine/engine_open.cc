@@ -54,27 +54,14 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
   reclaimer_ = std::make_unique<Reclaimer>(env_, data_dir_, options_.sync_quota, catalog_.get(), &quota_store_);
   CAIRN_RETURN_IF_ERROR(env_->SyncDir(data_dir_));
 
-  CAIRN_RETURN_IF_ERROR(LoadTablesAndSeries());
-  for (auto& [name, table] : tables_) {
-    CAIRN_RETURN_IF_ERROR(LoadPeriodFiles(*table));
-    // Before any connection opens a file and SQLite drops what it cannot read.
-    CAIRN_RETURN_IF_ERROR(CheckPeriodWals(*table, report));
-    CAIRN_RETURN_IF_ERROR(QuarantineUnreadablePeriods(*table, report));
-    CAIRN_RETURN_IF_ERROR(RecomputeSealedMaxima(*table));
+  uint64_t checkpoint_lsn = 0;
+  {
+    // Nothing else reaches the engine while it opens, so the state lock
+    // costs nothing here; holding it lets the compiler check what opening
+    // touches.
+    WriterLock state(&state_mutex_);
+    CAIRN_RETURN_IF_ERROR(RecoverState(report, &checkpoint_lsn));
   }
-
-  CAIRN_ASSIGN_OR_RETURN(const uint64_t checkpoint_lsn, catalog_->CheckpointLsn());
-  // Readings a period file lost since they were sealed are replayed too.
-  CAIRN_ASSIGN_OR_RETURN(const uint64_t replay_from, CheckPeriodCoverage(checkpoint_lsn, report));
-  const std::string log_dir = JoinPath(data_dir_, "log");
-  CAIRN_ASSIGN_OR_RETURN(const uint64_t log_end_lsn, ReplayLogFrom(log_dir, replay_from, checkpoint_lsn, report));
-  ReportCatalogRebuild(report);
-  LogWriterOptions log_options;
-  log_options.segment_bytes = options_.log_segment_bytes;
-  // Sealed records leave the log a segment at a time: a sixteenth of a
-  // segment is the slack the log keeps beside what is not sealed yet.
-  log_options.release_roll_bytes = std::max<uint64_t>(1, options_.log_segment_bytes / 16);
-  CAIRN_ASSIGN_OR_RETURN(log_, LogWriter::Open(env_, log_dir, next_lsn_, log_end_lsn, log_options));
   // A full disk does not stop the start: queries work, writes wait for room.
   if (Status failure = log_->Failure(); !failure.ok()) {
     (void)ReportWriteFailure(env_, data_dir_, "the write-ahead log", failure, health_);
@@ -94,6 +81,31 @@ Status EngineImpl::OpenAndRecover(RecoveryReport* report) {
   if (options_.durability == Durability::kInterval) {
     sync_thread_ = env_->StartThread([this] { SyncLoop(); });
   }
+  return Status::Ok();
+}
+
+Status EngineImpl::RecoverState(RecoveryReport* report, uint64_t* checkpoint_lsn) {
+  CAIRN_RETURN_IF_ERROR(LoadTablesAndSeries());
+  for (auto& [name, table] : tables_) {
+    CAIRN_RETURN_IF_ERROR(LoadPeriodFiles(*table));
+    // Before any connection opens a file and SQLite drops what it cannot read.
+    CAIRN_RETURN_IF_ERROR(CheckPeriodWals(*table, report));
+    CAIRN_RETURN_IF_ERROR(QuarantineUnreadablePeriods(*table, report));
+    CAIRN_RETURN_IF_ERROR(RecomputeSealedMaxima(*table));
+  }
+
+  CAIRN_ASSIGN_OR_RETURN(*checkpoint_lsn, catalog_->CheckpointLsn());
+  // Readings a period file lost since they were sealed are replayed too.
+  CAIRN_ASSIGN_OR_RETURN(const uint64_t replay_from, CheckPeriodCoverage(*checkpoint_lsn, report));
+  const std::string log_dir = JoinPath(data_dir_, "log");
+  CAIRN_ASSIGN_OR_RETURN(const uint64_t log_end_lsn, ReplayLogFrom(log_dir, replay_from, *checkpoint_lsn, report));
+  ReportCatalogRebuild(report);
+  LogWriterOptions log_options;
+  log_options.segment_bytes = options_.log_segment_bytes;
+  // Sealed records leave the log a segment at a time: a sixteenth of a
+  // segment is the slack the log keeps beside what is not sealed yet.
+  log_options.release_roll_bytes = std::max<uint64_t>(1, options_.log_segment_bytes / 16);
+  CAIRN_ASSIGN_OR_RETURN(log_, LogWriter::Open(env_, log_dir, next_lsn_, log_end_lsn, log_options));
   return Status::Ok();
 }
 
@@ -135,6 +147,7 @@ Result<uint64_t> EngineImpl::ReplayLogFrom(const std::string& log_dir, uint64_t 
   Status replayed = ReplayLog(
       env_, log_dir, replay_from,
       [&](uint64_t first_lsn, uint32_t count, std::string_view payload) -> Status {
+        state_mutex_.AssertHeld();  // ReplayLog calls back on this thread
         CAIRN_ASSIGN_OR_RETURN(std::vector<DecodedWriteRecord> records, DecodeWriteBatch(payload));
         if (records.size() != count) {
           return Status::Corruption("log record at LSN " + std::to_string(first_lsn) + " holds " +

@@ -180,7 +180,7 @@ Result<RangeResult> EngineImpl::Range(const RangeQuery& query) {
 
   std::vector<SeriesSnapshot> snapshots;
   {
-    std::shared_lock state(state_mutex_);
+    ReaderLock state(&state_mutex_);
     auto table = tables_.find(query.table);
     if (table == tables_.end()) return Status::NotFound("table '" + query.table + "' does not exist");
     const auto& all = table->second->series;
@@ -275,16 +275,16 @@ Result<std::optional<RecordRow>> EngineImpl::Get(const std::string& table, const
 
 Result<std::vector<RecordRow>> EngineImpl::Latest(const std::string& table, const std::string& device_id,
                                                   const std::string& measure_name, const TagMap& tags) {
-  return LatestLocked(table, {device_id}, measure_name, tags);
+  return LatestRows(table, {device_id}, measure_name, tags);
 }
 
 Result<std::vector<RecordRow>> EngineImpl::LatestBatch(const std::string& table,
                                                        const std::vector<std::string>& device_ids,
                                                        const std::string& measure_name, const TagMap& tags) {
-  return LatestLocked(table, device_ids, measure_name, tags);
+  return LatestRows(table, device_ids, measure_name, tags);
 }
 
-Result<std::vector<RecordRow>> EngineImpl::LatestLocked(const std::string& table,
+Result<std::vector<RecordRow>> EngineImpl::LatestRows(const std::string& table,
                                                         const std::vector<std::string>& devices,
                                                         const std::string& measure_name, const TagMap& tags) {
   for (const std::string& d : devices)
@@ -293,7 +293,7 @@ Result<std::vector<RecordRow>> EngineImpl::LatestLocked(const std::string& table
   std::vector<RecordRow> rows;
   std::vector<SeriesSnapshot> to_compute;
   {
-    std::shared_lock state(state_mutex_);
+    ReaderLock state(&state_mutex_);
     auto t = tables_.find(table);
     if (t == tables_.end()) return Status::NotFound("table '" + table + "' does not exist");
     const auto& all = t->second->series;
@@ -335,7 +335,7 @@ Result<std::vector<RecordRow>> EngineImpl::LatestLocked(const std::string& table
                            CollectSeries(table, snap, INT64_MIN, INT64_MAX, Order::kDescending, 1, now,
                                          /*skipped=*/nullptr));
     {
-      std::unique_lock state(state_mutex_);
+      WriterLock state(&state_mutex_);
       auto t = tables_.find(table);
       if (t != tables_.end()) {
         auto it = t->second->series.find(SeriesKey{snap.device_id, snap.measure_name, snap.dimensions_key});
@@ -354,7 +354,7 @@ Result<std::vector<RecordRow>> EngineImpl::LatestLocked(const std::string& table
 }
 
 Result<std::vector<DeviceInfo>> EngineImpl::ListDevices(const std::string& table) {
-  std::shared_lock state(state_mutex_);
+  ReaderLock state(&state_mutex_);
   auto t = tables_.find(table);
   if (t == tables_.end()) return Status::NotFound("table '" + table + "' does not exist");
   std::vector<DeviceInfo> devices;
@@ -369,7 +369,7 @@ Result<std::vector<DeviceInfo>> EngineImpl::ListDevices(const std::string& table
 }
 
 Result<std::vector<MeasureInfo>> EngineImpl::ListMeasures(const std::string& table) {
-  std::shared_lock state(state_mutex_);
+  ReaderLock state(&state_mutex_);
   auto t = tables_.find(table);
   if (t == tables_.end()) return Status::NotFound("table '" + table + "' does not exist");
   std::map<std::string, MeasureInfo> measures;

@@ -8,7 +8,7 @@ SyncQuotaStatus EngineImpl::QuotaStatus() { return reclaimer_->QuotaStatus(); }
 
 Result<std::vector<ReclaimerStore::SyncedTable>> EngineImpl::QuotaStore::SyncedTables() {
   std::vector<SyncedTable> synced;
-  std::shared_lock state(engine_->state_mutex_);
+  ReaderLock state(&engine_->state_mutex_);
   if (engine_->closed_) return Status::FailedPrecondition("engine is closed");
   for (const auto& [name, table] : engine_->tables_) {
     if (table->info.options.sync) synced.push_back({name, table->info.options.period, table->period_starts});
@@ -17,7 +17,7 @@ Result<std::vector<ReclaimerStore::SyncedTable>> EngineImpl::QuotaStore::SyncedT
 }
 
 bool EngineImpl::QuotaStore::IsSynced(const std::string& table) {
-  std::shared_lock state(engine_->state_mutex_);
+  ReaderLock state(&engine_->state_mutex_);
   auto it = engine_->tables_.find(table);
   return it != engine_->tables_.end() && it->second->info.options.sync;
 }
@@ -37,7 +37,7 @@ Status EngineImpl::QuotaStore::WithPeriodFile(const std::string& table, Period p
 Status EngineImpl::QuotaStore::EnsureAggregateSeries(const std::string& table,
                                                      const std::vector<AggregateRequest>& requests,
                                                      std::map<int64_t, AggregateTarget>* targets) {
-  std::unique_lock state(engine_->state_mutex_);
+  WriterLock state(&engine_->state_mutex_);
   auto t = engine_->tables_.find(table);
   if (t == engine_->tables_.end()) return Status::NotFound("table '" + table + "' does not exist");
   std::vector<CatalogSeries> changes;
@@ -78,7 +78,7 @@ Status EngineImpl::QuotaStore::EnsureAggregateSeries(const std::string& table,
 
 void EngineImpl::QuotaStore::SeriesRewritten(const std::string& table, const std::set<int64_t>& touched,
                                              const std::vector<ChunkRow>& added) {
-  std::unique_lock state(engine_->state_mutex_);
+  WriterLock state(&engine_->state_mutex_);
   auto t = engine_->tables_.find(table);
   if (t == engine_->tables_.end()) return;
   for (auto& [key, series] : t->second->series) {

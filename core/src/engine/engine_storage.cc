@@ -104,7 +104,7 @@ Status EngineImpl::SealWhere(const std::function<bool(const Series&)>& due) {
   std::vector<SealJob> jobs;
   std::vector<Series*> series;
   {
-    std::shared_lock state(state_mutex_);
+    ReaderLock state(&state_mutex_);
     if (closed_) return Status::FailedPrecondition("engine is closed");
     jobs = CollectSealJobs(due, &series);
   }
@@ -125,7 +125,7 @@ Status EngineImpl::SealWhere(const std::function<bool(const Series&)>& due) {
 
 void EngineImpl::ApplySealed(const std::vector<SealJob>& jobs, const std::vector<Series*>& series_of_job,
                              const SealOutcome& outcome) {
-  std::unique_lock state(state_mutex_);
+  WriterLock state(&state_mutex_);
   for (const auto& [job, start] : outcome.written_periods) {
     // A table dropped during the seal is gone from tables_.
     if (auto it = tables_.find(jobs[job].table); it != tables_.end()) it->second->period_starts.insert(start);
@@ -141,7 +141,7 @@ void EngineImpl::ApplySealed(const std::vector<SealJob>& jobs, const std::vector
 }
 
 uint64_t EngineImpl::UnsealedFloor() {
-  std::shared_lock state(state_mutex_);
+  ReaderLock state(&state_mutex_);
   uint64_t floor = next_lsn_;
   if (inflight_first_lsn_ != 0) floor = std::min(floor, inflight_first_lsn_);
   for (const auto& [name, table] : tables_) {

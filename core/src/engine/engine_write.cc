@@ -83,7 +83,7 @@ EngineImpl::~EngineImpl() { (void)Close(); }
 Status EngineImpl::CreateTable(const std::string& name, const TableOptions& options) {
   CAIRN_RETURN_IF_ERROR(ValidateTableName(name));
   CAIRN_RETURN_IF_ERROR(ValidateTableOptions(options));
-  std::unique_lock state(state_mutex_);
+  WriterLock state(&state_mutex_);
   if (closed_) return Status::FailedPrecondition("engine is closed");
   if (tables_.count(name)) return Status::AlreadyExists("table '" + name + "' exists");
   auto table = std::make_unique<TableState>();
@@ -99,7 +99,7 @@ Status EngineImpl::CreateTable(const std::string& name, const TableOptions& opti
 
 Status EngineImpl::AlterTable(const std::string& name, const TableOptions& options) {
   CAIRN_RETURN_IF_ERROR(ValidateTableOptions(options));
-  std::unique_lock state(state_mutex_);
+  WriterLock state(&state_mutex_);
   auto it = tables_.find(name);
   if (it == tables_.end()) return Status::NotFound("table '" + name + "' does not exist");
   TableState& t = *it->second;
@@ -118,7 +118,7 @@ Status EngineImpl::DropTable(const std::string& name) {
   // across its period-file writes: neither may see the table vanish.
   MutexLock commit(&commit_mutex_);
   MutexLock seal(&seal_mutex_);
-  std::unique_lock state(state_mutex_);
+  WriterLock state(&state_mutex_);
   auto it = tables_.find(name);
   if (it == tables_.end()) return Status::NotFound("table '" + name + "' does not exist");
   // The catalog first: once the table is gone there, a crash leaves only
@@ -136,14 +136,14 @@ Status EngineImpl::DropTable(const std::string& name) {
 }
 
 Result<std::vector<TableInfo>> EngineImpl::ListTables() {
-  std::shared_lock state(state_mutex_);
+  ReaderLock state(&state_mutex_);
   std::vector<TableInfo> out;
   for (const auto& [name, t] : tables_) out.push_back(t->info);
   return out;
 }
 
 Result<TableInfo> EngineImpl::GetTable(const std::string& name) {
-  std::shared_lock state(state_mutex_);
+  ReaderLock state(&state_mutex_);
   auto it = tables_.find(name);
   if (it == tables_.end()) return Status::NotFound("table '" + name + "' does not exist");
   return it->second->info;
@@ -453,7 +453,7 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
   std::vector<LoggedRecord> logged;
   uint64_t first_lsn = 0;
   {
-    std::unique_lock state(state_mutex_);
+    WriterLock state(&state_mutex_);
     if (closed_) return Status::FailedPrecondition("engine is closed");
     CAIRN_RETURN_IF_ERROR(JudgeGroup(group, &judged));
     // Series ids and schemas reach the catalog before any log record uses them.
@@ -476,20 +476,19 @@ Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
   Status status = log_->Append(first_lsn, static_cast<uint32_t>(judged.accepted.size()), payload,
                                /*sync=*/options_.durability == Durability::kFull);
 
-  std::unique_lock state(state_mutex_);
-  inflight_first_lsn_ = 0;
-  if (!status.ok()) {
-    // Nothing of this group is in the log (the writer settles back to what
-    // it holds durably), so its LSNs go to the next group: numbering stays
-    // contiguous, and a clean stop leaves a log the next start accepts.
-    next_lsn_ = first_lsn;
-    state.unlock();
-    return ReportWriteFailure(env_, data_dir_, "the write-ahead log", status, health_);
-  }
-  ClearWriteFailures(health_);
   uint64_t reading_bytes = 0;
-  const bool seal_due = ApplyToHeads(judged.accepted, first_lsn, &reading_bytes);
-  state.unlock();
+  bool seal_due = false;
+  {
+    WriterLock state(&state_mutex_);
+    inflight_first_lsn_ = 0;
+    // Nothing of a failed group is in the log (the writer settles back to
+    // what it holds durably), so its LSNs go to the next group: numbering
+    // stays contiguous, and a clean stop leaves a log the next start accepts.
+    if (!status.ok()) next_lsn_ = first_lsn;
+    else seal_due = ApplyToHeads(judged.accepted, first_lsn, &reading_bytes);
+  }
+  if (!status.ok()) return ReportWriteFailure(env_, data_dir_, "the write-ahead log", status, health_);
+  ClearWriteFailures(health_);
   flash_wear_->CountReadingBytes(reading_bytes);
   if (seal_due && options_.maintenance_interval_ms > 0) {
     {
