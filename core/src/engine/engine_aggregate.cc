@@ -6,9 +6,9 @@
 #include <map>
 #include <optional>
 
-#include "engine/aggregate_bucket.h"
+#include "engine/query/aggregate_bucket.h"
 #include "engine/engine_impl.h"
-#include "engine/series_snapshot.h"
+#include "engine/query/series_snapshot.h"
 
 namespace cairn {
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "engine/engine_impl.h"
-#include "engine/write_failure.h"
+#include "engine/health/write_failure.h"
 
 namespace cairn {
 

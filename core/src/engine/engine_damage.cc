@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "engine/engine_impl.h"
-#include "engine/quarantine.h"
+#include "engine/health/quarantine.h"
 
 namespace cairn {
 

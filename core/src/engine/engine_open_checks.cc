@@ -3,9 +3,9 @@
 // catalog says was sealed into them (the coverage check).
 #include <algorithm>
 
-#include "engine/catalog_rebuild.h"
+#include "engine/catalog/catalog_rebuild.h"
 #include "engine/engine_impl.h"
-#include "engine/quarantine.h"
+#include "engine/health/quarantine.h"
 #include "log/log_reader.h"
 #include "storage/sqlite_wal_check.h"
 

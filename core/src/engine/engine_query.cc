@@ -11,7 +11,7 @@
 #include "cairn/util/hex.h"
 
 #include "engine/engine_impl.h"
-#include "engine/series_snapshot.h"
+#include "engine/query/series_snapshot.h"
 
 namespace cairn {
 

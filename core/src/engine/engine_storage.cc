@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <optional>
 
-#include "engine/catalog_rebuild.h"
+#include "engine/catalog/catalog_rebuild.h"
 #include "engine/engine_impl.h"
 
 namespace cairn {

@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "engine/engine_impl.h"
-#include "engine/quarantine.h"
+#include "engine/health/quarantine.h"
 #include "log/log_verify.h"
 #include "storage/env_vfs.h"
 

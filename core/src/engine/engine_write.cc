@@ -5,9 +5,9 @@
 #include <cstdio>
 
 #include "engine/engine_impl.h"
-#include "engine/write_batch.h"
-#include "engine/write_conflict.h"
-#include "engine/write_failure.h"
+#include "engine/write/write_batch.h"
+#include "engine/write/write_conflict.h"
+#include "engine/health/write_failure.h"
 #include "log/log_reader.h"
 #include "storage/env_vfs.h"
 

@@ -9,9 +9,9 @@
 
 #include "cairn/platform/env.h"
 
-#include "engine/catalog.h"
-#include "engine/checkpointer.h"
-#include "engine/period_files.h"
+#include "engine/catalog/catalog.h"
+#include "engine/sealing/checkpointer.h"
+#include "engine/sealing/period_files.h"
 #include "log/log_writer.h"
 #include "storage/env_vfs.h"
 #include "test_dirs.h"

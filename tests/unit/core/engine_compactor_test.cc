@@ -10,10 +10,10 @@
 
 #include "cairn/platform/env.h"
 
-#include "engine/catalog.h"
-#include "engine/chunk_rows.h"
-#include "engine/compactor.h"
-#include "engine/period_files.h"
+#include "engine/catalog/catalog.h"
+#include "engine/sealing/chunk_rows.h"
+#include "engine/sealing/compactor.h"
+#include "engine/sealing/period_files.h"
 #include "storage/env_vfs.h"
 #include "test_dirs.h"
 

@@ -4,8 +4,8 @@
 
 #include "cairn/core/engine.h"
 
-#include "engine/flash_wear_monitor.h"
-#include "engine/health_board.h"
+#include "engine/health/flash_wear_monitor.h"
+#include "engine/health/health_board.h"
 #include "engine_test_util.h"
 #include "fed_write_counters_env.h"
 #include "manual_clock_env.h"

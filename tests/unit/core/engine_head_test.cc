@@ -2,8 +2,8 @@
 // series, and taking a seal's records out, on series built by the test.
 #include <gtest/gtest.h>
 
-#include "engine/head.h"
-#include "engine/series_snapshot.h"
+#include "engine/head/head.h"
+#include "engine/query/series_snapshot.h"
 #include "engine_test_util.h"
 
 namespace cairn::testing {

@@ -1,4 +1,4 @@
-#include "engine/health_board.h"
+#include "engine/health/health_board.h"
 
 #include <gtest/gtest.h>
 

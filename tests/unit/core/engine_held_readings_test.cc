@@ -2,7 +2,7 @@
 // what a damaged frame does.
 #include <gtest/gtest.h>
 
-#include "engine/held_readings.h"
+#include "engine/clock/held_readings.h"
 
 #include "engine_test_util.h"
 

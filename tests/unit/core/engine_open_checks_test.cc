@@ -9,7 +9,7 @@
 
 #include "cairn/core/sqlite_database.h"
 
-#include "engine/catalog_rebuild.h"
+#include "engine/catalog/catalog_rebuild.h"
 #include "engine_test_util.h"
 
 namespace cairn::testing {

@@ -8,7 +8,7 @@
 
 #include "cairn/platform/env.h"
 
-#include "engine/period_files.h"
+#include "engine/sealing/period_files.h"
 #include "storage/env_vfs.h"
 #include "test_dirs.h"
 

@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/engine_impl.h"
-#include "engine/reclaimer.h"
+#include "engine/reclaim/reclaimer.h"
 #include "engine_test_util.h"
 #include "storage/env_vfs.h"
 

@@ -9,11 +9,11 @@
 
 #include "cairn/platform/env.h"
 
-#include "engine/catalog.h"
-#include "engine/checkpointer.h"
-#include "engine/chunk_rows.h"
-#include "engine/period_files.h"
-#include "engine/sealer.h"
+#include "engine/catalog/catalog.h"
+#include "engine/sealing/checkpointer.h"
+#include "engine/sealing/chunk_rows.h"
+#include "engine/sealing/period_files.h"
+#include "engine/sealing/sealer.h"
 #include "log/log_writer.h"
 #include "storage/env_vfs.h"
 #include "test_dirs.h"

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/write_batch.h"
+#include "engine/write/write_batch.h"
 
 namespace cairn {
 namespace {

@@ -5,7 +5,7 @@
 // (the process's bytes written, the data directory's block device's bytes
 // written: cairn/platform/write_counters.h), keeps the totals in
 // <data_dir>/flash_wear.state across restarts and reboots
-// (core/src/engine/flash_wear_state_format.md), and derives:
+// (core/src/engine/health/flash_wear_state_format.md), and derives:
 //
 //  - bytes written per day, over a rolling window and since install;
 //  - write amplification: bytes cairn wrote ÷ bytes of readings stored;

@@ -1,0 +1,190 @@
+// Head: the records accepted and not yet sealed, held per series
+// (Series::head, series.h, ascending and unique by timestamp), what they
+// cost against the head's memory budget, and the latest-reading index
+// (Series::latest).
+//
+// A record enters the head once its group commit is logged (Insert) and
+// leaves it once a seal has committed it to its period file (RemoveSealed);
+// a record overwritten meanwhile (same timestamp, another LSN) stays. The
+// head is full for a series at seal_records entries, and over budget when
+// all heads together take more than memory_budget_bytes; the maintenance
+// round then seals the largest heads first (SealForBudget).
+//
+// Series and TableState hold a table's series and each series' head; the
+// Head class keeps their totals and applies the rules above.
+//
+// Thread-safety: none. The engine guards every object here with its state
+// lock, and calls every method under it: exclusive for the non-const ones
+// (and CacheLatest), shared for the rest.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cairn/core/table.h"
+#include "cairn/platform/env.h"
+
+#include "chunk/chunk_codec.h"
+#include "engine/head/series.h"
+
+namespace cairn {
+
+// One record in a head: its values follow the series schema as it was when
+// the record arrived (a prefix of the current schema, which only grows).
+struct HeadEntry {
+  ChunkRecord record;
+  uint64_t lsn = 0;
+};
+
+struct Series {
+  int64_t id = 0;
+  std::string device_id;
+  std::string measure_name;
+  int shard = 0;
+  std::vector<ChunkField> fields;  // grows by appending; never reorders
+  std::unordered_map<std::string, size_t> field_index;
+  // Part of the identity: fixed when the series is created.
+  TagMap dimensions;
+  std::string dimensions_key;  // EncodeTagMap(dimensions)
+  // Metadata only (the table's declared attribute tags): the latest write
+  // that carried any replaces them.
+  TagMap attributes;
+
+  SeriesKey Key() const { return SeriesKey{device_id, measure_name, dimensions_key}; }
+
+  std::vector<HeadEntry> head;  // ascending, unique timestamps
+  size_t head_bytes = 0;
+  int64_t head_since_monotonic_ns = 0;  // when the head last became non-empty
+
+  // Largest timestamp ever sealed into a period file for this series;
+  // INT64_MIN when none. A write at or below it must check sealed chunks
+  // for an existing version.
+  int64_t sealed_max_timestamp = INT64_MIN;
+
+  // Latest-reading index: the newest record (any expiry) when known.
+  // It may have expired since; readers check, and recompute when it has.
+  bool latest_known = false;
+  std::optional<ChunkRecord> latest;
+  // Bumped by every head change, so a latest value computed without the
+  // state lock is cached only if nothing was written meanwhile.
+  uint64_t generation = 0;
+
+  // Index of the head entry with this timestamp, or head.size().
+  size_t FindInHead(int64_t timestamp) const {
+    auto it = std::lower_bound(head.begin(), head.end(), timestamp,
+                               [](const HeadEntry& e, int64_t ts) { return e.record.timestamp < ts; });
+    return (it != head.end() && it->record.timestamp == timestamp) ? static_cast<size_t>(it - head.begin())
+                                                                   : head.size();
+  }
+
+  void AddField(const std::string& name, FieldType type) {
+    field_index.emplace(name, fields.size());
+    fields.push_back(ChunkField{name, type});
+  }
+};
+
+// Approximate heap footprint of a head entry, for the memory budget.
+inline size_t HeadEntryBytes(const HeadEntry& entry) {
+  size_t bytes = sizeof(HeadEntry) + entry.record.values.capacity() * sizeof(Value);
+  for (const Value& v : entry.record.values) {
+    if (const auto* s = std::get_if<std::string>(&v)) bytes += s->capacity();
+  }
+  return bytes;
+}
+
+// Approximate heap footprint of a series apart from its head: the series
+// itself, its names (also held by the table's map key), schema, dimensions,
+// latest reading and the map and hash nodes that hold them.
+inline size_t SeriesBytes(const Series& series) {
+  constexpr size_t kNodeBytes = 48;  // a std::map / unordered_map node's own overhead
+  size_t bytes =
+      sizeof(Series) + kNodeBytes + 2 * (series.device_id.capacity() + series.measure_name.capacity());
+  bytes += series.field_index.bucket_count() * sizeof(void*);
+  for (const ChunkField& field : series.fields)
+    bytes += sizeof(ChunkField) + kNodeBytes + 2 * field.name.capacity();
+  bytes += series.dimensions_key.capacity();
+  for (const TagMap* tags : {&series.dimensions, &series.attributes}) {
+    for (const auto& [name, value] : *tags) bytes += kNodeBytes + name.capacity() + value.capacity();
+  }
+  if (series.latest) {
+    bytes += sizeof(ChunkRecord) + series.latest->values.capacity() * sizeof(Value);
+    for (const Value& v : series.latest->values) {
+      if (const auto* s = std::get_if<std::string>(&v)) bytes += s->capacity();
+    }
+  }
+  return bytes;
+}
+
+struct TableState {
+  TableInfo info;
+  // Keyed by identity: one device's series are adjacent, then one
+  // measure's (a read of one measure scans the dimension sets under it).
+  std::map<SeriesKey, std::unique_ptr<Series>> series;
+  // Period files on disk, by period start.
+  std::set<int64_t> period_starts;
+  std::set<int64_t> compacted_periods;
+};
+
+class Head {
+ public:
+  // `env` (its monotonic clock stamps when a head became non-empty) must
+  // outlive the head.
+  Head(Env* env, size_t memory_budget_bytes, size_t seal_records);
+
+  Head(const Head&) = delete;
+  Head& operator=(const Head&) = delete;
+
+  // Inserts `record` (logged with `lsn`) into `series`' head, replacing the
+  // entry of the same timestamp if any; keeps the latest index and bumps
+  // the series' generation (a latest value computed meanwhile is not
+  // cached, CacheLatest).
+  void Insert(Series& series, ChunkRecord record, uint64_t lsn);
+
+  // Removes from `series`' head the entries a seal committed (`sealed`:
+  // copies taken from the head before the seal, any order); an entry whose
+  // LSN changed since (a newer version) stays. Raises the series'
+  // sealed_max_timestamp, and restarts its head's age when entries remain.
+  void RemoveSealed(Series& series, std::vector<const HeadEntry*> sealed);
+
+  // Takes `series`' entries out of the totals (its table is dropped; the
+  // series itself is destroyed by the caller).
+  void Forget(const Series& series);
+
+  // True when `series`' head holds seal_records entries or more.
+  bool Full(const Series& series) const { return series.head.size() >= seal_records_; }
+  // True when all heads together exceed the memory budget.
+  bool OverBudget() const { return bytes_ > memory_budget_bytes_; }
+  // The series to seal for the budget, among `heads` (every series whose
+  // head is not empty): the largest heads first, until what is left is at
+  // most half the budget. Empty when within budget.
+  std::set<const Series*> SealForBudget(std::vector<const Series*> heads) const;
+
+  size_t bytes() const { return bytes_; }
+  size_t records() const { return records_; }
+
+  // True when `series`' latest index answers a reader at `now_ns` (the
+  // deletion clock): known, and not expired since. Series::latest is then
+  // the latest visible record, empty when the series holds none. False:
+  // the reader computes it from the head and the period files.
+  static bool LatestAnswers(const Series& series, int64_t now_ns);
+  // Stores `newest` (computed from a snapshot taken at `generation`) as
+  // `series`' latest, unless the head changed since.
+  static void CacheLatest(Series& series, uint64_t generation, const std::optional<ChunkRecord>& newest);
+
+ private:
+  Env* const env_;
+  const size_t memory_budget_bytes_;
+  const size_t seal_records_;
+  size_t bytes_ = 0;    // HeadEntryBytes over every head
+  size_t records_ = 0;  // entries in every head
+};
+
+}  // namespace cairn
