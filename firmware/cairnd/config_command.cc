@@ -36,7 +36,8 @@ int RunConfigCommand(Env* env, std::span<const char* const> words, std::string* 
     *err += "cairnd: " + parsed.status().message() + "\n";
     return 2;
   }
-  const std::string source = parsed->config_path.empty() ? "no config file (flags only)" : parsed->config_path;
+  const std::string source =
+      parsed->config_path.empty() ? "no config file (flags only)" : parsed->config_path;
   if (verb == "check") {
     *out += source + ": ok\n";
     return 0;

@@ -4,9 +4,11 @@
 
 #include <charconv>
 #include <sstream>
+
 #include <toml++/toml.h>
 
 #include "cairn/text/time_argument.h"
+
 #include "cairnd/flag_table.h"
 
 namespace cairn::cairnd {
@@ -100,8 +102,9 @@ Status ApplyKey(const FlagSpec& flag, const toml::node& node, ParsedCommandLine*
                 std::set<std::string_view>* seen) {
   const std::optional<std::string> text = FlagText(node, flag.kind());
   if (!text) {
-    return ErrorAt(node.source(), flag.key,
-                   "expected " + std::string(ExpectedType(flag.kind())) + ", found " + std::string(TypeName(node)));
+    return ErrorAt(
+        node.source(), flag.key,
+        "expected " + std::string(ExpectedType(flag.kind())) + ", found " + std::string(TypeName(node)));
   }
   if (flag.kind() == KeyKind::kBool && *text == "false") return Status::Ok();  // the default
   const Status applied = flag.apply(flag.name, *text, parsed);
@@ -126,7 +129,8 @@ Status ApplySection(std::string_view section, const toml::table& table, ParsedCo
 Result<int64_t> DurationSeconds(const toml::node& node, const std::string& key) {
   const auto* text = node.as_string();
   if (text == nullptr) {
-    return ErrorAt(node.source(), key, "expected a duration string like \"30d\", found " + std::string(TypeName(node)));
+    return ErrorAt(node.source(), key,
+                   "expected a duration string like \"30d\", found " + std::string(TypeName(node)));
   }
   Result<int64_t> nanos = ParseDurationArgument(text->get());
   if (!nanos.ok()) return ErrorAt(node.source(), key, nanos.status().message());
@@ -139,7 +143,9 @@ Result<std::string> TableText(const toml::node& node, const std::string& key) {
   return ErrorAt(node.source(), key, "expected a string, found " + std::string(TypeName(node)));
 }
 
-Status ApplyTableKey(std::string_view name, const toml::node& node, const std::string& key, TableOptions* options) {
+// `where`: the key's position, for an unknown key.
+Status ApplyTableKey(std::string_view name, const toml::node& node, const std::string& key,
+                     const toml::source_region& where, TableOptions* options) {
   if (name == "period") {
     CAIRN_ASSIGN_OR_RETURN(const std::string text, TableText(node, key));
     Result<Period> period = ParsePeriod(text);
@@ -156,7 +162,8 @@ Status ApplyTableKey(std::string_view name, const toml::node& node, const std::s
     options->on_conflict = *policy;
   } else if (name == "sync") {
     const auto* flag = node.as_boolean();
-    if (flag == nullptr) return ErrorAt(node.source(), key, "expected true or false, found " + std::string(TypeName(node)));
+    if (flag == nullptr)
+      return ErrorAt(node.source(), key, "expected true or false, found " + std::string(TypeName(node)));
     options->sync = flag->get();
   } else if (name == "max_series") {
     const auto* count = node.as_integer();
@@ -173,9 +180,10 @@ Status ApplyTableKey(std::string_view name, const toml::node& node, const std::s
       options->attributes.insert(std::move(attribute));
     }
   } else {
-    return ErrorAt(node.source(), key,
-                   "unknown key (a table takes period, retention, default_ttl, on_conflict, sync, max_series, "
-                   "attributes)");
+    return ErrorAt(
+        where, key,
+        "unknown key (a table takes period, retention, default_ttl, on_conflict, sync, max_series, "
+        "attributes)");
   }
   return Status::Ok();
 }
@@ -192,7 +200,7 @@ Status ApplyTables(const toml::node& node, DaemonOptions* options) {
     TableDeclaration table{std::string(name.str()), TableOptions{}, {}, Where(name.source())};
     for (const auto& [key_name, value] : *keys) {
       const std::string key = prefix + "." + std::string(key_name.str());
-      CAIRN_RETURN_IF_ERROR(ApplyTableKey(key_name.str(), value, key, &table.options));
+      CAIRN_RETURN_IF_ERROR(ApplyTableKey(key_name.str(), value, key, key_name.source(), &table.options));
       table.keys.insert(std::string(key_name.str()));
     }
     const Status valid = ValidateTableOptions(table.options);
@@ -260,7 +268,8 @@ Result<std::optional<ConfigText>> ReadConfigFile(Env* env, const std::string& pa
   return std::optional<ConfigText>(ConfigText{path, std::move(*text)});
 }
 
-Status ApplyConfigText(const ConfigText& config, ParsedCommandLine* parsed, std::set<std::string_view>* seen) {
+Status ApplyConfigText(const ConfigText& config, ParsedCommandLine* parsed,
+                       std::set<std::string_view>* seen) {
   toml::parse_result result = toml::parse(config.text, config.path);
   if (!result) {
     const toml::parse_error& error = result.error();

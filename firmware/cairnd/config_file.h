@@ -37,6 +37,7 @@
 
 #include "cairn/platform/env.h"
 #include "cairn/platform/status.h"
+
 #include "cairnd/options.h"
 
 namespace cairn::cairnd {

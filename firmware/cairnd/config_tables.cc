@@ -3,6 +3,7 @@
 #include <functional>
 
 #include "cairn/text/time_argument.h"
+
 #include "cairnd/flag_table.h"
 
 namespace cairn::cairnd {
@@ -22,7 +23,8 @@ const std::vector<TableKey>& TableKeys() {
   static const std::vector<TableKey> keys = {
       {"period", [](const TableOptions& f, TableOptions* t) { t->period = f.period; },
        [](const TableOptions& o) { return std::string(PeriodName(o.period)); }},
-      {"retention", [](const TableOptions& f, TableOptions* t) { t->retention_seconds = f.retention_seconds; },
+      {"retention",
+       [](const TableOptions& f, TableOptions* t) { t->retention_seconds = f.retention_seconds; },
        [](const TableOptions& o) { return FormatDurationSeconds(o.retention_seconds); }},
       {"default_ttl",
        [](const TableOptions& f, TableOptions* t) { t->default_ttl_seconds = f.default_ttl_seconds; },
@@ -53,8 +55,8 @@ Status AlterDeclaredTable(Engine* engine, const TableDeclaration& table, TableOp
     const std::string path = "tables." + table.name + "." + key.name;
     const Status altered = engine->AlterTable(table.name, wanted);
     if (!altered.ok()) {
-      return Status::InvalidArgument(table.where + ": " + path + ": cannot change " + was + " to " + now + ": " +
-                                     altered.message());
+      return Status::InvalidArgument(table.where + ": " + path + ": cannot change " + was + " to " + now +
+                                     ": " + altered.message());
     }
     log->Info("config: " + path + " changed from " + was + " to " + now);
     current = wanted;
@@ -71,11 +73,12 @@ Status ApplyTableDeclarations(Engine* engine, const std::vector<TableDeclaration
       CAIRN_RETURN_IF_ERROR(AlterDeclaredTable(engine, table, existing->options, log));
       continue;
     }
-    if (!existing.status().Is(StatusCode::kNotFound)) return existing.status().WithContext("tables." + table.name);
+    if (!existing.status().Is(StatusCode::kNotFound))
+      return existing.status().WithContext("tables." + table.name);
     const Status created = engine->CreateTable(table.name, table.options);
     if (!created.ok()) {
-      return Status::InvalidArgument(table.where + ": tables." + table.name + ": cannot create: " +
-                                     created.message());
+      return Status::InvalidArgument(table.where + ": tables." + table.name +
+                                     ": cannot create: " + created.message());
     }
     log->Info("config: created table '" + table.name + "' (period " +
               std::string(PeriodName(table.options.period)) + ", retention " +

@@ -10,6 +10,7 @@
 
 #include "cairn/core/engine.h"
 #include "cairn/platform/status.h"
+
 #include "cairnd/log.h"
 #include "cairnd/options.h"
 

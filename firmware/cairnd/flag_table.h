@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "cairn/platform/status.h"
+
 #include "cairnd/options.h"
 
 namespace cairn::cairnd {

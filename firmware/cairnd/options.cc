@@ -120,7 +120,8 @@ Status ApplyFlagWords(std::span<const char* const> words, ParsedCommandLine* par
 // One literal, long by nature: the help text reads here as the user sees it.
 std::string UsageText() {
   return std::string(
-             "usage: cairnd [--data-dir DIR] [--serial PATH [--baud N] [--serial-output-timeout-ms MS]]\n"
+             "usage: cairnd [--config FILE|none] [--data-dir DIR]\n"
+             "              [--serial PATH [--baud N] [--serial-output-timeout-ms MS]]\n"
              "              [--http-listen ADDR:PORT|off] [--tls-cert FILE --tls-key FILE\n"
              "              [--tls-client-ca FILE [--tls-client-identity off|cn|san]] | --http-plain]\n"
              "              [--http-max-connections N] [--http-max-connections-per-address N]\n"
@@ -133,12 +134,16 @@ std::string UsageText() {
              "              [--wear-warn-days N] [--wear-warn-amplification X]\n"
              "       cairnd --repair-log [--data-dir DIR]\n"
              "       cairnd verify [--repair] [--data-dir DIR]   (cairnd verify --help)\n"
+             "       cairnd config check|show [--config FILE] [flags]   (cairnd config --help)\n"
              "       cairnd token create|list|revoke ...   (cairnd token --help)\n"
              "       cairnd --help | --version\n"
              "\n"
              "cairn's daemon: keeps the storage engine's data directory and serves the\n"
              "command shell on a serial line and the HTTP(S) API.\n"
              "\n"
+             "  --config FILE       TOML config file (default /etc/cairn/cairn.toml, read when it\n"
+             "                      exists; none: flags only); every flag below has a key there\n"
+             "                      (cairnd config show lists them) and the flags override it\n"
              "  --data-dir DIR      data directory, created if missing (default /var/lib/cairn);\n"
              "                      only one cairnd may use it at a time\n"
              "  --serial PATH       tty of the command shell, e.g. /dev/ttyAMA0 or /dev/ttyUSB0\n"
@@ -231,7 +236,9 @@ std::string UsageText() {
          "serial console; manage tokens with `cairnd token`.\n"
          "\n"
          "Signals: SIGTERM or SIGINT answer the HTTP requests in progress, seal the data\n"
-         "and stop cairnd; SIGHUP reopens the serial port and rereads the tokens.\n";
+         "and stop cairnd; SIGHUP rereads the config file (its tables change live; other\n"
+         "changed keys are logged as needing a restart), reopens the serial port and\n"
+         "rereads the tokens.\n";
 }
 
 Result<ParsedCommandLine> ParseCommandLine(std::span<const char* const> words, const ConfigText* config) {
