@@ -2,6 +2,7 @@
 // (toolchains/Dependencies.cmake), so its parser is compiled here once.
 #include "cairnd/config_file.h"
 
+#include <algorithm>
 #include <charconv>
 #include <sstream>
 
@@ -281,8 +282,9 @@ Status ApplyConfigText(const ConfigText& config, ParsedCommandLine* parsed,
       continue;
     }
     const toml::table* section = node.as_table();
+    const std::string_view section_name = name.str();  // a lambda may not capture a structured binding
     const bool known = std::any_of(AllFlags().begin(), AllFlags().end(), [&](const FlagSpec& flag) {
-      return !flag.key.empty() && flag.section() == name.str();
+      return !flag.key.empty() && flag.section() == section_name;
     });
     if (!known) return ErrorAt(name.source(), name.str(), "unknown section");
     if (section == nullptr) {
