@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <sstream>
+#include <vector>
 
 #include <toml++/toml.h>
 
@@ -44,6 +45,24 @@ std::string_view TypeName(const toml::node& node) {
     default:
       return "a date or time";
   }
+}
+
+// A table's entries in the order the file gives them (toml++ keeps them
+// sorted by name), so that the first error reported is the first in the
+// file and tables are created in the order they are declared.
+struct Entry {
+  const toml::key* name;
+  const toml::node* node;
+};
+
+std::vector<Entry> InFileOrder(const toml::table& table) {
+  std::vector<Entry> entries;
+  for (const auto& [name, node] : table) entries.push_back(Entry{&name, &node});
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    const toml::source_position &pa = a.name->source().begin, &pb = b.name->source().begin;
+    return pa.line != pb.line ? pa.line < pb.line : pa.column < pb.column;
+  });
+  return entries;
 }
 
 std::string DecimalText(double value) {
@@ -116,7 +135,9 @@ Status ApplyKey(const FlagSpec& flag, const toml::node& node, ParsedCommandLine*
 
 Status ApplySection(std::string_view section, const toml::table& table, ParsedCommandLine* parsed,
                     std::set<std::string_view>* seen) {
-  for (const auto& [name, node] : table) {
+  for (const Entry& entry : InFileOrder(table)) {
+    const toml::key& name = *entry.name;
+    const toml::node& node = *entry.node;
     const std::string key = std::string(section) + "." + std::string(name.str());
     const std::optional<FlagSpec> flag = FindFlagByKey(key);
     if (!flag) return ErrorAt(name.source(), key, "unknown key");
@@ -192,14 +213,18 @@ Status ApplyTableKey(std::string_view name, const toml::node& node, const std::s
 Status ApplyTables(const toml::node& node, DaemonOptions* options) {
   const toml::table* tables = node.as_table();
   if (tables == nullptr) return ErrorAt(node.source(), "tables", "expected [tables.NAME] sections");
-  for (const auto& [name, declared] : *tables) {
+  for (const Entry& table_entry : InFileOrder(*tables)) {
+    const toml::key& name = *table_entry.name;
+    const toml::node& declared = *table_entry.node;
     const std::string prefix = "tables." + std::string(name.str());
     const Status valid_name = ValidateTableName(name.str());
     if (!valid_name.ok()) return ErrorAt(name.source(), prefix, valid_name.message());
     const toml::table* keys = declared.as_table();
     if (keys == nullptr) return ErrorAt(declared.source(), prefix, "expected a [" + prefix + "] section");
     TableDeclaration table{std::string(name.str()), TableOptions{}, {}, Where(name.source())};
-    for (const auto& [key_name, value] : *keys) {
+    for (const Entry& key_entry : InFileOrder(*keys)) {
+      const toml::key& key_name = *key_entry.name;
+      const toml::node& value = *key_entry.node;
       const std::string key = prefix + "." + std::string(key_name.str());
       CAIRN_RETURN_IF_ERROR(ApplyTableKey(key_name.str(), value, key, key_name.source(), &table.options));
       table.keys.insert(std::string(key_name.str()));
@@ -276,7 +301,9 @@ Status ApplyConfigText(const ConfigText& config, ParsedCommandLine* parsed,
     const toml::parse_error& error = result.error();
     return Status::InvalidArgument(Where(error.source()) + ": " + std::string(error.description()));
   }
-  for (const auto& [name, node] : result.table()) {
+  for (const Entry& entry : InFileOrder(result.table())) {
+    const toml::key& name = *entry.name;
+    const toml::node& node = *entry.node;
     if (name.str() == "tables") {
       CAIRN_RETURN_IF_ERROR(ApplyTables(node, &parsed->options));
       continue;

@@ -109,6 +109,9 @@ TEST(ConfigErrorTest, UnknownKeysWrongTypesAndBadValuesNameFileLineColumnAndKey)
   EXPECT_EQ(ErrorOf("[sync]\nbroker = 'tcp://b:1883'\ngateway_id = 'g'\nkey_file = 'k'\nconfirm = 'never'\n"),
             "cairn.toml:5:11: sync.confirm: 'never' is not receipt or broker");
   EXPECT_EQ(ErrorOf("storage = 3\n"), "cairn.toml:1:11: storage: expected a [storage] section");
+  EXPECT_EQ(ErrorOf("[serial]\nbaud = 'fast'\n[http]\nmax_connections = 0\n"),
+            "cairn.toml:2:8: serial.baud: expected an integer, found a string")
+      << "the first error in the file, not in name order";
   const std::string syntax = ErrorOf("[http]\nplain = \n");
   EXPECT_EQ(syntax.rfind("cairn.toml:2:", 0), 0u) << syntax;
 }
@@ -155,10 +158,10 @@ TEST(ConfigTablesTest, TableSectionsDeclareTables) {
       "sync = false\nmax_series = 500\nattributes = ['firmware']\n[tables.plain]\n");
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   ASSERT_EQ(parsed->options.tables.size(), 2u);
-  // In name order, as toml++ keeps a table's keys.
-  EXPECT_EQ(parsed->options.tables[0].name, "plain");
-  EXPECT_TRUE(parsed->options.tables[0].keys.empty());
-  const TableDeclaration& weather = parsed->options.tables[1];
+  // In the file's order.
+  EXPECT_EQ(parsed->options.tables[1].name, "plain");
+  EXPECT_TRUE(parsed->options.tables[1].keys.empty());
+  const TableDeclaration& weather = parsed->options.tables[0];
   EXPECT_EQ(weather.name, "weather");
   EXPECT_EQ(weather.where, "cairn.toml:1:9");
   EXPECT_EQ(weather.options.period, Period::kHour);
