@@ -27,6 +27,19 @@ set_property(TARGET dep_paho_cpp APPEND PROPERTY INTERFACE_LINK_LIBRARIES dep_pa
 cairn_import_library(dep_http_parser http_parser.h http_parser)
 cairn_import_library(dep_zlib zlib.h z)
 
+# toml++ (libtomlplusplus-dev), cairnd's config-file parser. Debian builds it
+# as a shared library (libtomlplusplus3), but cairn uses it header-only
+# (TOML_HEADER_ONLY=1): the parser compiles into the one file that includes
+# it (firmware/cairnd/config_file.cc), so the ARM sysroots need the headers
+# only and the gateway no extra library. Exceptions off: a parse error comes
+# back as a value (toml::parse_result), as cairn's Status does.
+find_path(dep_tomlplusplus_INCLUDE_DIR toml++/toml.h REQUIRED)
+add_library(dep_tomlplusplus INTERFACE IMPORTED GLOBAL)
+set_target_properties(dep_tomlplusplus PROPERTIES
+  INTERFACE_SYSTEM_INCLUDE_DIRECTORIES "${dep_tomlplusplus_INCLUDE_DIR}"
+  INTERFACE_INCLUDE_DIRECTORIES "${dep_tomlplusplus_INCLUDE_DIR}"
+  INTERFACE_COMPILE_DEFINITIONS "TOML_HEADER_ONLY=1;TOML_EXCEPTIONS=0")
+
 if(CAIRN_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

@@ -32,7 +32,7 @@ HOST_PACKAGES=(
   crossbuild-essential-arm64 crossbuild-essential-armhf qemu-user
   clang-14 libclang-rt-14-dev
   libsqlite3-dev sqlite3 libmbedtls-dev libpaho-mqtt-dev libpaho-mqttpp-dev
-  libzstd-dev libhttp-parser-dev zlib1g-dev libgtest-dev libgmock-dev
+  libzstd-dev libhttp-parser-dev zlib1g-dev libgtest-dev libgmock-dev libtomlplusplus-dev
   curl openssl python3-influxdb python3-pil chromium
   mosquitto mosquitto-clients postgresql libpq-dev
 )
@@ -40,6 +40,8 @@ HOST_PACKAGES=(
 # Debian packages extracted into each ARM sysroot: the -dev packages cairn
 # links against plus the runtime libraries they pull in (closure taken from
 # `apt-cache depends`; libc, libstdc++ and libgcc come from crossbuild-essential).
+# toml++ is used header-only (toolchains/Dependencies.cmake), so its runtime
+# library libtomlplusplus3 is not needed.
 SYSROOT_PACKAGES=(
   libsqlite3-dev libsqlite3-0
   libmbedtls-dev libmbedtls14 libmbedx509-1 libmbedcrypto7
@@ -47,6 +49,7 @@ SYSROOT_PACKAGES=(
   libzstd-dev libzstd1
   libhttp-parser-dev libhttp-parser2.9
   zlib1g-dev zlib1g
+  libtomlplusplus-dev
   libgtest-dev libgmock-dev
 )
 

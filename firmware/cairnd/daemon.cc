@@ -12,6 +12,8 @@
 #include "cairn/sync/sync_commands.h"
 #include "cairn/http/web_assets.h"
 
+#include "cairnd/config_tables.h"
+
 namespace cairn::cairnd {
 
 namespace {
@@ -39,6 +41,7 @@ Status Daemon::Start() {
   CAIRN_RETURN_IF_ERROR(env_->CreateDirs(dir).WithContext("cannot create data directory " + dir));
   fresh_data_dir_ = !env_->FileExists(JoinPath(dir, "catalog.db"));
   CAIRN_RETURN_IF_ERROR(OpenEngine());
+  CAIRN_RETURN_IF_ERROR(ApplyTableDeclarations(engine_.get(), options_.tables, log_));
   CAIRN_RETURN_IF_ERROR(CreateDefaultTable());
 
   CAIRN_RETURN_IF_ERROR(OpenTokens());
@@ -302,6 +305,20 @@ Status Daemon::CreateDefaultTable() {
   return Status::Ok();
 }
 
+void Daemon::ReloadConfig() {
+  if (!reloader_) return;
+  Result<DaemonOptions> reread = reloader_();
+  if (!reread.ok()) {
+    log_->Error("SIGHUP: the configuration was not reread, nothing changed: " + reread.status().message());
+    return;
+  }
+  const Status tables = ApplyTableDeclarations(engine_.get(), reread->tables, log_);
+  if (!tables.ok()) log_->Error("SIGHUP: " + tables.message());
+  for (const std::string& key : KeysNeedingRestart(options_, *reread)) {
+    log_->Warn("SIGHUP: " + key + " changed; it needs a restart to take effect");
+  }
+}
+
 Status Daemon::Run() {
   for (;;) {
     CAIRN_ASSIGN_OR_RETURN(const ProcessSignal signal, TerminationSignals::Wait(kSignalWaitMillis));
@@ -310,6 +327,7 @@ Status Daemon::Run() {
         log_->Info("termination requested; stopping");
         return Status::Ok();
       case ProcessSignal::kReload: {
+        ReloadConfig();
         Status reloaded = tokens_->ReloadIfChanged();
         if (!reloaded.ok()) log_->Error("SIGHUP: the tokens were not reread: " + reloaded.message());
         if (options_.serial_path.empty()) {

@@ -2,7 +2,8 @@
 //
 // Start() opens the storage engine on the data directory (the engine takes
 // <data_dir>/LOCK, so no second cairnd can use it, and replays its log),
-// creates the table `sensors` when the directory holds no table yet, opens
+// creates or alters the tables the config file declares (config_tables.h),
+// creates the table `sensors` when the directory still holds no table, opens
 // the API tokens (creating the first admin token on a fresh gateway and
 // showing it once, in the log and on the serial console), then brings up the
 // command layer (builtin and engine commands), the serial shell and the
@@ -25,9 +26,14 @@
 //   SIGTERM, SIGINT  Run() returns; the caller then Stop()s and exits 0:
 //                    HTTP requests in progress are answered (HttpServer::Stop
 //                    drains for --http-drain-ms), then everything is sealed
-//   SIGHUP           the serial port is closed and opened again (a USB
-//                    adapter re-plugged, a console server restarted) and
-//                    the token file is read again
+//   SIGHUP           the config file is read again (with a reloader, see
+//                    SetConfigReloader): the tables it declares are
+//                    created or changed live, and every other key whose
+//                    value changed is logged by name as needing a restart;
+//                    a file that no longer parses is logged and nothing
+//                    changes. Then the serial port is closed and opened
+//                    again (a USB adapter re-plugged, a console server
+//                    restarted) and the token file is read again
 //
 // A serial session that ends by itself (the port failed) is logged and the
 // port is reopened every kSerialRetrySeconds until that succeeds.
@@ -38,6 +44,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -73,6 +80,12 @@ class Daemon {
   // Stops whatever is running.
   ~Daemon();
 
+  // Reads the configuration again for SIGHUP (main passes LoadConfiguration
+  // over its command line). Without one SIGHUP leaves the configuration as
+  // it is. Call before Run().
+  using ConfigReloader = std::function<Result<DaemonOptions>()>;
+  void SetConfigReloader(ConfigReloader reloader) { reloader_ = std::move(reloader); }
+
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
 
@@ -100,6 +113,9 @@ class Daemon {
  private:
   // Opens the engine and logs what recovery found.
   Status OpenEngine();
+  // SIGHUP: rereads the config file, applies its tables and logs the keys
+  // that need a restart.
+  void ReloadConfig();
   // Creates kDefaultTable when the engine holds no table at all.
   Status CreateDefaultTable();
   // Opens the token store; on a fresh data directory creates the admin
@@ -120,6 +136,7 @@ class Daemon {
   Env* const env_;
   Logger* const log_;
   const DaemonOptions options_;
+  ConfigReloader reloader_;
 
   // Declared before the registry and the shell, whose commands use it.
   std::unique_ptr<Engine> engine_;

@@ -1,13 +1,13 @@
 // cairnd: the cairn daemon. See options.h for the command line and daemon.h
 // for what runs.
 //
-// `cairnd token ...` and `cairnd verify ...` are subcommands with their own
-// exit statuses (token_command.h, verify_command.h).
+// `cairnd token ...`, `cairnd verify ...` and `cairnd config ...` are subcommands with their own
+// exit statuses (token_command.h, verify_command.h, config_command.h).
 //
 // Exit status: 0 after a clean stop (SIGTERM/SIGINT), for --help and
 // --version, and after a log repair; 1 when start-up, the main loop, the
 // final seal or a repair fails (the log says why); 2 for a malformed command
-// line.
+// line or config file (cairnd config check tells which).
 #include <cstdio>
 #include <span>
 #include <string>
@@ -20,6 +20,7 @@
 #include "cairn/platform/process_signals.h"
 #include "cairn/shell/builtin_commands.h"
 
+#include "cairnd/config_command.h"
 #include "cairnd/daemon.h"
 #include "cairnd/log.h"
 #include "cairnd/options.h"
@@ -88,6 +89,13 @@ int main(int argc, char** argv) {
     std::fputs(err.c_str(), stderr);
     return status;
   }
+  if (!words.empty() && std::string_view(words[0]) == "config") {
+    std::string out, err;
+    const int status = cairn::cairnd::RunConfigCommand(cairn::Env::Default(), words.subspan(1), &out, &err);
+    std::fputs(out.c_str(), stdout);
+    std::fputs(err.c_str(), stderr);
+    return status;
+  }
   if (!words.empty() && std::string_view(words[0]) == "verify") {
     std::string out, err;
     const int status = cairn::cairnd::RunVerifyCommand(cairn::Env::Default(), words.subspan(1), &out, &err);
@@ -95,7 +103,7 @@ int main(int argc, char** argv) {
     std::fputs(err.c_str(), stderr);
     return status;
   }
-  cairn::Result<ParsedCommandLine> parsed = cairn::cairnd::ParseCommandLine(words);
+  cairn::Result<ParsedCommandLine> parsed = cairn::cairnd::LoadConfiguration(cairn::Env::Default(), words);
   if (!parsed.ok()) {
     std::fprintf(stderr, "cairnd: %s\nTry 'cairnd --help' for usage.\n", parsed.status().message().c_str());
     return 2;
@@ -128,6 +136,10 @@ int main(int argc, char** argv) {
   }
 
   cairn::cairnd::Daemon daemon(env, &log, std::move(parsed->options));
+  daemon.SetConfigReloader([env, words]() -> cairn::Result<cairn::cairnd::DaemonOptions> {
+    CAIRN_ASSIGN_OR_RETURN(ParsedCommandLine reread, cairn::cairnd::LoadConfiguration(env, words));
+    return std::move(reread.options);
+  });
   cairn::Status started = daemon.Start();
   if (!started.ok()) {
     log.Error(started.message());

@@ -1,304 +1,18 @@
 #include "cairnd/options.h"
 
 #include <algorithm>
-#include <charconv>
 #include <optional>
 #include <set>
 #include <string_view>
-#include <type_traits>
 
-#include "cairnd/clock_option.h"
+#include "cairnd/config_file.h"
+#include "cairnd/flag_table.h"
 #include "cairnd/flag_words.h"
 #include "cairnd/wear_options.h"
 
 namespace cairn::cairnd {
 
 namespace {
-
-Result<int> ParsePositiveInt(std::string_view flag, std::string_view text) {
-  int value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error == std::errc::result_out_of_range) {
-    return Status::InvalidArgument("flag " + std::string(flag) + ": " + std::string(text) +
-                                   " is out of range");
-  }
-  if (error != std::errc() || end != text.data() + text.size()) {
-    return Status::InvalidArgument("flag " + std::string(flag) + ": '" + std::string(text) +
-                                   "' is not a number");
-  }
-  if (value <= 0) {
-    return Status::InvalidArgument("flag " + std::string(flag) + ": " + std::string(text) +
-                                   " is not a positive number");
-  }
-  return value;
-}
-
-// A byte count: digits with an optional K, M or G suffix (powers of 1024),
-// e.g. 512M. Zero is allowed (the limit is off).
-Result<uint64_t> ParseByteSize(std::string_view flag, std::string_view text) {
-  const auto bad = [&] {
-    return Status::InvalidArgument("flag " + std::string(flag) + ": '" + std::string(text) +
-                                   "' is not a size (digits with an optional K, M or G suffix)");
-  };
-  uint64_t multiplier = 1;
-  if (!text.empty()) {
-    switch (text.back()) {
-      case 'K':
-      case 'k':
-        multiplier = uint64_t{1} << 10;
-        break;
-      case 'M':
-      case 'm':
-        multiplier = uint64_t{1} << 20;
-        break;
-      case 'G':
-      case 'g':
-        multiplier = uint64_t{1} << 30;
-        break;
-      default:
-        break;
-    }
-    if (multiplier != 1) text.remove_suffix(1);
-  }
-  if (text.empty() || text.size() > 15) return bad();
-  uint64_t value = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return bad();
-    value = value * 10 + static_cast<uint64_t>(c - '0');
-  }
-  return value * multiplier;
-}
-
-// full | interval=MS | off (DESIGN §4).
-Status ParseDurability(std::string_view text, EngineOptions* engine) {
-  if (text == "full") {
-    engine->durability = Durability::kFull;
-    return Status::Ok();
-  }
-  if (text == "off") {
-    engine->durability = Durability::kOff;
-    return Status::Ok();
-  }
-  constexpr std::string_view kInterval = "interval=";
-  if (text.substr(0, kInterval.size()) == kInterval) {
-    CAIRN_ASSIGN_OR_RETURN(const int millis,
-                           ParsePositiveInt("--durability interval", text.substr(kInterval.size())));
-    engine->durability = Durability::kInterval;
-    engine->sync_interval_ms = millis;
-    return Status::Ok();
-  }
-  return Status::InvalidArgument("flag --durability: '" + std::string(text) +
-                                 "' is not full, interval=MS or off");
-}
-
-// "0.0.0.0:8086", "127.0.0.1:0", "[::]:8086", "[::1]:8443", ":8086" (all
-// IPv4 addresses), or "off".
-Status ParseListen(std::string_view text, DaemonOptions* options) {
-  if (text == "off") {
-    options->http_enabled = false;
-    return Status::Ok();
-  }
-  const auto bad = [&] {
-    return Status::InvalidArgument("flag --http-listen: '" + std::string(text) +
-                                   "' is not ADDR:PORT (0.0.0.0:8086, [::]:8086, 127.0.0.1:0) or off");
-  };
-  const size_t colon = text.rfind(':');
-  if (colon == std::string_view::npos) return bad();
-  std::string_view address = text.substr(0, colon);
-  const std::string_view port_text = text.substr(colon + 1);
-  if (address.size() >= 2 && address.front() == '[' && address.back() == ']') {
-    address = address.substr(1, address.size() - 2);
-  } else if (address.find(':') != std::string_view::npos) {
-    return bad();  // an IPv6 address needs its brackets
-  }
-  unsigned port = 0;
-  const auto [end, error] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (port_text.empty() || error != std::errc() || end != port_text.data() + port_text.size() ||
-      port > 65535) {
-    return bad();
-  }
-  options->http_enabled = true;
-  options->http_address = address.empty() ? "0.0.0.0" : std::string(address);
-  options->http_port = static_cast<uint16_t>(port);
-  return Status::Ok();
-}
-
-// ---- the flags ---------------------------------------------------------------
-// One entry per flag: its name, the name of its value (empty: it takes none)
-// and how it applies to the parsed command line. Checks that involve several
-// flags run after all are applied (CheckFlagCombinations).
-
-using ApplyFlag = Status (*)(std::string_view flag, std::string_view value, ParsedCommandLine* parsed);
-
-struct FlagSpec {
-  std::string_view name;        // with the leading "--"
-  std::string_view value_name;  // empty: takes no value
-  ApplyFlag apply;
-};
-
-template <std::string DaemonOptions::*Member>
-Status SetText(std::string_view, std::string_view value, ParsedCommandLine* parsed) {
-  parsed->options.*Member = std::string(value);
-  return Status::Ok();
-}
-
-template <bool DaemonOptions::*Member>
-Status SetTrue(std::string_view, std::string_view, ParsedCommandLine* parsed) {
-  parsed->options.*Member = true;
-  return Status::Ok();
-}
-
-// A positive number into a member of any integer type.
-template <auto Member>
-Status SetPositive(std::string_view flag, std::string_view value, ParsedCommandLine* parsed) {
-  CAIRN_ASSIGN_OR_RETURN(const int number, ParsePositiveInt(flag, value));
-  using Target = std::remove_reference_t<decltype(parsed->options.*Member)>;
-  parsed->options.*Member = static_cast<Target>(number);
-  return Status::Ok();
-}
-
-// One of `choices` (space-separated in the message) into a text member.
-Status SetChoice(std::string_view flag, std::string_view value,
-                 std::initializer_list<std::string_view> choices, std::string* member) {
-  if (std::find(choices.begin(), choices.end(), value) == choices.end()) {
-    std::string names;
-    for (size_t i = 0; i < choices.size(); ++i) {
-      names += i == 0 ? "" : (i + 1 == choices.size() ? " or " : ", ");
-      names += choices.begin()[i];
-    }
-    return Status::InvalidArgument("flag " + std::string(flag) + ": '" + std::string(value) + "' is not " +
-                                   names);
-  }
-  *member = std::string(value);
-  return Status::Ok();
-}
-
-Status SetAction(ParsedCommandLine* parsed, ParsedCommandLine::Action action) {
-  // --help wins over --version, and both over --repair-log.
-  using Action = ParsedCommandLine::Action;
-  const auto rank = [](Action a) {
-    return a == Action::kShowHelp ? 3 : a == Action::kShowVersion ? 2 : a == Action::kRepairLog ? 1 : 0;
-  };
-  if (rank(action) > rank(parsed->action)) parsed->action = action;
-  return Status::Ok();
-}
-
-Status SetDownsampleStep(std::string_view flag, std::string_view value, ParsedCommandLine* parsed) {
-  CAIRN_ASSIGN_OR_RETURN(const int seconds, ParsePositiveInt(flag, value));
-  if (seconds > 3600 || 3600 % seconds != 0) {
-    return Status::InvalidArgument("flag --sync-downsample-step: " + std::string(value) +
-                                   " s does not divide an hour (e.g. 10, 60, 300, 900)");
-  }
-  parsed->options.engine.sync_quota.downsample_step_seconds = seconds;
-  return Status::Ok();
-}
-
-using P = ParsedCommandLine;
-using D = DaemonOptions;
-
-constexpr FlagSpec kFlags[] = {
-    {"--data-dir", "DIR", SetText<&D::data_dir>},
-    {"--serial", "PATH", SetText<&D::serial_path>},
-    {"--baud", "N", SetPositive<&D::baud>},
-    {"--http-listen", "ADDR:PORT",
-     [](std::string_view, std::string_view v, P* p) { return ParseListen(v, &p->options); }},
-    {"--tls-cert", "FILE", SetText<&D::tls_certificate_path>},
-    {"--tls-key", "FILE", SetText<&D::tls_private_key_path>},
-    {"--tls-client-ca", "FILE", SetText<&D::tls_client_ca_path>},
-    {"--tls-client-identity", "MODE",
-     [](std::string_view f, std::string_view v, P* p) {
-       return SetChoice(f, v, {"off", "cn", "san"}, &p->options.tls_client_identity);
-     }},
-    {"--http-plain", "", SetTrue<&D::http_plain>},
-    {"--http-max-connections", "N", SetPositive<&D::http_max_connections>},
-    {"--http-max-connections-per-address", "N", SetPositive<&D::http_max_connections_per_address>},
-    {"--http-first-byte-timeout-ms", "MS", SetPositive<&D::http_first_byte_timeout_ms>},
-    {"--http-drain-ms", "MS", SetPositive<&D::http_drain_ms>},
-    {"--http-max-body-bytes", "N", SetPositive<&D::http_max_body_bytes>},
-    {"--serial-output-timeout-ms", "MS", SetPositive<&D::serial_output_timeout_ms>},
-    {"--max-series", "N",
-     [](std::string_view f, std::string_view v, P* p) -> Status {
-       CAIRN_ASSIGN_OR_RETURN(const int series, ParsePositiveInt(f, v));
-       p->options.engine.default_max_series = static_cast<uint64_t>(series);
-       return Status::Ok();
-     }},
-    {"--device-tag", "TAG", SetText<&D::device_tag>},
-    {"--auto-create-tables", "", SetTrue<&D::auto_create_tables>},
-    {"--durability", "MODE",
-     [](std::string_view, std::string_view v, P* p) { return ParseDurability(v, &p->options.engine); }},
-    {"--seal-records", "N",
-     [](std::string_view f, std::string_view v, P* p) -> Status {
-       CAIRN_ASSIGN_OR_RETURN(const int records, ParsePositiveInt(f, v));
-       p->options.engine.seal_records = static_cast<size_t>(records);
-       return Status::Ok();
-     }},
-    {"--sync-broker", "URI", SetText<&D::sync_broker>},
-    {"--gateway-id", "ID", SetText<&D::gateway_id>},
-    {"--sync-key-file", "FILE", SetText<&D::sync_key_file>},
-    {"--sync-topic-prefix", "PREFIX", SetText<&D::sync_topic_prefix>},
-    {"--sync-confirm", "MODE",
-     [](std::string_view f, std::string_view v, P* p) {
-       return SetChoice(f, v, {"receipt", "broker"}, &p->options.sync_confirmation);
-     }},
-    {"--sync-encoding", "ENCODING",
-     [](std::string_view f, std::string_view v, P* p) {
-       return SetChoice(f, v, {"binary", "json"}, &p->options.sync_encoding);
-     }},
-    {"--sync-tls-ca", "FILE", SetText<&D::sync_tls_ca>},
-    {"--sync-tls-cert", "FILE", SetText<&D::sync_tls_cert>},
-    {"--sync-tls-key", "FILE", SetText<&D::sync_tls_key>},
-    {"--sync-username", "USER", SetText<&D::sync_username>},
-    {"--sync-password-file", "FILE", SetText<&D::sync_password_file>},
-    {"--sync-max-inflight", "N", SetPositive<&D::sync_max_inflight>},
-    {"--sync-backfill-rate", "N", SetPositive<&D::sync_backfill_rate>},
-    {"--sync-live-interval-ms", "MS", SetPositive<&D::sync_live_interval_ms>},
-    {"--sync-receipt-timeout-ms", "MS", SetPositive<&D::sync_receipt_timeout_ms>},
-    {"--sync-quota-bytes", "SIZE",
-     [](std::string_view f, std::string_view v, P* p) -> Status {
-       CAIRN_ASSIGN_OR_RETURN(p->options.engine.sync_quota.max_unsynced_bytes, ParseByteSize(f, v));
-       return Status::Ok();
-     }},
-    {"--sync-free-floor", "SIZE",
-     [](std::string_view f, std::string_view v, P* p) -> Status {
-       CAIRN_ASSIGN_OR_RETURN(p->options.engine.sync_quota.min_free_bytes, ParseByteSize(f, v));
-       return Status::Ok();
-     }},
-    {"--sync-quota-policy", "POLICY",
-     [](std::string_view, std::string_view v, P* p) -> Status {
-       Result<QuotaPolicy> policy = ParseQuotaPolicy(v);
-       if (!policy.ok()) return policy.status().WithContext("flag --sync-quota-policy");
-       p->options.engine.sync_quota.policy = *policy;
-       return Status::Ok();
-     }},
-    {"--sync-downsample-step", "SECONDS", SetDownsampleStep},
-    {"--mqtt-input-broker", "URI", SetText<&D::mqtt_input_broker>},
-    {"--mqtt-input", "ROUTES", SetText<&D::mqtt_input_routes>},
-    {"--clock", "SPEC",
-     [](std::string_view, std::string_view v, P* p) {
-       return ParseClockOption(v, &p->options.engine.clock);
-     }},
-    {"--repair-log", "",
-     [](std::string_view, std::string_view, P* p) { return SetAction(p, P::Action::kRepairLog); }},
-    {"--help", "",
-     [](std::string_view, std::string_view, P* p) { return SetAction(p, P::Action::kShowHelp); }},
-    {"--version", "",
-     [](std::string_view, std::string_view, P* p) { return SetAction(p, P::Action::kShowVersion); }},
-};
-
-Status ApplyWearFlag(std::string_view flag, std::string_view value, ParsedCommandLine* parsed) {
-  return ApplyFlashWearFlag(flag, value, &parsed->options.engine.flash_wear);
-}
-
-std::optional<FlagSpec> FindFlag(std::string_view name) {
-  for (const FlagSpec& flag : kFlags) {
-    if (flag.name == name) return flag;
-  }
-  // The flash-wear flags live in wear_options.cc.
-  if (const std::string_view value_name = FlashWearFlagValueName(name); !value_name.empty()) {
-    return FlagSpec{name, value_name, ApplyWearFlag};
-  }
-  return std::nullopt;
-}
 
 // ---- checks across flags -------------------------------------------------------
 
@@ -347,7 +61,10 @@ Status CheckSyncFlags(const std::set<std::string_view>& seen, const DaemonOption
   return Status::Ok();
 }
 
-Status CheckFlagCombinations(const std::set<std::string_view>& seen, ParsedCommandLine* parsed) {
+// `seen`: the flags given on the command line or as keys of the config
+// file; `given`: those of the command line alone.
+Status CheckFlagCombinations(const std::set<std::string_view>& seen, const std::set<std::string_view>& given,
+                             ParsedCommandLine* parsed) {
   CAIRN_RETURN_IF_ERROR(CheckFlashWearFlags(seen));
   CAIRN_RETURN_IF_ERROR(CheckHttpFlags(seen, &parsed->options));
   const DaemonOptions& options = parsed->options;
@@ -367,10 +84,33 @@ Status CheckFlagCombinations(const std::set<std::string_view>& seen, ParsedComma
           "--http-max-connections-per-address", "--http-first-byte-timeout-ms", "--http-drain-ms",
           "--http-max-body-bytes", "--serial-output-timeout-ms", "--max-series", "--device-tag",
           "--auto-create-tables"}) {
-      if (seen.count(flag) != 0) {
+      if (given.count(flag) != 0) {
         return Status::InvalidArgument("flag " + std::string(flag) + " does not go with --repair-log");
       }
     }
+  }
+  return Status::Ok();
+}
+
+// Applies the command line's flags over `parsed`, adding each to `given`.
+Status ApplyFlagWords(std::span<const char* const> words, ParsedCommandLine* parsed,
+                      std::set<std::string_view>* given) {
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string_view word = words[i];
+    if (word.substr(0, 2) != "--") {
+      return Status::InvalidArgument("unexpected argument '" + std::string(word) +
+                                     "' (cairnd takes flags only)");
+    }
+    const FlagWord flag_word = SplitFlagWord(word);
+    const std::optional<FlagSpec> flag = FindFlag(flag_word.name);
+    if (!flag) return Status::InvalidArgument("unknown flag '" + std::string(flag_word.name) + "'");
+    if (!given->insert(flag->name).second) {
+      return Status::InvalidArgument("flag " + std::string(flag->name) + " is given more than once");
+    }
+    const std::string usage = std::string(flag->name) + " " + std::string(flag->value_name);
+    CAIRN_ASSIGN_OR_RETURN(const std::string_view value,
+                           TakeFlagValue(words, &i, flag_word, !flag->value_name.empty(), usage));
+    CAIRN_RETURN_IF_ERROR(flag->apply(flag->name, value, parsed));
   }
   return Status::Ok();
 }
@@ -380,7 +120,8 @@ Status CheckFlagCombinations(const std::set<std::string_view>& seen, ParsedComma
 // One literal, long by nature: the help text reads here as the user sees it.
 std::string UsageText() {
   return std::string(
-             "usage: cairnd [--data-dir DIR] [--serial PATH [--baud N] [--serial-output-timeout-ms MS]]\n"
+             "usage: cairnd [--config FILE|none] [--data-dir DIR]\n"
+             "              [--serial PATH [--baud N] [--serial-output-timeout-ms MS]]\n"
              "              [--http-listen ADDR:PORT|off] [--tls-cert FILE --tls-key FILE\n"
              "              [--tls-client-ca FILE [--tls-client-identity off|cn|san]] | --http-plain]\n"
              "              [--http-max-connections N] [--http-max-connections-per-address N]\n"
@@ -393,12 +134,16 @@ std::string UsageText() {
              "              [--wear-warn-days N] [--wear-warn-amplification X]\n"
              "       cairnd --repair-log [--data-dir DIR]\n"
              "       cairnd verify [--repair] [--data-dir DIR]   (cairnd verify --help)\n"
+             "       cairnd config check|show [--config FILE] [flags]   (cairnd config --help)\n"
              "       cairnd token create|list|revoke ...   (cairnd token --help)\n"
              "       cairnd --help | --version\n"
              "\n"
              "cairn's daemon: keeps the storage engine's data directory and serves the\n"
              "command shell on a serial line and the HTTP(S) API.\n"
              "\n"
+             "  --config FILE       TOML config file (default /etc/cairn/cairn.toml, read when it\n"
+             "                      exists; none: flags only); every flag below has a key there\n"
+             "                      (cairnd config show lists them) and the flags override it\n"
              "  --data-dir DIR      data directory, created if missing (default /var/lib/cairn);\n"
              "                      only one cairnd may use it at a time\n"
              "  --serial PATH       tty of the command shell, e.g. /dev/ttyAMA0 or /dev/ttyUSB0\n"
@@ -491,30 +236,33 @@ std::string UsageText() {
          "serial console; manage tokens with `cairnd token`.\n"
          "\n"
          "Signals: SIGTERM or SIGINT answer the HTTP requests in progress, seal the data\n"
-         "and stop cairnd; SIGHUP reopens the serial port and rereads the tokens.\n";
+         "and stop cairnd; SIGHUP rereads the config file (its tables change live; other\n"
+         "changed keys are logged as needing a restart), reopens the serial port and\n"
+         "rereads the tokens.\n";
 }
 
-Result<ParsedCommandLine> ParseCommandLine(std::span<const char* const> words) {
+Result<ParsedCommandLine> ParseCommandLine(std::span<const char* const> words, const ConfigText* config) {
   ParsedCommandLine parsed;
-  std::set<std::string_view> seen;
-  for (size_t i = 0; i < words.size(); ++i) {
-    const std::string_view word = words[i];
-    if (word.substr(0, 2) != "--") {
-      return Status::InvalidArgument("unexpected argument '" + std::string(word) +
-                                     "' (cairnd takes flags only)");
-    }
-    const FlagWord flag_word = SplitFlagWord(word);
-    const std::optional<FlagSpec> flag = FindFlag(flag_word.name);
-    if (!flag) return Status::InvalidArgument("unknown flag '" + std::string(flag_word.name) + "'");
-    if (!seen.insert(flag->name).second) {
-      return Status::InvalidArgument("flag " + std::string(flag->name) + " is given more than once");
-    }
-    const std::string usage = std::string(flag->name) + " " + std::string(flag->value_name);
-    CAIRN_ASSIGN_OR_RETURN(const std::string_view value,
-                           TakeFlagValue(words, &i, flag_word, !flag->value_name.empty(), usage));
-    CAIRN_RETURN_IF_ERROR(flag->apply(flag->name, value, &parsed));
-  }
-  CAIRN_RETURN_IF_ERROR(CheckFlagCombinations(seen, &parsed));
+  // The file's keys first, so that the flags override them; `seen` then
+  // holds the flags given either way, for the checks across flags.
+  std::set<std::string_view> seen, given;
+  if (config != nullptr) CAIRN_RETURN_IF_ERROR(ApplyConfigText(*config, &parsed, &seen));
+  CAIRN_RETURN_IF_ERROR(ApplyFlagWords(words, &parsed, &given));
+  seen.insert(given.begin(), given.end());
+  CAIRN_RETURN_IF_ERROR(CheckFlagCombinations(seen, given, &parsed));
+  return parsed;
+}
+
+Result<ParsedCommandLine> LoadConfiguration(Env* env, std::span<const char* const> words) {
+  // A first pass finds --config (and reports a malformed command line
+  // before any file is read); the second applies the file under the flags.
+  ParsedCommandLine flags_only;
+  std::set<std::string_view> given;
+  CAIRN_RETURN_IF_ERROR(ApplyFlagWords(words, &flags_only, &given));
+  CAIRN_ASSIGN_OR_RETURN(const std::optional<ConfigText> config,
+                         ReadConfigFile(env, flags_only.config_path, flags_only.config_named));
+  CAIRN_ASSIGN_OR_RETURN(ParsedCommandLine parsed, ParseCommandLine(words, config ? &*config : nullptr));
+  parsed.config_path = config ? config->path : "";
   return parsed;
 }
 

@@ -1,6 +1,6 @@
-// cairnd's command line.
+// cairnd's command line and config file.
 //
-//   cairnd [--data-dir DIR] [--serial PATH [--baud N]]
+//   cairnd [--config FILE|none] [--data-dir DIR] [--serial PATH [--baud N]]
 //          [--http-listen ADDR:PORT|off] [--tls-cert FILE --tls-key FILE
 //          [--tls-client-ca FILE [--tls-client-identity off|cn|san]] | --http-plain]
 //          [--http-max-connections N] [--http-max-connections-per-address N]
@@ -11,6 +11,7 @@
 //          [--sync-broker URI --gateway-id ID --sync-key-file FILE [sync flags]]
 //          [--mqtt-input-broker URI --mqtt-input FILTER=TABLE[,...]]
 //   cairnd --repair-log [--data-dir DIR]
+//   cairnd config check|show [--config FILE] [flags]   (config_command.h)
 //   cairnd token create|list|revoke ...      (token_command.h)
 //   cairnd --help | --version
 //
@@ -19,18 +20,37 @@
 // number or a stray argument is an error naming the word at fault; cairnd
 // then exits with status 2.
 //
+// Every flag that configures the daemon has a key in the TOML config file
+// (config_file.h; the rows of flag_table.h pair them): /etc/cairn/cairn.toml
+// unless --config names another, or --config none for flags only. A missing
+// default file means flags only; a missing named file is an error. The file
+// applies first and the flags override it; a key and its flag validate the
+// same way, and an error in the file names file:line:column and the key.
+//
 // Thread-safety: pure functions.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <set>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "cairn/core/engine.h"
+#include "cairn/platform/env.h"
 #include "cairn/platform/status.h"
 
 namespace cairn::cairnd {
+
+// A table declared in the config file ([tables.NAME], config_file.h).
+struct TableDeclaration {
+  std::string name;
+  TableOptions options;             // the engine's defaults under the keys given
+  std::set<std::string> keys;       // the keys given ("period", "retention", ...)
+  std::string where;                // "FILE:LINE:COLUMN" of [tables.NAME], for messages
+};
 
 // Where cairnd keeps its data, how it stores it and how it reaches its
 // operator.
@@ -79,6 +99,10 @@ struct DaemonOptions {
   // The local sensor input (mqtt_input.h); off while empty.
   std::string mqtt_input_broker;
   std::string mqtt_input_routes;  // FILTER=TABLE[,FILTER=TABLE...]
+
+  // Tables the config file declares; the daemon creates or alters them at
+  // start and on SIGHUP (daemon.h). Flags declare none.
+  std::vector<TableDeclaration> tables;
 };
 
 // Whether the HTTP API will be served with these options.
@@ -86,17 +110,37 @@ inline bool ServesHttp(const DaemonOptions& options) {
   return options.http_enabled && (options.http_plain || !options.tls_certificate_path.empty());
 }
 
+// The config file read when --config does not name one.
+inline constexpr std::string_view kDefaultConfigPath = "/etc/cairn/cairn.toml";
+
+// A config file's name (for messages) and its whole text.
+struct ConfigText {
+  std::string path;
+  std::string text;
+};
+
 struct ParsedCommandLine {
   enum class Action { kRun, kRepairLog, kShowHelp, kShowVersion };
   Action action = Action::kRun;
+  // The config file: the default until --config names another; empty for
+  // none. After LoadConfiguration: the file actually read, or empty.
+  std::string config_path = std::string(kDefaultConfigPath);
+  bool config_named = false;  // --config was given
   // Complete and checked when action is kRun; only data_dir matters for
   // kRepairLog.
   DaemonOptions options;
 };
 
-// Parses the words after the program name. InvalidArgument with a message
-// meant to follow "cairnd: " on a terminal.
-Result<ParsedCommandLine> ParseCommandLine(std::span<const char* const> words);
+// Parses the words after the program name over the keys of `config` (none
+// when null; the file named by --config is not read here). InvalidArgument
+// with a message meant to follow "cairnd: " on a terminal.
+Result<ParsedCommandLine> ParseCommandLine(std::span<const char* const> words,
+                                           const ConfigText* config = nullptr);
+
+// Reads the config file the words name (or the default one, when it exists)
+// through `env` and parses the words over it. NotFound for a named file that
+// is missing; InvalidArgument for a bad file or command line.
+Result<ParsedCommandLine> LoadConfiguration(Env* env, std::span<const char* const> words);
 
 // The text of `cairnd --help`.
 std::string UsageText();

@@ -9,15 +9,6 @@
 namespace cairn::cairnd {
 namespace {
 
-struct WearFlag {
-  std::string_view name, value_name;
-};
-
-constexpr WearFlag kWearFlags[] = {
-    {"--card-endurance-tbw", "TB"}, {"--card-pe-cycles", "N"},          {"--card-size", "SIZE"},
-    {"--wear-warn-days", "N"},      {"--wear-warn-amplification", "X"}, {"--wear-sample-interval-ms", "MS"},
-};
-
 Status Bad(std::string_view flag, std::string_view value, std::string_view what) {
   return Status::InvalidArgument("flag " + std::string(flag) + ": '" + std::string(value) + "' is not " +
                                  std::string(what));
@@ -77,13 +68,6 @@ Result<uint64_t> CardSize(std::string_view flag, std::string_view text) {
 }
 
 }  // namespace
-
-std::string_view FlashWearFlagValueName(std::string_view name) {
-  for (const WearFlag& flag : kWearFlags) {
-    if (flag.name == name) return flag.value_name;
-  }
-  return {};
-}
 
 Status ApplyFlashWearFlag(std::string_view name, std::string_view value, FlashWearOptions* options) {
   if (name == "--card-endurance-tbw") {

@@ -8,7 +8,8 @@
 //   --wear-sample-interval-ms MS   how often the write counters are read
 //
 // Kept apart from options.cc so that the flags, their checks and their help
-// text read as one piece. Thread-safety: pure functions.
+// text read as one piece; their rows (names, config keys) are in
+// flag_table.cc. Thread-safety: pure functions.
 #pragma once
 
 #include <set>
@@ -19,10 +20,6 @@
 #include "cairn/platform/status.h"
 
 namespace cairn::cairnd {
-
-// The value name of a flash-wear flag ("TB", "N", ...), or empty when `name`
-// (with its "--") is not one of them.
-std::string_view FlashWearFlagValueName(std::string_view name);
 
 // Applies one flash-wear flag. InvalidArgument naming the flag for a value
 // that is not a number of the right kind.
