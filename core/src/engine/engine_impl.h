@@ -250,6 +250,12 @@ class EngineImpl final : public Engine {
   Status AccumulateSeries(const AggregateQuery& query, const SeriesSnapshot& series, size_t field, FieldType type,
                           int64_t now, std::map<int64_t, BucketAccumulator>* buckets,
                           std::vector<SkippedDamage>* skipped);
+  // The chunk rows (no data) of one series in one period file within
+  // [from, to) (engine_aggregate.cc); none when the file is gone or damaged
+  // (NoteReadDamage).
+  Result<std::vector<ChunkRow>> SealedChunkRows(const std::string& table, Period period, int64_t start,
+                                                int64_t series_id, int64_t from, int64_t to,
+                                                std::vector<SkippedDamage>* skipped);
   Result<std::vector<RecordRow>> LatestLocked(const std::string& table,
                                               const std::vector<std::string>& devices,
                                               const std::string& measure_name, const TagMap& tags);
