@@ -333,6 +333,20 @@ class EngineImpl final : public Engine {
   // Removes a period file past retention: the .db, a checked directory sync,
   // then its -wal (and -journal). On error the caller retries later.
   Status DropPeriodFile(const std::string& table, Period period, int64_t start);
+
+  // ---- maintenance (engine_maintenance.cc) ----
+  // The steps of Maintain, in its order; each takes state_mutex_ itself.
+  // Polls the clock, stamps the hold once it is trusted, saves the clock.
+  void MaintainClock();
+  // The heads to seal for the memory budget; FailedPrecondition once closed.
+  Result<std::set<const Series*>> HeadsOverBudget();
+  // By the deletion clock's `now`: creates the current and next period
+  // files, drops those past retention (unless held for sync), compacts one
+  // closed period. Returns the first error, having tried everything.
+  Status TendPeriodFiles(int64_t now);
+  Status CreatePeriodsAhead(const std::string& table, Period period, const std::set<int64_t>& starts, int64_t now);
+  Status DropExpiredPeriod(const std::string& table, Period period, int64_t start);
+  Status CompactClosedPeriod(const std::string& table, Period period, int64_t start);
   void MaintenanceLoop();
   void SyncLoop();
 
