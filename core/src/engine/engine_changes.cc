@@ -61,75 +61,74 @@ RecordRow RowOf(const SeriesIdentity& series, const Candidate& candidate) {
   return row;
 }
 
-}  // namespace
-
-Result<ChangeBatch> EngineImpl::ReadChanges(const std::string& table_name, uint64_t after_lsn,
-                                            uint64_t through_lsn, size_t max_records) {
-  if (max_records == 0) return Status::InvalidArgument("ReadChanges needs max_records > 0");
-  const int64_t now = clock_->ExpiryNow();  // ttl and retention by the deletion clock
+// What the feed has gathered before the cut: the identity of every series of
+// the table, the head records it may return, and where the sealed ones lie.
+struct FeedSources {
   std::unordered_map<int64_t, SeriesIdentity> series_by_id;
   std::vector<Candidate> candidates;
   Period period = Period::kDay;
   std::set<int64_t> period_starts;
-  {
-    ReaderLock state(&state_mutex_);
-    if (closed_) return Status::FailedPrecondition("engine is closed");
-    auto it = tables_.find(table_name);
-    if (it == tables_.end()) return Status::NotFound("table '" + table_name + "' does not exist");
-    // LSNs of a group being logged are not acknowledged yet.
-    uint64_t last_acknowledged = next_lsn_ - 1;
-    if (inflight_first_lsn_ != 0) last_acknowledged = std::min(last_acknowledged, inflight_first_lsn_ - 1);
-    through_lsn = std::min(through_lsn, last_acknowledged);
-    if (after_lsn >= through_lsn) {
-      ChangeBatch empty;
-      empty.covered_through = std::max(after_lsn, through_lsn);
-      return empty;
-    }
-    const TableState& table = *it->second;
-    period = table.info.options.period;
-    period_starts = table.period_starts;
-    // The head: only the max_records lowest LSNs can make it into the batch.
-    struct HeadRef {
-      uint64_t lsn;
-      const Series* series;
-      size_t index;
-    };
-    std::vector<HeadRef> refs;
-    for (const auto& [key, series] : table.series) {
-      SeriesIdentity& identity = series_by_id[series->id];
-      identity.device_id = series->device_id;
-      identity.measure_name = series->measure_name;
-      identity.shard = series->shard;
-      identity.fields = series->fields;
-      identity.dimensions = series->dimensions;
-      identity.attributes = series->attributes;
-      for (size_t i = 0; i < series->head.size(); ++i) {
-        const uint64_t lsn = series->head[i].lsn;
-        if (lsn > after_lsn && lsn <= through_lsn) refs.push_back({lsn, series.get(), i});
-      }
-    }
-    if (refs.size() > max_records) {
-      std::nth_element(refs.begin(), refs.begin() + static_cast<ptrdiff_t>(max_records), refs.end(),
-                       [](const HeadRef& a, const HeadRef& b) { return a.lsn < b.lsn; });
-      refs.resize(max_records + 1);  // the extra one bounds the cut below
-    }
-    for (const HeadRef& ref : refs) {
-      Candidate& c = candidates.emplace_back();
-      c.lsn = ref.lsn;
-      c.series_id = ref.series->id;
-      c.record = ref.series->head[ref.index].record;
-      c.record.values.resize(ref.series->fields.size());
-      c.fields = ref.series->fields;
+};
+
+// Copies the identity of every series of `table` and the head records with
+// an LSN in (after_lsn, through_lsn] into `sources`. Only the max_records
+// lowest LSNs can make it into the batch, and one more bounds the cut. Runs
+// under the shared state lock.
+void CollectHeadChanges(const TableState& table, uint64_t after_lsn, uint64_t through_lsn, size_t max_records,
+                        FeedSources* sources) {
+  sources->period = table.info.options.period;
+  sources->period_starts = table.period_starts;
+  struct HeadRef {
+    uint64_t lsn;
+    const Series* series;
+    size_t index;
+  };
+  std::vector<HeadRef> refs;
+  for (const auto& [key, series] : table.series) {
+    SeriesIdentity& identity = sources->series_by_id[series->id];
+    identity.device_id = series->device_id;
+    identity.measure_name = series->measure_name;
+    identity.shard = series->shard;
+    identity.fields = series->fields;
+    identity.dimensions = series->dimensions;
+    identity.attributes = series->attributes;
+    for (size_t i = 0; i < series->head.size(); ++i) {
+      const uint64_t lsn = series->head[i].lsn;
+      if (lsn > after_lsn && lsn <= through_lsn) refs.push_back({lsn, series.get(), i});
     }
   }
+  if (refs.size() > max_records) {
+    std::nth_element(refs.begin(), refs.begin() + static_cast<ptrdiff_t>(max_records), refs.end(),
+                     [](const HeadRef& a, const HeadRef& b) { return a.lsn < b.lsn; });
+    refs.resize(max_records + 1);  // the extra one bounds the cut below
+  }
+  for (const HeadRef& ref : refs) {
+    Candidate& c = sources->candidates.emplace_back();
+    c.lsn = ref.lsn;
+    c.series_id = ref.series->id;
+    c.record = ref.series->head[ref.index].record;
+    c.record.values.resize(ref.series->fields.size());
+    c.fields = ref.series->fields;
+  }
+}
 
-  // Sealed chunks, period by period. `bound`: no record with an LSN at or
-  // below it can be missing from what was read.
-  uint64_t bound = through_lsn;
+// The chunks (with their data) holding records with an LSN in
+// (after_lsn, through_lsn], and `bound`: no record with an LSN at or below
+// it can be missing from them.
+struct SealedChanges {
   std::vector<ChunkRow> chunks;
+  uint64_t bound = 0;
+};
+
+// Reads the sealed chunks of the feed, period file by period file.
+Result<SealedChanges> CollectSealedChanges(PeriodFiles& files, const std::string& table_name,
+                                           const FeedSources& sources, uint64_t after_lsn, uint64_t through_lsn,
+                                           size_t max_records) {
+  SealedChanges sealed;
+  sealed.bound = through_lsn;
   const size_t chunk_limit = ChunkLimitFor(max_records);
-  for (int64_t start : period_starts) {
-    auto handle = GetPeriodFile(table_name, period, start, PeriodAccess::kRead);
+  for (int64_t start : sources.period_starts) {
+    auto handle = files.Get(table_name, sources.period, start, PeriodAccess::kRead);
     if (!handle.ok()) {
       if (handle.status().Is(StatusCode::kNotFound)) continue;  // dropped by retention meanwhile
       return handle.status();
@@ -149,27 +148,38 @@ Result<ChangeBatch> EngineImpl::ReadChanges(const std::string& table_name, uint6
       }
     }
     // More chunks may begin after the last one returned.
-    if (beginning_inside == chunk_limit) bound = std::min(bound, last_min - 1);
-    std::move(rows.begin(), rows.end(), std::back_inserter(chunks));
+    if (beginning_inside == chunk_limit) sealed.bound = std::min(sealed.bound, last_min - 1);
+    std::move(rows.begin(), rows.end(), std::back_inserter(sealed.chunks));
   }
+  return sealed;
+}
 
-  // The cut: at most max_records LSNs at or below `bound`.
+// The cut: the highest LSN the batch covers, at most max_records LSNs at
+// or below `sealed.bound`.
+uint64_t CutOf(const std::vector<Candidate>& head, const SealedChanges& sealed, uint64_t after_lsn,
+               size_t max_records) {
   std::vector<uint64_t> lsns;
-  for (const Candidate& c : candidates) {
-    if (c.lsn <= bound) lsns.push_back(c.lsn);
+  for (const Candidate& c : head) {
+    if (c.lsn <= sealed.bound) lsns.push_back(c.lsn);
   }
-  for (const ChunkRow& chunk : chunks) {
+  for (const ChunkRow& chunk : sealed.chunks) {
     for (uint64_t lsn : chunk.lsns) {
-      if (lsn > after_lsn && lsn <= bound) lsns.push_back(lsn);
+      if (lsn > after_lsn && lsn <= sealed.bound) lsns.push_back(lsn);
     }
   }
   std::sort(lsns.begin(), lsns.end());
   lsns.erase(std::unique(lsns.begin(), lsns.end()), lsns.end());
-  const uint64_t cut = lsns.size() > max_records ? lsns[max_records - 1] : bound;
+  return lsns.size() > max_records ? lsns[max_records - 1] : sealed.bound;
+}
 
-  std::erase_if(candidates, [&](const Candidate& c) { return c.lsn > cut; });
+// Keeps the head candidates at or below `cut` and adds the sealed records
+// in (after_lsn, cut] the head does not hold, decoding only the chunks that
+// have one; sorts them all by LSN.
+Status MergeSealedCandidates(const std::string& table_name, const std::vector<ChunkRow>& chunks,
+                             uint64_t after_lsn, uint64_t cut, std::vector<Candidate>* candidates) {
+  std::erase_if(*candidates, [&](const Candidate& c) { return c.lsn > cut; });
   std::unordered_set<uint64_t> seen;
-  for (const Candidate& c : candidates) seen.insert(c.lsn);
+  for (const Candidate& c : *candidates) seen.insert(c.lsn);
   for (const ChunkRow& chunk : chunks) {
     const bool wanted = std::any_of(chunk.lsns.begin(), chunk.lsns.end(), [&](uint64_t lsn) {
       return lsn > after_lsn && lsn <= cut && !seen.count(lsn);
@@ -185,22 +195,27 @@ Result<ChangeBatch> EngineImpl::ReadChanges(const std::string& table_name, uint6
     for (size_t i = 0; i < decoded.size(); ++i) {
       const uint64_t lsn = chunk.lsns[i];
       if (lsn <= after_lsn || lsn > cut || !seen.insert(lsn).second) continue;
-      Candidate& c = candidates.emplace_back();
+      Candidate& c = candidates->emplace_back();
       c.lsn = lsn;
       c.series_id = chunk.series_id;
       c.record = decoded.RecordAt(i);
       c.fields = schema;
     }
   }
-  std::sort(candidates.begin(), candidates.end(),
+  std::sort(candidates->begin(), candidates->end(),
             [](const Candidate& a, const Candidate& b) { return a.lsn < b.lsn; });
+  return Status::Ok();
+}
 
+// The batch of the candidates (sorted by LSN) whose ttl has not passed at
+// `now` and whose series is still known.
+ChangeBatch BatchOf(const FeedSources& sources, uint64_t cut, int64_t now) {
   ChangeBatch batch;
   batch.covered_through = cut;
-  for (const Candidate& c : candidates) {
+  for (const Candidate& c : sources.candidates) {
     if (TtlExpired(c.record.ttl, now)) continue;
-    auto identity = series_by_id.find(c.series_id);
-    if (identity == series_by_id.end()) continue;  // its table was dropped and recreated meanwhile
+    auto identity = sources.series_by_id.find(c.series_id);
+    if (identity == sources.series_by_id.end()) continue;  // its table was dropped and recreated meanwhile
     batch.records.push_back(RowOf(identity->second, c));
     batch.lsns.push_back(c.lsn);
     batch.records.back().lsn = c.lsn;
@@ -210,6 +225,36 @@ Result<ChangeBatch> EngineImpl::ReadChanges(const std::string& table_name, uint6
     batch.max_timestamp = std::max(batch.max_timestamp, ts);
   }
   return batch;
+}
+
+}  // namespace
+
+Result<ChangeBatch> EngineImpl::ReadChanges(const std::string& table_name, uint64_t after_lsn,
+                                            uint64_t through_lsn, size_t max_records) {
+  if (max_records == 0) return Status::InvalidArgument("ReadChanges needs max_records > 0");
+  const int64_t now = clock_->ExpiryNow();  // ttl and retention by the deletion clock
+  FeedSources sources;
+  {
+    ReaderLock state(&state_mutex_);
+    if (closed_) return Status::FailedPrecondition("engine is closed");
+    auto it = tables_.find(table_name);
+    if (it == tables_.end()) return Status::NotFound("table '" + table_name + "' does not exist");
+    // LSNs of a group being logged are not acknowledged yet.
+    uint64_t last_acknowledged = next_lsn_ - 1;
+    if (inflight_first_lsn_ != 0) last_acknowledged = std::min(last_acknowledged, inflight_first_lsn_ - 1);
+    through_lsn = std::min(through_lsn, last_acknowledged);
+    if (after_lsn >= through_lsn) {
+      ChangeBatch empty;
+      empty.covered_through = std::max(after_lsn, through_lsn);
+      return empty;
+    }
+    CollectHeadChanges(*it->second, after_lsn, through_lsn, max_records, &sources);
+  }
+  CAIRN_ASSIGN_OR_RETURN(SealedChanges sealed,
+                         CollectSealedChanges(period_files_, table_name, sources, after_lsn, through_lsn, max_records));
+  const uint64_t cut = CutOf(sources.candidates, sealed, after_lsn, max_records);
+  CAIRN_RETURN_IF_ERROR(MergeSealedCandidates(table_name, sealed.chunks, after_lsn, cut, &sources.candidates));
+  return BatchOf(sources, cut, now);
 }
 
 Result<UnsyncedSummary> EngineImpl::SummarizeUnsynced(const std::string& table_name,

@@ -254,6 +254,12 @@ class EngineImpl final : public Engine {
   Status AccumulateSeries(const AggregateQuery& query, const SeriesSnapshot& series, size_t field, FieldType type,
                           int64_t now, std::map<int64_t, BucketAccumulator>* buckets,
                           std::vector<SkippedDamage>* skipped);
+  // The chunk rows (no data) of one series in one period file within
+  // [from, to) (engine_aggregate.cc); none when the file is gone or damaged
+  // (NoteReadDamage).
+  Result<std::vector<ChunkRow>> SealedChunkRows(const std::string& table, Period period, int64_t start,
+                                                int64_t series_id, int64_t from, int64_t to,
+                                                std::vector<SkippedDamage>* skipped);
   Result<std::vector<RecordRow>> LatestRows(const std::string& table,
                                               const std::vector<std::string>& devices,
                                               const std::string& measure_name, const TagMap& tags)
@@ -332,6 +338,21 @@ class EngineImpl final : public Engine {
   // Removes a period file past retention: the .db, a checked directory sync,
   // then its -wal (and -journal). On error the caller retries later.
   Status DropPeriodFile(const std::string& table, Period period, int64_t start);
+
+  // ---- maintenance (engine_maintenance.cc) ----
+  // The steps of Maintain, in its order; each takes state_mutex_ itself.
+  // Polls the clock, stamps the hold once it is trusted, saves the clock.
+  void MaintainClock();
+  // The heads to seal for the memory budget; FailedPrecondition once closed.
+  Result<std::set<const Series*>> HeadsOverBudget() EXCLUDES(state_mutex_);
+  // By the deletion clock's `now`: creates the current and next period
+  // files, drops those past retention (unless held for sync), compacts one
+  // closed period. Returns the first error, having tried everything.
+  Status TendPeriodFiles(int64_t now) EXCLUDES(state_mutex_);
+  Status CreatePeriodsAhead(const std::string& table, Period period, const std::set<int64_t>& starts, int64_t now)
+      EXCLUDES(state_mutex_);
+  Status DropExpiredPeriod(const std::string& table, Period period, int64_t start) EXCLUDES(state_mutex_);
+  Status CompactClosedPeriod(const std::string& table, Period period, int64_t start) EXCLUDES(state_mutex_);
   void MaintenanceLoop();
   void SyncLoop();
 

@@ -13,16 +13,24 @@ namespace {
 
 constexpr int64_t kNanosPerMilli = 1'000'000;
 
+// Keeps the first error of a round: later steps still run.
+void KeepFirstError(Status* round, const Status& step) {
+  if (!step.ok() && round->ok()) *round = step;
+}
+
+// What the period duties need of a table, copied under the state lock.
+struct TablePeriods {
+  std::string name;
+  Period period;
+  int64_t retention_seconds;
+  bool sync;
+  std::set<int64_t> starts, compacted;
+};
+
 }  // namespace
 
 Status EngineImpl::Maintain() {
-  // The clock first: trust arriving stamps the hold before anything else.
-  // Later rounds retry what could not be written (a full disk) and what a
-  // writer held while trust was arriving.
-  const bool trust_arrived = clock_->Poll();
-  if (trust_arrived || (held_now_ > 0 && clock_->Trusted())) (void)ResolveHeld();
-  (void)clock_->SaveIfDue(/*force=*/false);
-  UpdateClockHealth();
+  MaintainClock();
   // Period files are created, compacted and dropped by the deletion clock
   // (clock_trust.h), never by a raw wall clock that may read 1970 or have
   // jumped a year: while it is unknown, nothing is created ahead (seals
@@ -32,36 +40,51 @@ Status EngineImpl::Maintain() {
   const int64_t now_monotonic = env_->MonotonicNanos();
   // 1. Seal what is due: full heads, old heads, heads holding a closed
   //    period, and the largest heads while over the memory budget.
-  std::set<const Series*> over_budget;
-  {
-    ReaderLock state(&state_mutex_);
-    if (closed_) return Status::FailedPrecondition("engine is closed");
-    if (head_.OverBudget()) {
-      std::vector<const Series*> heads;
-      for (const auto& [name, table] : tables_) {
-        for (const auto& [key, series] : table->series) {
-          if (!series->head.empty()) heads.push_back(series.get());
-        }
-      }
-      over_budget = head_.SealForBudget(std::move(heads));
-    }
-  }
+  CAIRN_ASSIGN_OR_RETURN(const std::set<const Series*> over_budget, HeadsOverBudget());
   const int64_t seal_age_ns = options_.seal_age_ms * kNanosPerMilli;
   Status status = SealWhere([&](const Series& s) {
     state_mutex_.AssertReaderHeld();  // SealWhere asks under the state lock
     return head_.Full(s) ||
            now_monotonic - s.head_since_monotonic_ns >= seal_age_ns || over_budget.count(&s) != 0;
   });
-
   // 2. Period files: the current and the next one exist before data needs
   //    them; closed periods are compacted once; periods past retention go.
-  struct TablePeriods {
-    std::string name;
-    Period period;
-    int64_t retention_seconds;
-    bool sync;
-    std::set<int64_t> starts, compacted;
-  };
+  if (deletion_now) KeepFirstError(&status, TendPeriodFiles(*deletion_now));
+  // 3. The sync quota, after retention freed what it could.
+  KeepFirstError(&status, reclaimer_->Check());
+  // 4. Flash wear, when a sample is due. A failed save of its totals is
+  //    tried again at the next save and is no reason to fail the round.
+  (void)flash_wear_->Sample();
+  return status;
+}
+
+void EngineImpl::MaintainClock() {
+  // The clock first: trust arriving stamps the hold before anything else.
+  // Later rounds retry what could not be written (a full disk) and what a
+  // writer held while trust was arriving.
+  const bool trust_arrived = clock_->Poll();
+  if (trust_arrived || (held_now_ > 0 && clock_->Trusted())) (void)ResolveHeld();
+  (void)clock_->SaveIfDue(/*force=*/false);
+  UpdateClockHealth();
+}
+
+Result<std::set<const Series*>> EngineImpl::HeadsOverBudget() {
+  std::set<const Series*> over_budget;
+  ReaderLock state(&state_mutex_);
+  if (closed_) return Status::FailedPrecondition("engine is closed");
+  if (head_.OverBudget()) {
+    std::vector<const Series*> heads;
+    for (const auto& [name, table] : tables_) {
+      for (const auto& [key, series] : table->series) {
+        if (!series->head.empty()) heads.push_back(series.get());
+      }
+    }
+    over_budget = head_.SealForBudget(std::move(heads));
+  }
+  return over_budget;
+}
+
+Status EngineImpl::TendPeriodFiles(int64_t now) {
   std::vector<TablePeriods> tables;
   {
     ReaderLock state(&state_mutex_);
@@ -71,7 +94,6 @@ Status EngineImpl::Maintain() {
           table->info.options.sync, table->period_starts, table->compacted_periods});
     }
   }
-  bool compacted_one = false;
   // The sync ledgers, read once per round and only when a file past
   // retention may have to wait for them.
   std::optional<std::map<std::string, LsnRangeSet>> confirmed;
@@ -86,68 +108,74 @@ Status EngineImpl::Maintain() {
     Result<bool> unsynced = PeriodHasUnsynced(t.name, t.period, start, (*confirmed)[t.name]);
     return !unsynced.ok() || *unsynced;
   };
-  for (TablePeriods& t : tables) {
-    if (!deletion_now) break;
-    const int64_t now = *deletion_now;
-    const int64_t current = PeriodStart(t.period, now);
-    for (int64_t start : {current, NextPeriodStart(t.period, current)}) {
-      if (t.starts.count(start)) continue;
-      auto created = GetPeriodFile(t.name, t.period, start, PeriodAccess::kCreate);
-      if (!created.ok()) {
-        if (status.ok()) status = created.status();
-        continue;
-      }
-      WriterLock state(&state_mutex_);
-      if (auto it = tables_.find(t.name); it != tables_.end()) it->second->period_starts.insert(start);
-    }
+  const int64_t seal_age_ns = options_.seal_age_ms * kNanosPerMilli;
+  Status status;
+  bool compacted_one = false;
+  for (const TablePeriods& t : tables) {
+    KeepFirstError(&status, CreatePeriodsAhead(t.name, t.period, t.starts, now));
     for (int64_t start : t.starts) {
-      const int64_t end = NextPeriodStart(t.period, start);
       if (PastRetention(t.period, start, t.retention_seconds, now) && !held_for_sync(t, start)) {
-        ForgetPeriodFiles(t.name, start);
-        if (Status dropped = DropPeriodFile(t.name, t.period, start); !dropped.ok()) {
-          // The period stays listed: the next round finishes the drop.
-          if (status.ok()) status = dropped;
-          continue;
-        }
-        if (Status forgot = catalog_->ForgetSealMark(t.name, start); !forgot.ok() && status.ok()) status = forgot;
-        WriterLock state(&state_mutex_);
-        if (auto it = tables_.find(t.name); it != tables_.end()) {
-          it->second->period_starts.erase(start);
-          it->second->compacted_periods.erase(start);
-        }
+        KeepFirstError(&status, DropExpiredPeriod(t.name, t.period, start));
         continue;
       }
       // One compaction per round keeps a round short; the period must be
       // closed for longer than heads may hold its records.
+      const int64_t end = NextPeriodStart(t.period, start);
       if (!compacted_one && !t.compacted.count(start) && end + seal_age_ns <= now) {
         compacted_one = true;
-        MutexLock seal_lock(&seal_mutex_);
-        // Compaction drops expired records for good: by the deletion clock only.
-        Status compacted = compactor_->CompactPeriod(t.name, t.period, start, clock_->ExpiryNow());
-        if (compacted.ok() || compacted.Is(StatusCode::kCorruption)) {
-          // A damaged file is left as it is (the compaction rolled back):
-          // retrying it every round would keep the other periods waiting.
-          if (!compacted.ok()) {
-            NoteReadDamage(t.name,
-                           SkippedDamage{PeriodPath(t.name, t.period, start), "a chunk the compaction read",
-                                         compacted.message(), 0},
-                           nullptr);
-          }
-          WriterLock state(&state_mutex_);
-          if (auto it = tables_.find(t.name); it != tables_.end())
-            it->second->compacted_periods.insert(start);
-        } else if (status.ok()) {
-          status = compacted;
-        }
+        KeepFirstError(&status, CompactClosedPeriod(t.name, t.period, start));
       }
     }
   }
-  // 3. The sync quota, after retention freed what it could.
-  if (Status quota = reclaimer_->Check(); !quota.ok() && status.ok()) status = quota;
-  // 4. Flash wear, when a sample is due. A failed save of its totals is
-  //    tried again at the next save and is no reason to fail the round.
-  (void)flash_wear_->Sample();
   return status;
+}
+
+Status EngineImpl::CreatePeriodsAhead(const std::string& table, Period period, const std::set<int64_t>& starts,
+                                      int64_t now) {
+  Status status;
+  const int64_t current = PeriodStart(period, now);
+  for (int64_t start : {current, NextPeriodStart(period, current)}) {
+    if (starts.count(start)) continue;
+    auto created = GetPeriodFile(table, period, start, PeriodAccess::kCreate);
+    if (!created.ok()) {
+      KeepFirstError(&status, created.status());
+      continue;
+    }
+    WriterLock state(&state_mutex_);
+    if (auto it = tables_.find(table); it != tables_.end()) it->second->period_starts.insert(start);
+  }
+  return status;
+}
+
+Status EngineImpl::DropExpiredPeriod(const std::string& table, Period period, int64_t start) {
+  ForgetPeriodFiles(table, start);
+  // On failure the period stays listed: the next round finishes the drop.
+  CAIRN_RETURN_IF_ERROR(DropPeriodFile(table, period, start));
+  const Status forgot = catalog_->ForgetSealMark(table, start);
+  WriterLock state(&state_mutex_);
+  if (auto it = tables_.find(table); it != tables_.end()) {
+    it->second->period_starts.erase(start);
+    it->second->compacted_periods.erase(start);
+  }
+  return forgot;
+}
+
+Status EngineImpl::CompactClosedPeriod(const std::string& table, Period period, int64_t start) {
+  MutexLock seal_lock(&seal_mutex_);
+  // Compaction drops expired records for good: by the deletion clock only.
+  Status compacted = compactor_->CompactPeriod(table, period, start, clock_->ExpiryNow());
+  if (!compacted.ok() && !compacted.Is(StatusCode::kCorruption)) return compacted;
+  // A damaged file is left as it is (the compaction rolled back): retrying
+  // it every round would keep the other periods waiting.
+  if (!compacted.ok()) {
+    NoteReadDamage(table,
+                   SkippedDamage{PeriodPath(table, period, start), "a chunk the compaction read",
+                                 compacted.message(), 0},
+                   nullptr);
+  }
+  WriterLock state(&state_mutex_);
+  if (auto it = tables_.find(table); it != tables_.end()) it->second->compacted_periods.insert(start);
+  return Status::Ok();
 }
 
 void EngineImpl::MaintenanceLoop() {

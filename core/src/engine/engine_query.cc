@@ -46,6 +46,94 @@ bool MeasureMatches(const std::string& measure, const std::string& exact, const 
   return true;
 }
 
+// Where a paged query resumes: the last row of the page before.
+struct PageStart {
+  bool paged = false;
+  int64_t timestamp = 0;
+  std::string dimensions_key, measure;
+};
+
+// Reads the query's page token into `page` and narrows [from, to) to the
+// rows at or after (before, descending) the row it names.
+Status ResumePage(const RangeQuery& query, PageStart* page, int64_t* from, int64_t* to) {
+  page->paged = !query.page_token.empty();
+  if (!page->paged) return Status::Ok();
+  CAIRN_RETURN_IF_ERROR(ParsePageToken(query.page_token, &page->timestamp, &page->dimensions_key, &page->measure));
+  if (query.order == Order::kAscending) {
+    *from = std::max(*from, page->timestamp);
+  } else if (page->timestamp < INT64_MAX) {
+    *to = std::min(*to, page->timestamp + 1);
+  }
+  return Status::Ok();
+}
+
+// A record of a range query and the index of its series' snapshot.
+struct RangeCandidate {
+  size_t series;
+  ChunkRecord record;
+};
+
+// Rows are ordered by (timestamp, measure, dimensions), the dimensions as
+// their sorted (name, value) lists.
+struct RowKey {
+  int64_t timestamp;
+  const std::string* measure;
+  const TagMap* dimensions;
+  bool operator<(const RowKey& o) const {
+    if (timestamp != o.timestamp) return timestamp < o.timestamp;
+    if (int c = measure->compare(*o.measure); c != 0) return c < 0;
+    return *dimensions < *o.dimensions;
+  }
+};
+
+// The functions below are templates so that they take the engine's own
+// snapshot type.
+template <typename Snapshot>
+RowKey KeyOf(const std::vector<Snapshot>& snapshots, const RangeCandidate& c) {
+  const Snapshot& s = snapshots[c.series];
+  return RowKey{c.record.timestamp, &s.measure_name, &s.dimensions};
+}
+
+// Puts the candidates of several series into the query's order; one
+// series comes out of CollectSeries in order already.
+template <typename Snapshot>
+void SortCandidates(const std::vector<Snapshot>& snapshots, bool ascending,
+                    std::vector<RangeCandidate>* candidates) {
+  if (snapshots.size() <= 1) return;
+  std::sort(candidates->begin(), candidates->end(), [&](const RangeCandidate& a, const RangeCandidate& b) {
+    return ascending ? KeyOf(snapshots, a) < KeyOf(snapshots, b) : KeyOf(snapshots, b) < KeyOf(snapshots, a);
+  });
+}
+
+// The candidates (in order) of the page: those past the row `page` names,
+// at most query.limit of them. Sets `next_page_token` when more follow.
+template <typename Snapshot>
+Result<std::vector<const RangeCandidate*>> SelectPage(const RangeQuery& query, const PageStart& page,
+                                                      const std::vector<Snapshot>& snapshots,
+                                                      const std::vector<RangeCandidate>& candidates,
+                                                      std::string* next_page_token) {
+  const bool ascending = query.order == Order::kAscending;
+  TagMap token_tags;
+  if (page.paged) {
+    Result<TagMap> decoded = DecodeTagMap(page.dimensions_key);
+    if (!decoded.ok()) return Status::InvalidArgument("malformed page token");
+    token_tags = std::move(decoded).value();
+  }
+  const RowKey token_key{page.timestamp, &page.measure, &token_tags};
+  std::vector<const RangeCandidate*> selected;
+  for (const RangeCandidate& c : candidates) {
+    if (page.paged && !(ascending ? token_key < KeyOf(snapshots, c) : KeyOf(snapshots, c) < token_key)) continue;
+    if (query.limit != 0 && selected.size() == query.limit) {
+      const RangeCandidate* last = selected.back();
+      const Snapshot& s = snapshots[last->series];
+      *next_page_token = MakePageToken(last->record.timestamp, s.dimensions_key, s.measure_name);
+      break;
+    }
+    selected.push_back(&c);
+  }
+  return selected;
+}
+
 }  // namespace
 
 Result<std::vector<ChunkRecord>> EngineImpl::CollectSeries(const std::string& table,
@@ -164,17 +252,8 @@ Result<RangeResult> EngineImpl::Range(const RangeQuery& query) {
   }
   CAIRN_RETURN_IF_ERROR(ValidateIdentifier("device_id", query.device_id, kMaxDeviceIdBytes));
   int64_t from = query.from, to = query.to;
-  int64_t token_timestamp = 0;
-  std::string token_measure, token_dimensions;
-  const bool paged = !query.page_token.empty();
-  if (paged) {
-    CAIRN_RETURN_IF_ERROR(ParsePageToken(query.page_token, &token_timestamp, &token_dimensions, &token_measure));
-    if (query.order == Order::kAscending) {
-      from = std::max(from, token_timestamp);
-    } else if (token_timestamp < INT64_MAX) {
-      to = std::min(to, token_timestamp + 1);
-    }
-  }
+  PageStart page;
+  CAIRN_RETURN_IF_ERROR(ResumePage(query, &page, &from, &to));
   RangeResult result;
   if (from >= to) return result;
 
@@ -195,59 +274,18 @@ Result<RangeResult> EngineImpl::Range(const RangeQuery& query) {
   const int64_t now = clock_->ExpiryNow();  // ttl by the deletion clock (clock_trust.h)
   // One more than the limit per series, plus the row the token names.
   const size_t per_series_limit = query.limit == 0 ? 0 : query.limit + 2;
-  struct Candidate {
-    size_t series;
-    ChunkRecord record;
-  };
-  std::vector<Candidate> candidates;
+  std::vector<RangeCandidate> candidates;
   for (size_t s = 0; s < snapshots.size(); ++s) {
     CAIRN_ASSIGN_OR_RETURN(
         std::vector<ChunkRecord> records,
         CollectSeries(query.table, snapshots[s], from, to, query.order, per_series_limit, now, &result.skipped));
-    for (ChunkRecord& r : records) candidates.push_back(Candidate{s, std::move(r)});
+    for (ChunkRecord& r : records) candidates.push_back(RangeCandidate{s, std::move(r)});
   }
-  const bool ascending = query.order == Order::kAscending;
-  // Rows are ordered by (timestamp, measure, dimensions), the dimensions
-  // as their sorted (name, value) lists.
-  struct RowKey {
-    int64_t timestamp;
-    const std::string* measure;
-    const TagMap* dimensions;
-    bool operator<(const RowKey& o) const {
-      if (timestamp != o.timestamp) return timestamp < o.timestamp;
-      if (int c = measure->compare(*o.measure); c != 0) return c < 0;
-      return *dimensions < *o.dimensions;
-    }
-  };
-  const auto key_of = [&](const Candidate& c) {
-    const SeriesSnapshot& s = snapshots[c.series];
-    return RowKey{c.record.timestamp, &s.measure_name, &s.dimensions};
-  };
-  // One series comes out of CollectSeries in order already.
-  if (snapshots.size() > 1) {
-    std::sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
-      return ascending ? key_of(a) < key_of(b) : key_of(b) < key_of(a);
-    });
-  }
-  TagMap token_tags;
-  if (paged) {
-    Result<TagMap> decoded = DecodeTagMap(token_dimensions);
-    if (!decoded.ok()) return Status::InvalidArgument("malformed page token");
-    token_tags = std::move(decoded).value();
-  }
-  const RowKey token_key{token_timestamp, &token_measure, &token_tags};
-  result.rows.reserve(query.limit == 0 ? candidates.size() : std::min(candidates.size(), query.limit));
-  const Candidate* last = nullptr;
-  for (const Candidate& c : candidates) {
-    if (paged && !(ascending ? token_key < key_of(c) : key_of(c) < token_key)) continue;
-    if (query.limit != 0 && result.rows.size() == query.limit) {
-      const SeriesSnapshot& s = snapshots[last->series];
-      result.next_page_token = MakePageToken(last->record.timestamp, s.dimensions_key, s.measure_name);
-      break;
-    }
-    result.rows.push_back(MakeRow(snapshots[c.series], c.record));
-    last = &c;
-  }
+  SortCandidates(snapshots, query.order == Order::kAscending, &candidates);
+  CAIRN_ASSIGN_OR_RETURN(const std::vector<const RangeCandidate*> selected,
+                         SelectPage(query, page, snapshots, candidates, &result.next_page_token));
+  result.rows.reserve(selected.size());
+  for (const RangeCandidate* c : selected) result.rows.push_back(MakeRow(snapshots[c->series], c->record));
   return result;
 }
 
