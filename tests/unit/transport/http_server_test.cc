@@ -54,6 +54,22 @@ class HttpServerTest : public ::testing::Test {
     return std::move(*client);
   }
 
+  // Sends `raw` on `client` and reads one response. A failed send or read
+  // fails the test and gives a response with status 0.
+  HttpTestResponse Exchange(HttpTestClient& client, std::string_view raw) {
+    const Status sent = client.Send(raw);
+    EXPECT_TRUE(sent.ok()) << sent.ToString();
+    if (!sent.ok()) return HttpTestResponse();
+    return Read(client);
+  }
+
+  // Reads one response from `client`, as Exchange does.
+  HttpTestResponse Read(HttpTestClient& client) {
+    Result<HttpTestResponse> response = client.ReadResponse();
+    EXPECT_TRUE(response.ok()) << response.status().ToString();
+    return response.ok() ? std::move(*response) : HttpTestResponse();
+  }
+
   void OpenGate() {
     {
       std::lock_guard<std::mutex> lock(gate_mutex_);
@@ -97,32 +113,26 @@ TEST_F(HttpServerTest, AnswersPipelinedRequestsInOrder) {
               "abcGET /three HTTP/1.1\r\nHost: x\r\n\r\n")
           .ok());
   for (const char* expected : {"GET /one? 0:", "POST /two? 3:abc", "GET /three? 0:"}) {
-    Result<HttpTestResponse> response = client.ReadResponse();
-    ASSERT_TRUE(response.ok()) << response.status().ToString();
-    EXPECT_EQ(response->body, expected);
+    HttpTestResponse response = Read(client);
+    EXPECT_EQ(response.body, expected);
   }
 }
 
 TEST_F(HttpServerTest, DecodesChunkedBodies) {
   StartServer();
   HttpTestClient client = Client();
-  ASSERT_TRUE(client
-                  .Send("POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-                        "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
-                  .ok());
-  Result<HttpTestResponse> response = client.ReadResponse();
-  ASSERT_TRUE(response.ok());
-  EXPECT_EQ(response->body, "POST /c? 11:hello world");
+  HttpTestResponse response = Exchange(client,
+                                       "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                       "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n");
+  EXPECT_EQ(response.body, "POST /c? 11:hello world");
 }
 
 TEST_F(HttpServerTest, Http10AndConnectionCloseEndTheConnection) {
   StartServer();
   {
     HttpTestClient client = Client();
-    ASSERT_TRUE(client.Send("GET /old HTTP/1.0\r\n\r\n").ok());
-    Result<HttpTestResponse> response = client.ReadResponse();
-    ASSERT_TRUE(response.ok());
-    EXPECT_EQ(response->Header("connection"), "close");
+    HttpTestResponse response = Exchange(client, "GET /old HTTP/1.0\r\n\r\n");
+    EXPECT_EQ(response.Header("connection"), "close");
     EXPECT_TRUE(client.ServerClosed(5000));
   }
   HttpTestClient client = Client();
@@ -150,14 +160,13 @@ TEST_F(HttpServerTest, RefusesADeclaredBodyOverTheLimitBeforeReadingIt) {
   options.max_body_bytes = 1000;
   StartServer(options);
   HttpTestClient client = Client();
-  ASSERT_TRUE(client.Send("POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n").ok());
-  Result<HttpTestResponse> response = client.ReadResponse();
-  ASSERT_TRUE(response.ok()) << response.status().ToString();
-  EXPECT_EQ(response->status, 413);
+  HttpTestResponse response =
+      Exchange(client, "POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n");
+  EXPECT_EQ(response.status, 413);
   EXPECT_NE(
-      response->body.find("\"message\":\"request body of 1000000 bytes is larger than the limit of 1000"),
+      response.body.find("\"message\":\"request body of 1000000 bytes is larger than the limit of 1000"),
       std::string::npos)
-      << response->body;
+      << response.body;
   EXPECT_TRUE(client.ServerClosed(5000));
   EXPECT_EQ(handled_, 0);
 }
@@ -167,13 +176,11 @@ TEST_F(HttpServerTest, RefusesAChunkedBodyThatGrowsOverTheLimit) {
   options.max_body_bytes = 10;
   StartServer(options);
   HttpTestClient client = Client();
-  ASSERT_TRUE(client
-                  .Send("POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n12345678\r\n"
-                        "8\r\n12345678\r\n0\r\n\r\n")
-                  .ok());
-  Result<HttpTestResponse> response = client.ReadResponse();
-  ASSERT_TRUE(response.ok());
-  EXPECT_EQ(response->status, 413);
+  HttpTestResponse response =
+      Exchange(client,
+               "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n12345678\r\n"
+               "8\r\n12345678\r\n0\r\n\r\n");
+  EXPECT_EQ(response.status, 413);
 }
 
 TEST_F(HttpServerTest, RefusesOversizedHeadersAndTargets) {
@@ -197,11 +204,9 @@ TEST_F(HttpServerTest, RefusesOversizedHeadersAndTargets) {
 TEST_F(HttpServerTest, AnswersMalformedRequestsWith400) {
   StartServer();
   HttpTestClient client = Client();
-  ASSERT_TRUE(client.Send("GET /x HTTP/1.1\r\nHost x\r\n\r\n").ok());
-  Result<HttpTestResponse> response = client.ReadResponse();
-  ASSERT_TRUE(response.ok());
-  EXPECT_EQ(response->status, 400);
-  EXPECT_NE(response->body.find("malformed HTTP request"), std::string::npos) << response->body;
+  HttpTestResponse response = Exchange(client, "GET /x HTTP/1.1\r\nHost x\r\n\r\n");
+  EXPECT_EQ(response.status, 400);
+  EXPECT_NE(response.body.find("malformed HTTP request"), std::string::npos) << response.body;
   EXPECT_EQ(server_->stats().requests_malformed, 1u);
 }
 
@@ -211,10 +216,8 @@ TEST_F(HttpServerTest, SlowHeadsGet408) {
   StartServer(options);
   HttpTestClient client = Client();
   // A slowloris client: a few bytes, then nothing more.
-  ASSERT_TRUE(client.Send("GET /slow-head HTTP/1.1\r\nHost: x\r\n").ok());
-  Result<HttpTestResponse> response = client.ReadResponse();
-  ASSERT_TRUE(response.ok()) << response.status().ToString();
-  EXPECT_EQ(response->status, 408);
+  HttpTestResponse response = Exchange(client, "GET /slow-head HTTP/1.1\r\nHost: x\r\n");
+  EXPECT_EQ(response.status, 408);
   EXPECT_TRUE(client.ServerClosed(5000));
   EXPECT_EQ(server_->stats().requests_timed_out, 1u);
 }
@@ -224,11 +227,10 @@ TEST_F(HttpServerTest, SlowBodiesGet408) {
   options.body_timeout_ms = 300;
   StartServer(options);
   HttpTestClient client = Client();
-  ASSERT_TRUE(client.Send("POST /w HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc").ok());
-  Result<HttpTestResponse> response = client.ReadResponse();
-  ASSERT_TRUE(response.ok());
-  EXPECT_EQ(response->status, 408);
-  EXPECT_NE(response->body.find("body did not arrive in time"), std::string::npos);
+  HttpTestResponse response =
+      Exchange(client, "POST /w HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc");
+  EXPECT_EQ(response.status, 408);
+  EXPECT_NE(response.body.find("body did not arrive in time"), std::string::npos);
 }
 
 TEST_F(HttpServerTest, IdleConnectionsAreClosed) {
@@ -245,13 +247,10 @@ TEST_F(HttpServerTest, AnswersExpectContinue) {
   HttpTestClient client = Client();
   ASSERT_TRUE(
       client.Send("POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n").ok());
-  Result<HttpTestResponse> interim = client.ReadResponse();
-  ASSERT_TRUE(interim.ok());
-  EXPECT_EQ(interim->status, 100);
-  ASSERT_TRUE(client.Send("data").ok());
-  Result<HttpTestResponse> response = client.ReadResponse();
-  ASSERT_TRUE(response.ok());
-  EXPECT_EQ(response->body, "POST /e? 4:data");
+  HttpTestResponse interim = Read(client);
+  EXPECT_EQ(interim.status, 100);
+  HttpTestResponse response = Exchange(client, "data");
+  EXPECT_EQ(response.body, "POST /e? 4:data");
 }
 
 TEST_F(HttpServerTest, ConnectionsOverTheCapGet503WhenEveryOneIsBusy) {
@@ -264,10 +263,9 @@ TEST_F(HttpServerTest, ConnectionsOverTheCapGet503WhenEveryOneIsBusy) {
   ASSERT_TRUE(second.Send("GET /gate HTTP/1.1\r\nHost: x\r\n\r\n").ok());
   ASSERT_TRUE(Eventually([this] { return at_gate_ == 2; }, 10000));
   HttpTestClient third = Client();
-  Result<HttpTestResponse> refused = third.ReadResponse();
-  ASSERT_TRUE(refused.ok()) << refused.status().ToString();
-  EXPECT_EQ(refused->status, 503);
-  EXPECT_EQ(refused->Header("retry-after"), "5");
+  HttpTestResponse refused = Read(third);
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_EQ(refused.Header("retry-after"), "5");
   EXPECT_EQ(server_->stats().connections_refused, 1u);
   OpenGate();
   // The busy ones finish, and a closed one frees its place.
@@ -351,35 +349,28 @@ TEST_F(HttpServerTest, TheHeadCheckRefusesBeforeTheBodyIsRead) {
   {
     // A large body announced and only begun: the answer comes at once.
     HttpTestClient client = Client();
-    ASSERT_TRUE(client.Send("POST /w HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\nsome").ok());
-    Result<HttpTestResponse> refused = client.ReadResponse();
-    ASSERT_TRUE(refused.ok()) << refused.status().ToString();
-    EXPECT_EQ(refused->status, 401);
-    EXPECT_NE(refused->body.find("no key in POST /w from 127.0.0.1"), std::string::npos) << refused->body;
-    EXPECT_EQ(refused->Header("connection"), "close");
+    HttpTestResponse refused =
+        Exchange(client, "POST /w HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\nsome");
+    EXPECT_EQ(refused.status, 401);
+    EXPECT_NE(refused.body.find("no key in POST /w from 127.0.0.1"), std::string::npos) << refused.body;
+    EXPECT_EQ(refused.Header("connection"), "close");
   }
   {
     // Expect: 100-continue gets the refusal instead of the 100.
     HttpTestClient client = Client();
     ASSERT_TRUE(
         client.Send("POST /w HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n").ok());
-    Result<HttpTestResponse> refused = client.ReadResponse();
-    ASSERT_TRUE(refused.ok());
-    EXPECT_EQ(refused->status, 401);
+    HttpTestResponse refused = Read(client);
+    EXPECT_EQ(refused.status, 401);
   }
   {
     HttpTestClient client = Client();
-    ASSERT_TRUE(client
-                    .Send("POST /w HTTP/1.1\r\nHost: x\r\nX-Key: k\r\nContent-Length: 4\r\n"
-                          "Expect: 100-continue\r\n\r\n")
-                    .ok());
-    Result<HttpTestResponse> interim = client.ReadResponse();
-    ASSERT_TRUE(interim.ok());
-    EXPECT_EQ(interim->status, 100);
-    ASSERT_TRUE(client.Send("data").ok());
-    Result<HttpTestResponse> response = client.ReadResponse();
-    ASSERT_TRUE(response.ok());
-    EXPECT_EQ(response->body, "POST /w? 4:data");
+    HttpTestResponse interim = Exchange(client,
+                                        "POST /w HTTP/1.1\r\nHost: x\r\nX-Key: k\r\nContent-Length: 4\r\n"
+                                        "Expect: 100-continue\r\n\r\n");
+    EXPECT_EQ(interim.status, 100);
+    HttpTestResponse response = Exchange(client, "data");
+    EXPECT_EQ(response.body, "POST /w? 4:data");
   }
   EXPECT_EQ(handled_, 1);
   EXPECT_EQ(server_->stats().requests_refused_at_head, 2u);
@@ -392,20 +383,17 @@ TEST_F(HttpServerTest, StopAnswersRequestsInProgressAndRefusesLaterOnes) {
   HttpTestClient writing = Client();
   // The 100 Continue proves the server has read the head before the stop
   // begins (an accepted connection's thread may not have run yet).
-  ASSERT_TRUE(writing.Send("POST /w HTTP/1.1\r\nHost: x\r\nContent-Length: 8\r\nExpect: 100-continue\r\n\r\n").ok());
-  Result<HttpTestResponse> interim = writing.ReadResponse();
-  ASSERT_TRUE(interim.ok()) << interim.status().ToString();
-  ASSERT_EQ(interim->status, 100);
+  HttpTestResponse interim =
+      Exchange(writing, "POST /w HTTP/1.1\r\nHost: x\r\nContent-Length: 8\r\nExpect: 100-continue\r\n\r\n");
+  ASSERT_EQ(interim.status, 100);
   ASSERT_TRUE(writing.Send("half").ok());
   std::thread stopper([this] { server_->Stop(); });
   ASSERT_TRUE(Eventually([this] { return server_->stopping(); }, 10000));
   // The request in progress is finished and answered.
-  ASSERT_TRUE(writing.Send("done").ok());
-  Result<HttpTestResponse> finished = writing.ReadResponse();
-  ASSERT_TRUE(finished.ok()) << finished.status().ToString();
-  EXPECT_EQ(finished->status, 200);
-  EXPECT_EQ(finished->body, "POST /w? 8:halfdone");
-  EXPECT_EQ(finished->Header("connection"), "close");
+  HttpTestResponse finished = Exchange(writing, "done");
+  EXPECT_EQ(finished.status, 200);
+  EXPECT_EQ(finished.body, "POST /w? 8:halfdone");
+  EXPECT_EQ(finished.Header("connection"), "close");
   // A request that begins during the stop gets 503, not a closed connection.
   Result<HttpTestResponse> late = idle.Request("POST", "/w", {}, "late");
   ASSERT_TRUE(late.ok()) << late.status().ToString();
@@ -431,10 +419,9 @@ TEST_F(HttpServerTest, StopEndsWaitingConnectionsAndFinishesRunningRequests) {
   // Past the drain, the waiting connection is closed; the handler still runs.
   EXPECT_TRUE(idle.ServerClosed(10000));
   OpenGate();
-  Result<HttpTestResponse> finished = busy.ReadResponse();
-  ASSERT_TRUE(finished.ok()) << finished.status().ToString();
-  EXPECT_EQ(finished->status, 200);
-  EXPECT_EQ(finished->Header("connection"), "close");
+  HttpTestResponse finished = Read(busy);
+  EXPECT_EQ(finished.status, 200);
+  EXPECT_EQ(finished.Header("connection"), "close");
   stopper.join();
 }
 
@@ -446,9 +433,8 @@ TEST_F(HttpServerTest, RequestsStillArrivingWhenTheDrainEndsGet503) {
   ASSERT_TRUE(slow.Send("POST /w HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nfirst bytes").ok());
   ASSERT_TRUE(Eventually([this] { return server_->stats().open_connections == 1; }, 10000));
   server_->Stop();
-  Result<HttpTestResponse> refused = slow.ReadResponse();
-  ASSERT_TRUE(refused.ok()) << refused.status().ToString();
-  EXPECT_EQ(refused->status, 503);
+  HttpTestResponse refused = Read(slow);
+  EXPECT_EQ(refused.status, 503);
   EXPECT_EQ(server_->stats().requests_refused_stopping, 1u);
   EXPECT_EQ(handled_, 0);
 }

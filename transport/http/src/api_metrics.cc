@@ -87,106 +87,154 @@ void ApiMetrics::RecordQuery(std::string_view kind) {
   ++it->second;
 }
 
+namespace {
+
+// One counter or gauge taken from a statistics struct.
+template <typename Stats>
+struct MetricDescriptor {
+  std::string_view name;
+  std::string_view type;
+  std::string_view help;
+  uint64_t Stats::*value;
+};
+
+// The server's connection and request counts, in the order /metrics lists them.
+constexpr MetricDescriptor<HttpServerStats> kServerMetrics[] = {
+    {"cairn_http_connections_accepted_total", "counter", "Connections accepted.",
+     &HttpServerStats::connections_accepted},
+    {"cairn_http_connections_refused_total", "counter", "Connections refused over the limit.",
+     &HttpServerStats::connections_refused},
+    {"cairn_http_connections_evicted_total", "counter",
+     "Connections waiting for a request closed to make room for new ones.",
+     &HttpServerStats::connections_evicted},
+    {"cairn_http_connections_failed_total", "counter", "Connections whose TLS handshake failed.",
+     &HttpServerStats::connections_failed},
+    {"cairn_http_requests_timed_out_total", "counter", "Requests that were too slow to arrive (408).",
+     &HttpServerStats::requests_timed_out},
+    {"cairn_http_requests_malformed_total", "counter", "Requests the parser refused.",
+     &HttpServerStats::requests_malformed},
+    {"cairn_http_requests_refused_at_head_total", "counter",
+     "Requests refused once their head was in, before their body (authentication).",
+     &HttpServerStats::requests_refused_at_head},
+    {"cairn_http_requests_refused_stopping_total", "counter",
+     "Requests answered 503 because cairnd was stopping.", &HttpServerStats::requests_refused_stopping},
+    {"cairn_http_open_connections", "gauge", "Connections open now.", &HttpServerStats::open_connections},
+    {"cairn_http_waiting_connections", "gauge",
+     "Open connections waiting for a request (the ones a newcomer may displace).",
+     &HttpServerStats::waiting_connections},
+};
+
+// The engine's statistics, in the order /metrics lists them.
+constexpr MetricDescriptor<EngineStats> kEngineMetrics[] = {
+    {"cairn_engine_records_written_total", "counter", "Records stored by the engine since it opened.",
+     &EngineStats::records_written},
+    {"cairn_engine_last_lsn", "gauge", "The highest log sequence number assigned.", &EngineStats::last_lsn},
+    {"cairn_engine_checkpoint_lsn", "gauge", "Every record below this LSN is in a period file.",
+     &EngineStats::checkpoint_lsn},
+    {"cairn_engine_head_records", "gauge", "Records in memory not yet sealed into chunks.",
+     &EngineStats::head_records},
+    {"cairn_engine_head_bytes", "gauge", "Memory held by unsealed records.", &EngineStats::head_bytes},
+    {"cairn_engine_chunks_sealed_total", "counter", "Chunks sealed since the engine opened.",
+     &EngineStats::chunks_sealed},
+    {"cairn_engine_chunks_decoded_total", "counter",
+     "Sealed chunks decoded to answer queries since the engine opened.", &EngineStats::chunks_decoded},
+    {"cairn_engine_log_bytes", "gauge", "Write-ahead log bytes on disk.", &EngineStats::log_bytes},
+    {"cairn_engine_period_file_bytes", "gauge", "Period file bytes on disk.",
+     &EngineStats::period_file_bytes},
+    {"cairn_engine_series", "gauge", "Series known to the engine.", &EngineStats::series},
+    {"cairn_engine_series_bytes", "gauge", "Memory held by the series themselves, beside their heads.",
+     &EngineStats::series_bytes},
+    {"cairn_engine_records_over_series_limit_total", "counter",
+     "Records refused because they would have started a series beyond their table's max_series.",
+     &EngineStats::records_over_series_limit},
+    {"cairn_engine_records_conflict_total", "counter",
+     "Records refused since the engine opened because their point is stored with the same version and "
+     "other values (on_conflict reject).",
+     &EngineStats::records_conflict},
+    {"cairn_engine_records_overwritten_total", "counter",
+     "Records merged since the engine opened into a stored point of the same version (on_conflict "
+     "overwrite).",
+     &EngineStats::records_overwritten},
+};
+
+template <typename Stats, size_t N>
+void RenderDescribed(std::string* out, const MetricDescriptor<Stats> (&metrics)[N], const Stats& stats) {
+  for (const MetricDescriptor<Stats>& metric : metrics) {
+    Single(out, metric.name, metric.type, metric.help, stats.*metric.value);
+  }
+}
+
+}  // namespace
+
 std::string ApiMetrics::RenderPrometheus(const EngineStats& engine, const HttpServerStats& server,
                                          uint64_t disk_free_bytes) const {
   std::string out;
   {
     MutexLock lock(&mutex_);
-    Header(&out, "cairn_http_requests_total", "counter", "HTTP requests answered, by route and status code.");
-    for (const auto& [key, count] : requests_) {
-      out += "cairn_http_requests_total{route=\"" + PrometheusLabelValue(key.first) + "\",code=\"" +
-             std::to_string(key.second) + "\"} " + std::to_string(count) + "\n";
-    }
-    Header(&out, "cairn_http_request_duration_seconds", "histogram",
-           "Time from a complete request to its response, by route.");
-    for (const auto& [route, latency] : latencies_) {
-      const std::string label = "route=\"" + PrometheusLabelValue(route) + "\"";
-      uint64_t cumulative = 0;
-      for (size_t i = 0; i < kLatencyBounds.size(); ++i) {
-        cumulative += latency.buckets[i];
-        out += "cairn_http_request_duration_seconds_bucket{" + label + ",le=\"" + Number(kLatencyBounds[i]) +
-               "\"} " + std::to_string(cumulative) + "\n";
-      }
-      out += "cairn_http_request_duration_seconds_bucket{" + label + ",le=\"+Inf\"} " +
-             std::to_string(latency.count) + "\n";
-      out += "cairn_http_request_duration_seconds_sum{" + label + "} " + Number(latency.sum_seconds) + "\n";
-      out +=
-          "cairn_http_request_duration_seconds_count{" + label + "} " + std::to_string(latency.count) + "\n";
-    }
-    Header(&out, "cairn_queries_total", "counter", "Queries answered, by kind.");
-    for (const auto& [kind, count] : queries_) {
-      out += "cairn_queries_total{kind=\"" + PrometheusLabelValue(kind) + "\"} " + std::to_string(count) + "\n";
-    }
+    RenderRequestsLocked(&out);
+    RenderLatenciesLocked(&out);
+    RenderQueriesLocked(&out);
   }
-  Header(&out, "cairn_write_records_total", "counter", "Records received by writes, by outcome.");
-  out += "cairn_write_records_total{outcome=\"stored\"} " + std::to_string(records_stored_.load()) + "\n";
-  out +=
-      "cairn_write_records_total{outcome=\"duplicate\"} " + std::to_string(records_duplicate_.load()) + "\n";
-  out += "cairn_write_records_total{outcome=\"rejected\"} " + std::to_string(records_rejected_.load()) + "\n";
-  out += "cairn_write_records_total{outcome=\"invalid\"} " + std::to_string(records_invalid_.load()) + "\n";
-  out += "cairn_write_records_total{outcome=\"conflict\"} " + std::to_string(records_conflict_.load()) + "\n";
-  Single(&out, "cairn_write_lines_rejected_total", "counter", "Line-protocol lines refused by writes.",
-         lines_rejected_.load());
-  Single(&out, "cairn_auth_failures_total", "counter", "Requests with a missing or invalid token.",
-         auth_failures_.load());
-  Single(&out, "cairn_auth_rate_limited_total", "counter",
-         "Requests refused (429) because their credential or address failed authentication too often.",
-         rate_limited_.load());
-
-  Single(&out, "cairn_http_connections_accepted_total", "counter", "Connections accepted.",
-         server.connections_accepted);
-  Single(&out, "cairn_http_connections_refused_total", "counter", "Connections refused over the limit.",
-         server.connections_refused);
-  Single(&out, "cairn_http_connections_evicted_total", "counter",
-         "Connections waiting for a request closed to make room for new ones.", server.connections_evicted);
-  Single(&out, "cairn_http_connections_failed_total", "counter", "Connections whose TLS handshake failed.",
-         server.connections_failed);
-  Single(&out, "cairn_http_requests_timed_out_total", "counter",
-         "Requests that were too slow to arrive (408).", server.requests_timed_out);
-  Single(&out, "cairn_http_requests_malformed_total", "counter", "Requests the parser refused.",
-         server.requests_malformed);
-  Single(&out, "cairn_http_requests_refused_at_head_total", "counter",
-         "Requests refused once their head was in, before their body (authentication).",
-         server.requests_refused_at_head);
-  Single(&out, "cairn_http_requests_refused_stopping_total", "counter",
-         "Requests answered 503 because cairnd was stopping.", server.requests_refused_stopping);
-  Single(&out, "cairn_http_open_connections", "gauge", "Connections open now.", server.open_connections);
-  Single(&out, "cairn_http_waiting_connections", "gauge",
-         "Open connections waiting for a request (the ones a newcomer may displace).", server.waiting_connections);
-
-  Single(&out, "cairn_engine_records_written_total", "counter",
-         "Records stored by the engine since it opened.", engine.records_written);
-  Single(&out, "cairn_engine_last_lsn", "gauge", "The highest log sequence number assigned.",
-         engine.last_lsn);
-  Single(&out, "cairn_engine_checkpoint_lsn", "gauge", "Every record below this LSN is in a period file.",
-         engine.checkpoint_lsn);
-  Single(&out, "cairn_engine_head_records", "gauge", "Records in memory not yet sealed into chunks.",
-         engine.head_records);
-  Single(&out, "cairn_engine_head_bytes", "gauge", "Memory held by unsealed records.", engine.head_bytes);
-  Single(&out, "cairn_engine_chunks_sealed_total", "counter", "Chunks sealed since the engine opened.",
-         engine.chunks_sealed);
-  Single(&out, "cairn_engine_chunks_decoded_total", "counter",
-         "Sealed chunks decoded to answer queries since the engine opened.", engine.chunks_decoded);
-  Single(&out, "cairn_engine_log_bytes", "gauge", "Write-ahead log bytes on disk.", engine.log_bytes);
-  Single(&out, "cairn_engine_period_file_bytes", "gauge", "Period file bytes on disk.",
-         engine.period_file_bytes);
-  Single(&out, "cairn_engine_series", "gauge", "Series known to the engine.", engine.series);
-  Single(&out, "cairn_engine_series_bytes", "gauge",
-         "Memory held by the series themselves, beside their heads.", engine.series_bytes);
-  Single(&out, "cairn_engine_records_over_series_limit_total", "counter",
-         "Records refused because they would have started a series beyond their table's max_series.",
-         engine.records_over_series_limit);
-  Single(&out, "cairn_engine_records_conflict_total", "counter",
-         "Records refused since the engine opened because their point is stored with the same version and "
-         "other values (on_conflict reject).",
-         engine.records_conflict);
-  Single(&out, "cairn_engine_records_overwritten_total", "counter",
-         "Records merged since the engine opened into a stored point of the same version (on_conflict "
-         "overwrite).",
-         engine.records_overwritten);
+  RenderWritesAndAuth(&out);
+  RenderDescribed(&out, kServerMetrics, server);
+  RenderDescribed(&out, kEngineMetrics, engine);
   Single(&out, "cairn_disk_free_bytes", "gauge", "Free bytes on the data directory's filesystem.",
          disk_free_bytes);
   return out;
+}
+
+void ApiMetrics::RenderRequestsLocked(std::string* out) const {
+  Header(out, "cairn_http_requests_total", "counter", "HTTP requests answered, by route and status code.");
+  for (const auto& [key, count] : requests_) {
+    *out += "cairn_http_requests_total{route=\"" + PrometheusLabelValue(key.first) + "\",code=\"" +
+            std::to_string(key.second) + "\"} " + std::to_string(count) + "\n";
+  }
+}
+
+void ApiMetrics::RenderLatenciesLocked(std::string* out) const {
+  Header(out, "cairn_http_request_duration_seconds", "histogram",
+         "Time from a complete request to its response, by route.");
+  for (const auto& [route, latency] : latencies_) {
+    const std::string label = "route=\"" + PrometheusLabelValue(route) + "\"";
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < kLatencyBounds.size(); ++i) {
+      cumulative += latency.buckets[i];
+      *out += "cairn_http_request_duration_seconds_bucket{" + label + ",le=\"" + Number(kLatencyBounds[i]) +
+              "\"} " + std::to_string(cumulative) + "\n";
+    }
+    *out += "cairn_http_request_duration_seconds_bucket{" + label + ",le=\"+Inf\"} " +
+            std::to_string(latency.count) + "\n";
+    *out += "cairn_http_request_duration_seconds_sum{" + label + "} " + Number(latency.sum_seconds) + "\n";
+    *out +=
+        "cairn_http_request_duration_seconds_count{" + label + "} " + std::to_string(latency.count) + "\n";
+  }
+}
+
+void ApiMetrics::RenderQueriesLocked(std::string* out) const {
+  Header(out, "cairn_queries_total", "counter", "Queries answered, by kind.");
+  for (const auto& [kind, count] : queries_) {
+    *out +=
+        "cairn_queries_total{kind=\"" + PrometheusLabelValue(kind) + "\"} " + std::to_string(count) + "\n";
+  }
+}
+
+void ApiMetrics::RenderWritesAndAuth(std::string* out) const {
+  Header(out, "cairn_write_records_total", "counter", "Records received by writes, by outcome.");
+  const std::pair<std::string_view, const std::atomic<uint64_t>*> outcomes[] = {
+      {"stored", &records_stored_},   {"duplicate", &records_duplicate_}, {"rejected", &records_rejected_},
+      {"invalid", &records_invalid_}, {"conflict", &records_conflict_},
+  };
+  for (const auto& [outcome, count] : outcomes) {
+    *out += "cairn_write_records_total{outcome=\"" + std::string(outcome) + "\"} " +
+            std::to_string(count->load()) + "\n";
+  }
+  Single(out, "cairn_write_lines_rejected_total", "counter", "Line-protocol lines refused by writes.",
+         lines_rejected_.load());
+  Single(out, "cairn_auth_failures_total", "counter", "Requests with a missing or invalid token.",
+         auth_failures_.load());
+  Single(out, "cairn_auth_rate_limited_total", "counter",
+         "Requests refused (429) because their credential or address failed authentication too often.",
+         rate_limited_.load());
 }
 
 }  // namespace cairn

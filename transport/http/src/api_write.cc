@@ -51,102 +51,47 @@ Result<std::string> Gunzip(std::string_view compressed, size_t limit) {
   return out;
 }
 
-}  // namespace
-
-HttpResponse HttpApi::Write(Call* call, std::string_view table_parameter) {
-  if (auto bad = call->CheckParameters({table_parameter, "precision", "rp", "org", "consistency"}))
-    return *bad;
-  std::optional<std::string> table = call->Parameter(table_parameter);
-  if (!table || table->empty()) {
-    return HttpResponse::Error(400, "missing ?" + std::string(table_parameter) + "=TABLE");
-  }
-  if (auto denied = call->Require(Access::kWrite, *table)) return *denied;
+// The parse options of a write: ?precision= (400 when unknown), now as the
+// default timestamp, and the API's device tag and line limit.
+Result<LineProtocolOptions> ParseOptionsFor(const std::optional<std::string>& precision, int64_t now,
+                                            const HttpApiOptions& options) {
   LineProtocolOptions parse_options;
-  if (std::optional<std::string> precision = call->Parameter("precision")) {
+  if (precision) {
     Result<TimestampPrecision> parsed = ParseTimestampPrecision(*precision);
-    if (!parsed.ok()) return HttpResponse::Error(400, parsed.status().message());
+    if (!parsed.ok()) return parsed.status();
     parse_options.precision = *parsed;
   }
-  parse_options.default_timestamp = env_->NowUnixNanos();
-  parse_options.device_tag = options_.device_tag;
-  parse_options.max_line_bytes = options_.max_line_bytes;
+  parse_options.default_timestamp = now;
+  parse_options.device_tag = options.device_tag;
+  parse_options.max_line_bytes = options.max_line_bytes;
+  return parse_options;
+}
 
-  const HttpRequest& request = call->request();
-  std::string inflated;
-  std::string_view body = request.body;
-  if (const std::string* encoding = request.Header("content-encoding")) {
-    if (*encoding == "gzip") {
-      Result<std::string> decoded = Gunzip(request.body, options_.max_decompressed_body_bytes);
-      if (!decoded.ok()) {
-        return HttpResponse::Error(decoded.status().code() == StatusCode::kResourceExhausted ? 413 : 400,
-                                   decoded.status().message());
-      }
-      inflated = std::move(*decoded);
-      body = inflated;
-    } else if (*encoding != "identity") {
-      return HttpResponse::Error(415,
-                                 "Content-Encoding '" + *encoding + "' is not supported; use gzip or none");
-    }
+// Sets `body` to the request's line protocol, inflated into `inflated` when
+// it came gzipped; the refusal (400, 413, 415) when it cannot be decoded.
+std::optional<HttpResponse> DecodeBody(const HttpRequest& request, size_t max_inflated_bytes,
+                                       std::string* inflated, std::string_view* body) {
+  *body = request.body;
+  const std::string* encoding = request.Header("content-encoding");
+  if (encoding == nullptr || *encoding == "identity") return std::nullopt;
+  if (*encoding != "gzip") {
+    return HttpResponse::Error(415,
+                               "Content-Encoding '" + *encoding + "' is not supported; use gzip or none");
   }
+  Result<std::string> decoded = Gunzip(request.body, max_inflated_bytes);
+  if (!decoded.ok()) {
+    return HttpResponse::Error(decoded.status().code() == StatusCode::kResourceExhausted ? 413 : 400,
+                               decoded.status().message());
+  }
+  *inflated = std::move(*decoded);
+  *body = *inflated;
+  return std::nullopt;
+}
 
-  LineProtocolBatch batch = ParseLineProtocol(body, parse_options);
-  Result<TableInfo> existing = engine_->GetTable(*table);
-  if (!existing.ok()) {
-    if (existing.status().code() != StatusCode::kNotFound) return ErrorFor(existing.status());
-    if (!options_.auto_create_tables) {
-      log_.Log("write", "http: refused a write to table '" + *table + "' from " + request.peer_address +
-                            ": no such table");
-      return HttpResponse::Error(404,
-                                 "table '" + *table + "' does not exist; create it with PUT /v1/tables/" +
-                                     *table + " or the shell's create-table",
-                                 "NotFound");
-    }
-    Status created = engine_->CreateTable(*table, TableOptions());
-    if (!created.ok() && created.code() != StatusCode::kAlreadyExists) return ErrorFor(created);
-  }
-
-  // Only the first kMaxReportedLineErrors of each source can be among the
-  // first reported; the rest are counted (a body of bad lines must not make
-  // a copy of every reason).
-  size_t rejected_lines = batch.errors.size();
-  std::vector<LineProtocolError> errors = std::move(batch.errors);
-  if (errors.size() > kMaxReportedLineErrors) errors.resize(kMaxReportedLineErrors);
-  WriteResult written;
-  if (!batch.records.empty()) {
-    std::vector<Record> records;
-    records.reserve(batch.records.size());
-    for (LineProtocolRecord& line : batch.records) records.push_back(std::move(line.record));
-    Result<WriteResult> result = engine_->Write(*table, records);
-    if (!result.ok()) {
-      log_.Log("write", "http: refused a write of " + std::to_string(records.size()) + " records to table '" +
-                            *table + "' from " + request.peer_address + ": " + result.status().message());
-      return ErrorFor(result.status());
-    }
-    written = std::move(*result);
-    size_t kept = 0;
-    for (size_t i = 0; i < written.records.size(); ++i) {
-      RecordResult& outcome = written.records[i];
-      // Stored and duplicate lines are kept; the others are refused, each
-      // with its reason, in InfluxDB's partial-write answer below.
-      if (outcome.outcome == WriteOutcome::kStored || outcome.outcome == WriteOutcome::kDuplicate) continue;
-      ++rejected_lines;
-      if (kept++ < kMaxReportedLineErrors)
-        errors.push_back({batch.records[i].line_number, std::move(outcome.reason)});
-    }
-  }
-  metrics_->RecordWrite(written, rejected_lines);
-  if (rejected_lines == 0) {
-    HttpResponse response;
-    response.status = 204;
-    return response;
-  }
-  std::sort(errors.begin(), errors.end(), [](const LineProtocolError& a, const LineProtocolError& b) {
-    return a.line_number < b.line_number;
-  });
-  log_.Log("write", "http: rejected " + std::to_string(rejected_lines) + " line" +
-                        (rejected_lines == 1 ? "" : "s") + " of a write to table '" + *table + "' from " +
-                        request.peer_address + "; first: line " + std::to_string(errors[0].line_number) +
-                        ": " + errors[0].reason);
+// InfluxDB's partial-write answer: the counts, and the first refused lines
+// (sorted by line number) with their reasons.
+std::string PartialWriteJson(size_t rejected_lines, const std::vector<LineProtocolError>& errors,
+                             const WriteResult& written) {
   JsonWriter json;
   json.BeginObject();
   json.Key("error");
@@ -180,7 +125,94 @@ HttpResponse HttpApi::Write(Call* call, std::string_view table_parameter) {
     json.Uint(rejected_lines - kMaxReportedLineErrors);
   }
   json.EndObject();
-  return HttpResponse::Json(400, json.text());
+  return json.text();
+}
+
+}  // namespace
+
+HttpResponse HttpApi::Write(Call* call, std::string_view table_parameter) {
+  if (auto bad = call->CheckParameters({table_parameter, "precision", "rp", "org", "consistency"}))
+    return *bad;
+  std::optional<std::string> table = call->Parameter(table_parameter);
+  if (!table || table->empty()) {
+    return HttpResponse::Error(400, "missing ?" + std::string(table_parameter) + "=TABLE");
+  }
+  if (auto denied = call->Require(Access::kWrite, *table)) return *denied;
+  Result<LineProtocolOptions> parse_options =
+      ParseOptionsFor(call->Parameter("precision"), env_->NowUnixNanos(), options_);
+  if (!parse_options.ok()) return HttpResponse::Error(400, parse_options.status().message());
+
+  const HttpRequest& request = call->request();
+  std::string inflated;
+  std::string_view body;
+  if (auto refused = DecodeBody(request, options_.max_decompressed_body_bytes, &inflated, &body))
+    return *refused;
+  LineProtocolBatch batch = ParseLineProtocol(body, *parse_options);
+  if (auto refused = EnsureWriteTable(*table, request.peer_address)) return *refused;
+  return StoreLines(*table, request.peer_address, &batch);
+}
+
+std::optional<HttpResponse> HttpApi::EnsureWriteTable(const std::string& table, const std::string& peer) {
+  Result<TableInfo> existing = engine_->GetTable(table);
+  if (existing.ok()) return std::nullopt;
+  if (existing.status().code() != StatusCode::kNotFound) return ErrorFor(existing.status());
+  if (!options_.auto_create_tables) {
+    log_.Log("write", "http: refused a write to table '" + table + "' from " + peer + ": no such table");
+    return HttpResponse::Error(404,
+                               "table '" + table + "' does not exist; create it with PUT /v1/tables/" +
+                                   table + " or the shell's create-table",
+                               "NotFound");
+  }
+  Status created = engine_->CreateTable(table, TableOptions());
+  if (!created.ok() && created.code() != StatusCode::kAlreadyExists) return ErrorFor(created);
+  return std::nullopt;
+}
+
+HttpResponse HttpApi::StoreLines(const std::string& table, const std::string& peer,
+                                 LineProtocolBatch* batch) {
+  // Only the first kMaxReportedLineErrors of each source can be among the
+  // first reported; the rest are counted (a body of bad lines must not make
+  // a copy of every reason).
+  size_t rejected_lines = batch->errors.size();
+  std::vector<LineProtocolError> errors = std::move(batch->errors);
+  if (errors.size() > kMaxReportedLineErrors) errors.resize(kMaxReportedLineErrors);
+  WriteResult written;
+  if (!batch->records.empty()) {
+    std::vector<Record> records;
+    records.reserve(batch->records.size());
+    for (LineProtocolRecord& line : batch->records) records.push_back(std::move(line.record));
+    Result<WriteResult> result = engine_->Write(table, records);
+    if (!result.ok()) {
+      log_.Log("write", "http: refused a write of " + std::to_string(records.size()) + " records to table '" +
+                            table + "' from " + peer + ": " + result.status().message());
+      return ErrorFor(result.status());
+    }
+    written = std::move(*result);
+    size_t kept = 0;
+    for (size_t i = 0; i < written.records.size(); ++i) {
+      RecordResult& outcome = written.records[i];
+      // Stored and duplicate lines are kept; the others are refused, each
+      // with its reason, in InfluxDB's partial-write answer below.
+      if (outcome.outcome == WriteOutcome::kStored || outcome.outcome == WriteOutcome::kDuplicate) continue;
+      ++rejected_lines;
+      if (kept++ < kMaxReportedLineErrors)
+        errors.push_back({batch->records[i].line_number, std::move(outcome.reason)});
+    }
+  }
+  metrics_->RecordWrite(written, rejected_lines);
+  if (rejected_lines == 0) {
+    HttpResponse response;
+    response.status = 204;
+    return response;
+  }
+  std::sort(errors.begin(), errors.end(), [](const LineProtocolError& a, const LineProtocolError& b) {
+    return a.line_number < b.line_number;
+  });
+  log_.Log("write", "http: rejected " + std::to_string(rejected_lines) + " line" +
+                        (rejected_lines == 1 ? "" : "s") + " of a write to table '" + table + "' from " +
+                        peer + "; first: line " + std::to_string(errors[0].line_number) + ": " +
+                        errors[0].reason);
+  return HttpResponse::Json(400, PartialWriteJson(rejected_lines, errors, written));
 }
 
 }  // namespace cairn

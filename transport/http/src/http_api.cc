@@ -34,6 +34,28 @@ void AddTagFilter(const TagMap& tags, std::vector<std::pair<std::string, std::st
 
 }  // namespace
 
+// One endpoint: its path, where {table} and {device} stand for any one
+// segment (the path is also the route's label in the request metrics), the
+// methods it takes, who may call it, and its handler.
+struct HttpApi::Route {
+  enum class Methods : uint8_t {
+    kGet,        // GET and HEAD (answered without the body); a 405 allows GET
+    kGetOrHead,  // the same, and a 405 allows GET, HEAD
+    kPost,
+    kOwn,  // the handler checks the method itself
+  };
+  enum class Guard : uint8_t {
+    kPublic,  // answers without a token
+    kToken,   // any valid token
+    kRead,    // scope read:{table}
+    kAdmin,   // the admin scope, for {table} where the path names one
+  };
+  std::string_view path;
+  Methods methods;
+  Guard guard;
+  HttpResponse (HttpApi::*handle)(Call* call);
+};
+
 HttpApi::HttpApi(Engine* engine, Env* env, const CommandRegistry* commands, TokenStore* tokens,
                  AuthThrottle* throttle, ApiMetrics* metrics, HttpApiOptions options,
                  std::function<HttpServerStats()> server_stats)
@@ -58,17 +80,14 @@ bool HasReadScope(const TokenInfo& token) {
                      [](const TokenScope& scope) { return scope.access != Access::kWrite; });
 }
 
-// The routes that answer without a token (see http_api.h).
-bool IsPublicPath(const std::vector<std::string>& path) {
-  return path.empty() || (path.size() == 1 && (path[0] == "healthz" || path[0] == "ping"));
-}
-
 }  // namespace
 
 std::optional<HttpResponse> HttpApi::CheckHead(const HttpRequest& head) {
   Result<std::vector<std::string>> path = SplitPath(head.path);
   // A malformed path is answered by Handle, with the body read.
-  if (!path.ok() || IsPublicPath(*path)) return std::nullopt;
+  if (!path.ok()) return std::nullopt;
+  const Route* route = FindRoute(*path);
+  if (route != nullptr && route->guard == Route::Guard::kPublic) return std::nullopt;
   const int64_t started = env_->MonotonicNanos();
   RequestAuthenticator::Outcome outcome = authenticator_->Authenticate(head);
   if (!outcome.refusal) return std::nullopt;
@@ -85,7 +104,65 @@ HttpResponse HttpApi::Handle(const HttpRequest& request) {
   return response;
 }
 
-HttpResponse HttpApi::Dispatch(Call* call, std::string* route) {
+namespace {
+
+// Whether `path` (split) is `pattern` with its {placeholders} filled in.
+bool RouteMatches(std::string_view pattern, const std::vector<std::string>& path) {
+  pattern.remove_prefix(1);  // the leading '/'
+  size_t index = 0;
+  while (!pattern.empty()) {
+    const size_t slash = pattern.find('/');
+    const std::string_view segment = pattern.substr(0, slash);
+    if (index == path.size()) return false;
+    if (segment.front() != '{' && segment != path[index]) return false;
+    ++index;
+    pattern = slash == std::string_view::npos ? std::string_view() : pattern.substr(slash + 1);
+  }
+  return index == path.size();
+}
+
+HttpResponse MethodNotAllowed(std::string_view allowed) {
+  HttpResponse response = HttpResponse::Error(405, "method not allowed here; use " + std::string(allowed));
+  response.headers.emplace_back("Allow", std::string(allowed));
+  return response;
+}
+
+// The table a route names: every such path begins /v1/tables/{table}.
+const std::string& TableSegment(const std::vector<std::string>& path) { return path[2]; }
+// The device of the /v1/tables/{table}/devices/{device}/... routes.
+const std::string& DeviceSegment(const std::vector<std::string>& path) { return path[4]; }
+
+}  // namespace
+
+const HttpApi::Route* HttpApi::FindRoute(const std::vector<std::string>& path) {
+  using Methods = Route::Methods;
+  using Guard = Route::Guard;
+  static constexpr Route kRoutes[] = {
+      {"/", Methods::kGet, Guard::kPublic, &HttpApi::Index},
+      {"/healthz", Methods::kGet, Guard::kPublic, &HttpApi::Healthz},
+      {"/ping", Methods::kGetOrHead, Guard::kPublic, &HttpApi::Ping},
+      {"/write", Methods::kPost, Guard::kToken, &HttpApi::WriteV1},
+      {"/api/v2/write", Methods::kPost, Guard::kToken, &HttpApi::WriteV2},
+      {"/metrics", Methods::kGet, Guard::kToken, &HttpApi::Metrics},
+      {"/v1/stats", Methods::kGet, Guard::kAdmin, &HttpApi::Stats},
+      {"/v1/health", Methods::kGet, Guard::kToken, &HttpApi::Health},
+      {"/v1/sync", Methods::kGet, Guard::kAdmin, &HttpApi::Sync},
+      {"/v1/tables", Methods::kGet, Guard::kToken, &HttpApi::Tables},
+      {"/v1/tables/{table}", Methods::kOwn, Guard::kAdmin, &HttpApi::ChangeTable},
+      {"/v1/tables/{table}/devices", Methods::kGet, Guard::kRead, &HttpApi::TableNames},
+      {"/v1/tables/{table}/measures", Methods::kGet, Guard::kRead, &HttpApi::TableNames},
+      {"/v1/tables/{table}/latest", Methods::kPost, Guard::kRead, &HttpApi::LatestBatch},
+      {"/v1/tables/{table}/devices/{device}/latest", Methods::kGet, Guard::kRead, &HttpApi::DeviceLatest},
+      {"/v1/tables/{table}/devices/{device}/readings", Methods::kGet, Guard::kRead, &HttpApi::Readings},
+      {"/v1/tables/{table}/devices/{device}/aggregate", Methods::kGet, Guard::kRead, &HttpApi::Aggregate},
+  };
+  for (const Route& route : kRoutes) {
+    if (RouteMatches(route.path, path)) return &route;
+  }
+  return nullptr;
+}
+
+HttpResponse HttpApi::Dispatch(Call* call, std::string* route_name) {
   const HttpRequest& request = call->request();
   Result<std::vector<std::string>> segments = SplitPath(request.path);
   if (!segments.ok()) return HttpResponse::Error(400, segments.status().message());
@@ -93,152 +170,137 @@ HttpResponse HttpApi::Dispatch(Call* call, std::string* route) {
   Result<std::vector<std::pair<std::string, std::string>>> parameters = ParseQueryString(request.query);
   if (!parameters.ok()) return HttpResponse::Error(400, parameters.status().message());
   call->parameters() = std::move(*parameters);
-  const std::vector<std::string>& path = call->segments();
-  const std::string& method = request.method;
+
+  const Route* route = FindRoute(call->segments());
+  // Everything but the public routes needs a token, also to learn that a
+  // path leads nowhere.
+  if (route == nullptr || route->guard != Route::Guard::kPublic) {
+    RequestAuthenticator::Outcome authenticated = authenticator_->Authenticate(request);
+    if (authenticated.refusal) return std::move(*authenticated.refusal);
+    call->token() = std::move(authenticated.token);
+  }
+  if (route == nullptr) return HttpResponse::Error(404, "no such endpoint: " + request.path);
+  *route_name = std::string(route->path);
+  if (auto refused = CheckMethod(*route, request.method)) return *refused;
+  if (auto denied = CheckGuard(*route, *call)) return *denied;
+  return (this->*route->handle)(call);
+}
+
+std::optional<HttpResponse> HttpApi::CheckMethod(const Route& route, const std::string& method) {
   const bool get = method == "GET" || method == "HEAD";
-  const auto method_not_allowed = [](std::string_view allowed) {
-    HttpResponse response = HttpResponse::Error(405, "method not allowed here; use " + std::string(allowed));
-    response.headers.emplace_back("Allow", std::string(allowed));
-    return response;
-  };
+  switch (route.methods) {
+    case Route::Methods::kGet:
+      if (!get) return MethodNotAllowed("GET");
+      break;
+    case Route::Methods::kGetOrHead:
+      if (!get) return MethodNotAllowed("GET, HEAD");
+      break;
+    case Route::Methods::kPost:
+      if (method != "POST") return MethodNotAllowed("POST");
+      break;
+    case Route::Methods::kOwn:
+      break;
+  }
+  return std::nullopt;
+}
 
-  // ---- without a token ----
-  if (path.empty()) {
-    *route = "/";
-    if (!get) return method_not_allowed("GET");
-    HttpResponse page;
-    page.content_type = "text/html; charset=utf-8";
-    page.body = std::string(options_.index_html);
-    page.headers.emplace_back("Cache-Control", "no-cache");
-    page.headers.emplace_back("Content-Security-Policy",
-                              "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-                              "img-src 'self' data:");
-    return page;
+std::optional<HttpResponse> HttpApi::CheckGuard(const Route& route, Call& call) {
+  const bool names_table = route.path.find("{table}") != std::string_view::npos;
+  switch (route.guard) {
+    case Route::Guard::kPublic:
+    case Route::Guard::kToken:
+      return std::nullopt;
+    case Route::Guard::kRead:
+      return call.Require(Access::kRead, TableSegment(call.segments()));
+    case Route::Guard::kAdmin:
+      return call.Require(Access::kAdmin, names_table ? TableSegment(call.segments()) : std::string());
   }
-  if (path.size() == 1 && path[0] == "healthz") {
-    *route = "/healthz";
-    if (!get) return method_not_allowed("GET");
-    // A monitor without a token learns the level only; a token with a read
-    // scope also gets the problems and figures, as from /v1/health.
-    if (request.Header("authorization") != nullptr) {
-      RequestAuthenticator::Outcome outcome = authenticator_->Authenticate(request);
-      if (outcome.token && HasReadScope(*outcome.token)) return HealthDetails(call);
-    }
-    return Healthz();
-  }
-  if (path.size() == 1 && path[0] == "ping") {
-    *route = "/ping";
-    if (!get) return method_not_allowed("GET, HEAD");
-    HttpResponse pong;
-    pong.status = 204;
-    pong.headers.emplace_back("X-Influxdb-Version", "1.8-compatible (cairn)");
-    return pong;
-  }
+  return std::nullopt;
+}
 
-  // ---- everything else needs a token ----
-  RequestAuthenticator::Outcome authenticated = authenticator_->Authenticate(request);
-  if (authenticated.refusal) return std::move(*authenticated.refusal);
-  call->token() = std::move(authenticated.token);
+// ---- the routes without a token ----
 
-  // ---- InfluxDB writes ----
-  if (path.size() == 1 && path[0] == "write") {
-    *route = "/write";
-    if (method != "POST") return method_not_allowed("POST");
-    return Write(call, "db");
-  }
-  if (path.size() == 3 && path[0] == "api" && path[1] == "v2" && path[2] == "write") {
-    *route = "/api/v2/write";
-    if (method != "POST") return method_not_allowed("POST");
-    return Write(call, "bucket");
-  }
-  if (path.size() == 1 && path[0] == "metrics") {
-    *route = "/metrics";
-    if (!get) return method_not_allowed("GET");
-    if (auto bad = call->CheckParameters({})) return *bad;
-    return Metrics();
-  }
-  if (path[0] != "v1") return HttpResponse::Error(404, "no such endpoint: " + request.path);
+HttpResponse HttpApi::Index(Call*) {
+  HttpResponse page;
+  page.content_type = "text/html; charset=utf-8";
+  page.body = std::string(options_.index_html);
+  page.headers.emplace_back("Cache-Control", "no-cache");
+  page.headers.emplace_back("Content-Security-Policy",
+                            "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+                            "img-src 'self' data:");
+  return page;
+}
 
-  // ---- /v1 ----
-  if (path.size() == 2 && path[1] == "stats") {
-    *route = "/v1/stats";
-    if (!get) return method_not_allowed("GET");
-    if (auto denied = call->Require(Access::kAdmin, "")) return *denied;
+HttpResponse HttpApi::Healthz(Call* call) {
+  // A monitor without a token learns the level only; a token with a read
+  // scope also gets the problems and figures, as from /v1/health.
+  if (call->request().Header("authorization") != nullptr) {
+    RequestAuthenticator::Outcome outcome = authenticator_->Authenticate(call->request());
+    if (outcome.token && HasReadScope(*outcome.token)) return HealthDetails(call);
+  }
+  return HealthLevelOnly();
+}
+
+HttpResponse HttpApi::Ping(Call*) {
+  HttpResponse pong;
+  pong.status = 204;
+  pong.headers.emplace_back("X-Influxdb-Version", "1.8-compatible (cairn)");
+  return pong;
+}
+
+// ---- the routes with a token ----
+
+HttpResponse HttpApi::WriteV1(Call* call) { return Write(call, "db"); }
+
+HttpResponse HttpApi::WriteV2(Call* call) { return Write(call, "bucket"); }
+
+HttpResponse HttpApi::Stats(Call* call) {
+  if (auto bad = call->CheckParameters({})) return *bad;
+  return RunCommand(call, "stats", {}, {}, "");
+}
+
+HttpResponse HttpApi::Health(Call* call) {
+  if (!HasReadScope(*call->token())) {
+    return HttpResponse::Error(403, "token '" + call->token()->name + "' lacks a read scope (any table)");
+  }
+  if (auto bad = call->CheckParameters({})) return *bad;
+  return HealthDetails(call);
+}
+
+HttpResponse HttpApi::Sync(Call* call) {
+  if (auto bad = call->CheckParameters({"view"})) return *bad;
+  std::vector<std::string> arguments;
+  if (auto view = call->Parameter("view")) arguments.push_back(std::string(*view));
+  return RunCommand(call, "sync", std::move(arguments), {}, "tables");
+}
+
+HttpResponse HttpApi::ChangeTable(Call* call) {
+  const std::string& table = TableSegment(call->segments());
+  const std::string& method = call->request().method;
+  if (method == "PUT") return CreateTable(call, table, /*alter=*/false);
+  if (method == "PATCH") return CreateTable(call, table, /*alter=*/true);
+  if (method == "DELETE") {
     if (auto bad = call->CheckParameters({})) return *bad;
-    return RunCommand(call, "stats", {}, {}, "");
+    return RunCommand(call, "drop-table", {table}, {}, "");
   }
-  if (path.size() == 2 && path[1] == "health") {
-    *route = "/v1/health";
-    if (!get) return method_not_allowed("GET");
-    if (!HasReadScope(*call->token())) {
-      return HttpResponse::Error(403, "token '" + call->token()->name + "' lacks a read scope (any table)");
-    }
-    if (auto bad = call->CheckParameters({})) return *bad;
-    return HealthDetails(call);
-  }
-  if (path.size() == 2 && path[1] == "sync") {
-    *route = "/v1/sync";
-    if (!get) return method_not_allowed("GET");
-    if (auto denied = call->Require(Access::kAdmin, "")) return *denied;
-    if (auto bad = call->CheckParameters({"view"})) return *bad;
-    std::vector<std::string> arguments;
-    if (auto view = call->Parameter("view")) arguments.push_back(std::string(*view));
-    return RunCommand(call, "sync", std::move(arguments), {}, "tables");
-  }
-  if (path.size() < 2 || path[1] != "tables")
-    return HttpResponse::Error(404, "no such endpoint: " + request.path);
-  if (path.size() == 2) {
-    *route = "/v1/tables";
-    if (!get) return method_not_allowed("GET");
-    if (auto bad = call->CheckParameters({})) return *bad;
-    return Tables(call);
-  }
-  const std::string& table = path[2];
-  if (path.size() == 3) {
-    *route = "/v1/tables/{table}";
-    if (auto denied = call->Require(Access::kAdmin, table)) return *denied;
-    if (method == "PUT") return CreateTable(call, table, /*alter=*/false);
-    if (method == "PATCH") return CreateTable(call, table, /*alter=*/true);
-    if (method == "DELETE") {
-      if (auto bad = call->CheckParameters({})) return *bad;
-      return RunCommand(call, "drop-table", {table}, {}, "");
-    }
-    return method_not_allowed("PUT, PATCH, DELETE");
-  }
-  if (path.size() == 4 && (path[3] == "devices" || path[3] == "measures")) {
-    *route = "/v1/tables/{table}/" + path[3];
-    if (!get) return method_not_allowed("GET");
-    if (auto denied = call->Require(Access::kRead, table)) return *denied;
-    if (auto bad = call->CheckParameters({})) return *bad;
-    return RunCommand(call, path[3], {table}, {}, path[3]);
-  }
-  if (path.size() == 4 && path[3] == "latest") {
-    *route = "/v1/tables/{table}/latest";
-    if (method != "POST") return method_not_allowed("POST");
-    if (auto denied = call->Require(Access::kRead, table)) return *denied;
-    return LatestBatch(call, table);
-  }
-  if (path.size() == 6 && path[3] == "devices") {
-    const std::string& device = path[4];
-    const std::string& what = path[5];
-    if (what != "latest" && what != "readings" && what != "aggregate") {
-      return HttpResponse::Error(404, "no such endpoint: " + request.path);
-    }
-    *route = "/v1/tables/{table}/devices/{device}/" + what;
-    if (!get) return method_not_allowed("GET");
-    if (auto denied = call->Require(Access::kRead, table)) return *denied;
-    if (what == "latest") {
-      if (auto bad = call->CheckParameters({"measure", "tag.*"})) return *bad;
-      std::vector<std::string> arguments = {table, device};
-      if (std::optional<std::string> measure = call->Parameter("measure")) arguments.push_back(*measure);
-      std::vector<std::pair<std::string, std::string>> options;
-      AddTagFilter(call->TagParameters(), &options);
-      return RunCommand(call, "latest", std::move(arguments), options, "records");
-    }
-    if (what == "readings") return Readings(call, table, device);
-    return Aggregate(call, table, device);
-  }
-  return HttpResponse::Error(404, "no such endpoint: " + request.path);
+  return MethodNotAllowed("PUT, PATCH, DELETE");
+}
+
+HttpResponse HttpApi::TableNames(Call* call) {
+  // The command and the answer's member are named as the path ends:
+  // devices or measures.
+  const std::string& what = call->segments()[3];
+  if (auto bad = call->CheckParameters({})) return *bad;
+  return RunCommand(call, what, {TableSegment(call->segments())}, {}, what);
+}
+
+HttpResponse HttpApi::DeviceLatest(Call* call) {
+  if (auto bad = call->CheckParameters({"measure", "tag.*"})) return *bad;
+  std::vector<std::string> arguments = {TableSegment(call->segments()), DeviceSegment(call->segments())};
+  if (std::optional<std::string> measure = call->Parameter("measure")) arguments.push_back(*measure);
+  std::vector<std::pair<std::string, std::string>> options;
+  AddTagFilter(call->TagParameters(), &options);
+  return RunCommand(call, "latest", std::move(arguments), options, "records");
 }
 
 HttpResponse HttpApi::RunCommand(Call* call, std::string_view command, std::vector<std::string> arguments,
@@ -254,6 +316,7 @@ HttpResponse HttpApi::RunCommand(Call* call, std::string_view command, std::vect
 }
 
 HttpResponse HttpApi::Tables(Call* call) {
+  if (auto bad = call->CheckParameters({})) return *bad;
   Result<CommandInvocation> invocation = commands_->BindArguments("tables", {}, {});
   if (!invocation.ok()) return ErrorFor(invocation.status());
   metrics_->RecordQuery("tables");
@@ -336,7 +399,8 @@ HttpResponse HttpApi::CreateTable(Call* call, const std::string& table, bool alt
   return response;
 }
 
-HttpResponse HttpApi::LatestBatch(Call* call, const std::string& table) {
+HttpResponse HttpApi::LatestBatch(Call* call) {
+  const std::string& table = TableSegment(call->segments());
   if (auto bad = call->CheckParameters({})) return *bad;
   Result<JsonValue> document = JsonValue::Parse(call->request().body);
   if (!document.ok()) return HttpResponse::Error(400, "the body is not JSON: " + document.status().message());
@@ -364,7 +428,9 @@ HttpResponse HttpApi::LatestBatch(Call* call, const std::string& table) {
   return RunCommand(call, "latest-batch", std::move(arguments), options, "records");
 }
 
-HttpResponse HttpApi::Readings(Call* call, const std::string& table, const std::string& device) {
+HttpResponse HttpApi::Readings(Call* call) {
+  const std::string& table = TableSegment(call->segments());
+  const std::string& device = DeviceSegment(call->segments());
   if (auto bad = call->CheckParameters({"measure", "prefix", "from", "to", "order", "limit", "page", "tag.*"}))
     return *bad;
   std::vector<std::pair<std::string, std::string>> options;
@@ -382,7 +448,9 @@ HttpResponse HttpApi::Readings(Call* call, const std::string& table, const std::
   return RunCommand(call, "range", {table, device}, options, "records");
 }
 
-HttpResponse HttpApi::Aggregate(Call* call, const std::string& table, const std::string& device) {
+HttpResponse HttpApi::Aggregate(Call* call) {
+  const std::string& table = TableSegment(call->segments());
+  const std::string& device = DeviceSegment(call->segments());
   if (auto bad = call->CheckParameters({"measure", "field", "step", "fn", "from", "to", "group_by", "tag.*"}))
     return *bad;
   std::optional<std::string> measure = call->Parameter("measure");
@@ -397,7 +465,7 @@ HttpResponse HttpApi::Aggregate(Call* call, const std::string& table, const std:
   return RunCommand(call, "agg", {table, device, *measure, *field}, options, "buckets");
 }
 
-HttpResponse HttpApi::Healthz() {
+HttpResponse HttpApi::HealthLevelOnly() {
   HealthLevel level = engine_->Health().level;
   // A damaged tokens file leaves the store serving no token: the API is
   // down for every client, which a monitor must see.
@@ -417,7 +485,8 @@ HttpResponse HttpApi::HealthDetails(Call* call) {
   return response;
 }
 
-HttpResponse HttpApi::Metrics() {
+HttpResponse HttpApi::Metrics(Call* call) {
+  if (auto bad = call->CheckParameters({})) return *bad;
   Result<uint64_t> free = env_->FreeSpace(options_.data_dir);
   HttpResponse response;
   response.content_type = "text/plain; version=0.0.4; charset=utf-8";

@@ -3,36 +3,16 @@
 #include <algorithm>
 #include <ctime>
 
-#include "request_reader.h"
+#include "server_connection.h"
 
 namespace cairn {
-
-// What a connection is doing; decides whether it may be displaced (only
-// while it waits for a request) and how Stop() treats it.
-enum class HttpServer::Phase : uint8_t {
-  kHandshake,  // TLS handshake: no request yet
-  kWaiting,    // waiting for the first byte of a request
-  kReading,    // reading a request
-  kHandling,   // the handler runs: never cut
-  kWriting,    // writing a response
-  kDone,
-};
 
 namespace {
 
 constexpr int kAcceptPollMs = 200;
-// The longest a connection thread blocks in one read, so that it notices a
-// stop soon even while its own deadlines are far away.
-constexpr int kStopPollMs = 100;
 // After the drain, how long connection threads get to write their last 503
 // before every connection not in a handler is shut down.
 constexpr int kFinalAnswersMs = 1000;
-// After an error answered before the whole request was read, the rest of
-// the request is read and dropped for this long (at most kLingerBytes), so
-// that closing with unread input does not reset the connection before the
-// client has read the answer.
-constexpr int kLingerMs = 1000;
-constexpr size_t kLingerBytes = 1 << 20;
 constexpr int kRefusalWriteMs = 1000;
 
 // "Sat, 21 Nov 2026 09:41:07 GMT" (RFC 9110's IMF-fixdate).
@@ -77,36 +57,7 @@ class SharedStream final : public TcpConnection {
   const std::shared_ptr<TcpConnection> inner_;
 };
 
-// Reads and drops what the peer still sends, briefly (see kLingerMs).
-void Linger(TcpConnection* stream, Env* env) {
-  char sink[16 * 1024];
-  size_t dropped = 0;
-  const int64_t deadline = env->MonotonicNanos() + int64_t{kLingerMs} * 1'000'000;
-  while (dropped < kLingerBytes) {
-    const int64_t remaining_ms = (deadline - env->MonotonicNanos()) / 1'000'000;
-    if (remaining_ms <= 0) return;
-    Result<size_t> got = stream->Read(sink, sizeof(sink), static_cast<int>(remaining_ms));
-    if (!got.ok() || *got == 0) return;
-    dropped += *got;
-  }
-}
-
 }  // namespace
-
-struct HttpServer::Connection {
-  std::thread thread;
-  std::string address;
-  Mutex mutex ACQUIRED_AFTER(HttpServer::mutex_);
-  // The TCP stream under any wrapper, shared by the connection's thread and
-  // Stop() and displacement, which shut it down; released when the
-  // connection ends.
-  std::shared_ptr<TcpConnection> transport GUARDED_BY(mutex);
-  Phase phase GUARDED_BY(mutex) = Phase::kHandshake;
-  int64_t waiting_since_nanos GUARDED_BY(mutex) = 0;
-  // Guarded by HttpServer::mutex_: displaced; its slot is free already.
-  bool evicted = false;
-  std::atomic<bool> finished{false};
-};
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(Env* env, const HttpServerOptions& options,
                                                       HttpHandler handler, ConnectionWrapper wrapper,
@@ -401,154 +352,6 @@ void HttpServer::Serve(Connection* connection) {
     }
   }
   connection->finished.store(true, std::memory_order_release);
-}
-
-void HttpServer::ServeRequests(Connection* connection, TcpConnection* stream) {
-  http::RequestLimits limits;
-  limits.max_target_bytes = options_.max_target_bytes;
-  limits.max_header_bytes = options_.max_header_bytes;
-  limits.max_body_bytes = options_.max_body_bytes;
-  http::RequestReader reader(limits);
-  std::string buffer;  // bytes read but not yet taken by the reader
-  char chunk[16 * 1024];
-  bool peer_closed = false;
-  bool first_request = true;
-  const bool tls = static_cast<bool>(wrapper_);
-  const std::string& peer = connection->address;
-
-  // What the connection waits for, each with its own deadline.
-  enum class Wait { kRequest, kHead, kBody };
-  const auto now_ms = [this] { return env_->MonotonicNanos() / 1'000'000; };
-  const auto answer_and_end = [&](const HttpResponse& response, bool whole_request_read) {
-    SetPhase(connection, Phase::kWriting);
-    if (WriteResponse(stream, response, false, false) && !whole_request_read) Linger(stream, env_);
-  };
-  for (;;) {
-    Wait waiting_for = Wait::kRequest;
-    const int request_timeout = first_request ? options_.first_byte_timeout_ms : options_.idle_timeout_ms;
-    int64_t deadline = now_ms() + request_timeout;
-    bool sent_continue = false;
-    bool head_checked = false;
-    // Whether the request's first byte came before Stop() began.
-    bool begun_before_stop = !stopping_.load(std::memory_order_acquire);
-    // Runs the head check once; a refusal is answered here. False when the
-    // connection must end.
-    const auto check_head = [&]() -> bool {
-      if (head_checked || !reader.headers_complete()) return true;
-      head_checked = true;
-      HttpRequest& head = reader.request();
-      head.peer_address = peer;
-      head.tls = tls;
-      if (const PeerCertificate* certificate = stream->peer_certificate())
-        head.client_certificate = *certificate;
-      if (!options_.head_check) return true;
-      std::optional<HttpResponse> refusal = options_.head_check(head);
-      if (!refusal) return true;
-      Count(&HttpServerStats::requests_refused_at_head);
-      answer_and_end(*refusal, reader.state() == http::RequestReader::State::kComplete);
-      return false;
-    };
-    while (reader.state() == http::RequestReader::State::kIncomplete) {
-      if (!buffer.empty()) {
-        const size_t taken = reader.Feed(buffer);
-        buffer.erase(0, taken);
-        if (reader.state() != http::RequestReader::State::kIncomplete) break;
-      }
-      const Wait now_waiting_for = !reader.started()            ? Wait::kRequest
-                                   : !reader.headers_complete() ? Wait::kHead
-                                                                : Wait::kBody;
-      if (now_waiting_for != waiting_for) {
-        waiting_for = now_waiting_for;
-        deadline =
-            now_ms() + (waiting_for == Wait::kHead ? options_.header_timeout_ms : options_.body_timeout_ms);
-      }
-      if (!check_head()) return;
-      if (reader.headers_complete() && reader.expects_continue() && !sent_continue) {
-        sent_continue = true;
-        if (!stream->Write("HTTP/1.1 100 Continue\r\n\r\n", options_.write_timeout_ms).ok()) return;
-      }
-      if (peer_closed) {
-        reader.FeedEndOfStream();
-        break;
-      }
-      SetPhase(connection, waiting_for == Wait::kRequest ? Phase::kWaiting : Phase::kReading);
-      if (drain_over_.load(std::memory_order_acquire)) {
-        if (waiting_for == Wait::kRequest) {
-          // Bytes already waiting in the socket are a request that arrived
-          // (a busy gateway may not have run this thread yet): it is
-          // answered 503 like any other, not closed on.
-          Result<size_t> pending = stream->Read(chunk, sizeof(chunk), 0);
-          if (!pending.ok() || *pending == 0) return;
-          if (!reader.started() && buffer.empty()) begun_before_stop = false;
-          buffer.append(chunk, *pending);
-          continue;
-        }
-        Count(&HttpServerStats::requests_refused_stopping);
-        answer_and_end(StoppingResponse(), false);
-        return;
-      }
-      const int64_t remaining = deadline - now_ms();
-      Result<size_t> got = remaining > 0
-                               ? stream->Read(chunk, sizeof(chunk),
-                                              static_cast<int>(std::min<int64_t>(remaining, kStopPollMs)))
-                               : Result<size_t>(Status::TimedOut("deadline passed"));
-      if (!got.ok()) {
-        if (got.status().code() != StatusCode::kTimedOut) return;  // gone, displaced or shut down
-        if (now_ms() < deadline) continue;
-        if (waiting_for == Wait::kRequest) {
-          if (first_request && !stopping_.load(std::memory_order_acquire)) {
-            log_.Log("silent", "http: closed a connection from " + peer + " that sent nothing within " +
-                                   std::to_string(options_.first_byte_timeout_ms) + " ms");
-          }
-          return;
-        }
-        Count(&HttpServerStats::requests_timed_out);
-        const bool head = waiting_for == Wait::kHead;
-        log_.Log("timeout", "http: answered 408 to " + peer + ": the request " + (head ? "head" : "body") +
-                                " did not arrive within " +
-                                std::to_string(head ? options_.header_timeout_ms : options_.body_timeout_ms) +
-                                " ms");
-        answer_and_end(HttpResponse::Error(408, head ? "the request head did not arrive in time"
-                                                     : "the request body did not arrive in time"),
-                       false);
-        return;
-      }
-      if (*got == 0) {
-        if (!reader.started()) return;  // closed between requests
-        peer_closed = true;
-        continue;
-      }
-      if (!reader.started() && buffer.empty()) begun_before_stop = !stopping_.load(std::memory_order_acquire);
-      buffer.append(chunk, *got);
-    }
-
-    if (reader.state() == http::RequestReader::State::kFailed) {
-      Count(&HttpServerStats::requests_malformed);
-      if (!peer_closed || reader.error_status() != 400) {
-        answer_and_end(HttpResponse::Error(reader.error_status(), reader.error_message()), false);
-      }
-      return;
-    }
-    if (!check_head()) return;
-
-    HttpRequest& request = reader.request();
-    const bool head_only = request.method == "HEAD";
-    Count(&HttpServerStats::requests);
-    if (!begun_before_stop) {
-      // A request that began after the stop: not taken on.
-      Count(&HttpServerStats::requests_refused_stopping);
-      answer_and_end(StoppingResponse(), true);
-      return;
-    }
-    SetPhase(connection, Phase::kHandling);
-    HttpResponse response = handler_(request);
-    SetPhase(connection, Phase::kWriting);
-    const bool keep_alive = reader.keep_alive() && !response.close_connection && !peer_closed &&
-                            !stopping_.load(std::memory_order_acquire);
-    if (!WriteResponse(stream, response, keep_alive, head_only) || !keep_alive) return;
-    reader.Reset();
-    first_request = false;
-  }
 }
 
 bool HttpServer::WriteResponse(TcpConnection* stream, const HttpResponse& response, bool keep_alive,

@@ -55,6 +55,13 @@ class ApiMetrics {
     double sum_seconds = 0;
   };
 
+  // The families of RenderPrometheus, each appended to `out`: the three
+  // kept under mutex_, then the write and authentication counters.
+  void RenderRequestsLocked(std::string* out) const REQUIRES(mutex_);
+  void RenderLatenciesLocked(std::string* out) const REQUIRES(mutex_);
+  void RenderQueriesLocked(std::string* out) const REQUIRES(mutex_);
+  void RenderWritesAndAuth(std::string* out) const;
+
   mutable Mutex mutex_;
   std::map<std::pair<std::string, int>, uint64_t> requests_ GUARDED_BY(mutex_);
   std::map<std::string, Latency, std::less<>> latencies_ GUARDED_BY(mutex_);

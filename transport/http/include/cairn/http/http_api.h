@@ -83,6 +83,7 @@ enum class ClientCertificateIdentity : uint8_t {
 };
 
 class RequestAuthenticator;
+struct LineProtocolBatch;
 
 struct HttpApiOptions {
   std::string data_dir;  // for /healthz: must not be empty
@@ -122,20 +123,51 @@ class HttpApi {
   struct Route;
   class Call;
 
+  // The endpoint `path` (split) leads to, or null.
+  static const Route* FindRoute(const std::vector<std::string>& path);
+  // Routes the request; sets `route_name` once a route is found.
   HttpResponse Dispatch(Call* call, std::string* route_name);
+  // 405 unless the route takes `method`; 403 unless the call's token passes
+  // the route's guard.
+  static std::optional<HttpResponse> CheckMethod(const Route& route, const std::string& method);
+  static std::optional<HttpResponse> CheckGuard(const Route& route, Call& call);
   HttpResponse RunCommand(Call* call, std::string_view command, std::vector<std::string> arguments,
                           const std::vector<std::pair<std::string, std::string>>& options,
                           std::string_view rows_member);
-  HttpResponse Write(Call* call, std::string_view table_parameter);
+
+  // The handlers of the routes (http_api.h's list, FindRoute's table). The
+  // path's table and device come from the call's segments.
+  HttpResponse Index(Call* call);
+  HttpResponse Healthz(Call* call);
+  HttpResponse Ping(Call* call);
+  HttpResponse WriteV1(Call* call);
+  HttpResponse WriteV2(Call* call);
+  HttpResponse Metrics(Call* call);
+  HttpResponse Stats(Call* call);
+  HttpResponse Health(Call* call);
+  HttpResponse Sync(Call* call);
+  HttpResponse Tables(Call* call);
+  // PUT, PATCH or DELETE /v1/tables/{table}.
+  HttpResponse ChangeTable(Call* call);
+  // /v1/tables/{table}/devices and /measures.
+  HttpResponse TableNames(Call* call);
+  HttpResponse LatestBatch(Call* call);
+  HttpResponse DeviceLatest(Call* call);
+  HttpResponse Readings(Call* call);
+  HttpResponse Aggregate(Call* call);
+
   HttpResponse CreateTable(Call* call, const std::string& table, bool alter);
   // /healthz's level-only answer, and the `health` details (/v1/health).
-  HttpResponse Healthz();
+  HttpResponse HealthLevelOnly();
   HttpResponse HealthDetails(Call* call);
-  HttpResponse LatestBatch(Call* call, const std::string& table);
-  HttpResponse Readings(Call* call, const std::string& table, const std::string& device);
-  HttpResponse Aggregate(Call* call, const std::string& table, const std::string& device);
-  HttpResponse Tables(Call* call);
-  HttpResponse Metrics();
+
+  // The steps of an InfluxDB write (api_write.cc): `table_parameter` names
+  // the table (db or bucket); the table must exist or be created (404
+  // otherwise); the parsed lines are stored and answered 204, or 400 with
+  // the refused lines.
+  HttpResponse Write(Call* call, std::string_view table_parameter);
+  std::optional<HttpResponse> EnsureWriteTable(const std::string& table, const std::string& peer);
+  HttpResponse StoreLines(const std::string& table, const std::string& peer, LineProtocolBatch* batch);
 
   Engine* const engine_;
   Env* const env_;

@@ -159,6 +159,8 @@ class HttpServer {
  private:
   struct Connection;
   enum class Phase : uint8_t;
+  // One connection's requests, read and answered in turn (request_loop.cc).
+  class RequestLoop;
 
   HttpServer(Env* env, const HttpServerOptions& options, HttpHandler handler, ConnectionWrapper wrapper,
              HttpLogFunction log, std::unique_ptr<TcpListener> listener);
@@ -175,7 +177,7 @@ class HttpServer {
   // Joins the threads of connections that have ended.
   void ReapFinished();
   void Serve(Connection* connection);
-  // Answers requests on one connection until it ends.
+  // Answers requests on one connection until it ends (a RequestLoop).
   void ServeRequests(Connection* connection, TcpConnection* stream);
   // Records what the connection is doing.
   void SetPhase(Connection* connection, Phase phase);
