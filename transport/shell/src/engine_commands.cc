@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <memory>
@@ -481,25 +482,11 @@ class EngineCommands {
 
 using Handler = CommandResult (EngineCommands::*)(const CommandInvocation&);
 
-}  // namespace
+// Registers a command whose handler is a member of the shared EngineCommands.
+using AddCommand = std::function<Status(CommandSpec, Handler)>;
 
-Status RegisterEngineCommands(CommandRegistry* registry, Engine* engine, Env* env,
-                              const EngineCommandOptions& options) {
-  if (options.data_dir.empty()) return Status::InvalidArgument("engine commands need the data directory");
-  if (options.default_limit == 0 || options.default_limit > options.max_limit) {
-    return Status::InvalidArgument("engine commands: default_limit must be from 1 to max_limit");
-  }
-  auto commands = std::make_shared<EngineCommands>(engine, env, options);
-  const auto add = [&](CommandSpec spec, Handler handler) {
-    return registry->Register(std::move(spec), [commands, handler](const CommandInvocation& invocation) {
-      return ((*commands).*handler)(invocation);
-    });
-  };
-  const std::string limit_summary = "at most N rows (default " + std::to_string(options.default_limit) +
-                                    ", at most " + std::to_string(options.max_limit) + ")";
-
-  // tables, create-table, alter-table, drop-table (table_commands.cc).
-  CAIRN_RETURN_IF_ERROR(RegisterTableCommands(registry, engine));
+// devices, measures: what a table holds.
+Status RegisterCatalogCommands(const AddCommand& add) {
   CAIRN_RETURN_IF_ERROR(add({.name = "devices",
                              .arguments = "TABLE",
                              .summary = "list the devices of a table and the measures each reports",
@@ -507,13 +494,19 @@ Status RegisterEngineCommands(CommandRegistry* registry, Engine* engine, Env* en
                              .min_arguments = 1,
                              .max_arguments = 1},
                             &EngineCommands::Devices));
-  CAIRN_RETURN_IF_ERROR(add({.name = "measures",
-                             .arguments = "TABLE",
-                             .summary = "list the measures of a table: field types, dimensions, devices",
-                             .options = {},
-                             .min_arguments = 1,
-                             .max_arguments = 1},
-                            &EngineCommands::Measures));
+  return add({.name = "measures",
+              .arguments = "TABLE",
+              .summary = "list the measures of a table: field types, dimensions, devices",
+              .options = {},
+              .min_arguments = 1,
+              .max_arguments = 1},
+             &EngineCommands::Measures);
+}
+
+// latest, latest-batch, range, agg: the readings themselves.
+Status RegisterReadCommands(const AddCommand& add, const EngineCommandOptions& options) {
+  const std::string limit_summary = "at most N rows (default " + std::to_string(options.default_limit) +
+                                    ", at most " + std::to_string(options.max_limit) + ")";
   CAIRN_RETURN_IF_ERROR(add({.name = "latest",
                              .arguments = "TABLE DEVICE [MEASURE]",
                              .summary = "the newest record of each of a device's series",
@@ -521,13 +514,14 @@ Status RegisterEngineCommands(CommandRegistry* registry, Engine* engine, Env* en
                              .min_arguments = 2,
                              .max_arguments = 3},
                             &EngineCommands::Latest));
-  CAIRN_RETURN_IF_ERROR(add({.name = "latest-batch",
-                             .arguments = "TABLE DEVICE...",
-                             .summary = "the newest record per measure of several devices at once",
-                             .options = {{"measure", "M", "only measure M"}, {"tags", "K=V,...", kTagsSummary}},
-                             .min_arguments = 2,
-                             .max_arguments = kMaxBatchDevices + 1},
-                            &EngineCommands::LatestBatch));
+  CAIRN_RETURN_IF_ERROR(
+      add({.name = "latest-batch",
+           .arguments = "TABLE DEVICE...",
+           .summary = "the newest record per measure of several devices at once",
+           .options = {{"measure", "M", "only measure M"}, {"tags", "K=V,...", kTagsSummary}},
+           .min_arguments = 2,
+           .max_arguments = kMaxBatchDevices + 1},
+          &EngineCommands::LatestBatch));
   CAIRN_RETURN_IF_ERROR(add({.name = "range",
                              .arguments = "TABLE DEVICE",
                              .summary = "a device's records between two times, oldest first",
@@ -542,30 +536,37 @@ Status RegisterEngineCommands(CommandRegistry* registry, Engine* engine, Env* en
                              .min_arguments = 2,
                              .max_arguments = 2},
                             &EngineCommands::Range));
-  CAIRN_RETURN_IF_ERROR(
-      add({.name = "agg",
-           .arguments = "TABLE DEVICE MEASURE FIELD",
-           .summary = "aggregate a numeric field per time step",
-           .options = {{"step", "D", "bucket width, e.g. 15m (required); buckets start at multiples of D"},
-                       {"fn", "F,...", "min, max, avg, sum, count, first, last (default count,min,max,avg)"},
-                       {"tags", "K=V,...", kTagsSummary},
-                       {"group-by", "TAG,...", "buckets of their own for each value of these tags"},
-                       {"from", "T", "from time T, inclusive (default: one day before --to)"},
-                       {"to", "T", "up to time T, exclusive (default: now)"}},
-           .min_arguments = 4,
-           .max_arguments = 4},
-          &EngineCommands::Aggregate));
-  CAIRN_RETURN_IF_ERROR(
-      add({.name = "put",
-           .arguments = "TABLE LINE",
-           .summary = "write one line-protocol point: MEASURE," + options.device_tag +
-                      "=D[,TAG=V...] FIELD=V[,...][,_version=Ni][,_ttl=UNIX_SECONDSi] [TIME]",
-           .options = {{"precision", "P",
-                        "unit of the line's time and t-suffixed values: ns (default), us, ms, s, m, h"}},
-           .min_arguments = 2,
-           .max_arguments = 2,
-           .verbatim_last_argument = true},
-          &EngineCommands::Put));
+  return add(
+      {.name = "agg",
+       .arguments = "TABLE DEVICE MEASURE FIELD",
+       .summary = "aggregate a numeric field per time step",
+       .options = {{"step", "D", "bucket width, e.g. 15m (required); buckets start at multiples of D"},
+                   {"fn", "F,...", "min, max, avg, sum, count, first, last (default count,min,max,avg)"},
+                   {"tags", "K=V,...", kTagsSummary},
+                   {"group-by", "TAG,...", "buckets of their own for each value of these tags"},
+                   {"from", "T", "from time T, inclusive (default: one day before --to)"},
+                   {"to", "T", "up to time T, exclusive (default: now)"}},
+       .min_arguments = 4,
+       .max_arguments = 4},
+      &EngineCommands::Aggregate);
+}
+
+// put: one line-protocol point.
+Status RegisterWriteCommands(const AddCommand& add, const EngineCommandOptions& options) {
+  return add({.name = "put",
+              .arguments = "TABLE LINE",
+              .summary = "write one line-protocol point: MEASURE," + options.device_tag +
+                         "=D[,TAG=V...] FIELD=V[,...][,_version=Ni][,_ttl=UNIX_SECONDSi] [TIME]",
+              .options = {{"precision", "P",
+                           "unit of the line's time and t-suffixed values: ns (default), us, ms, s, m, h"}},
+              .min_arguments = 2,
+              .max_arguments = 2,
+              .verbatim_last_argument = true},
+             &EngineCommands::Put);
+}
+
+// stats, health: the engine's counters and condition.
+Status RegisterStatusCommands(const AddCommand& add) {
   CAIRN_RETURN_IF_ERROR(add({.name = "stats",
                              .arguments = "",
                              .summary = "engine counters: records, LSNs, head, chunks, bytes on disk",
@@ -580,6 +581,28 @@ Status RegisterEngineCommands(CommandRegistry* registry, Engine* engine, Env* en
               .min_arguments = 0,
               .max_arguments = 0},
              &EngineCommands::Health);
+}
+
+}  // namespace
+
+Status RegisterEngineCommands(CommandRegistry* registry, Engine* engine, Env* env,
+                              const EngineCommandOptions& options) {
+  if (options.data_dir.empty()) return Status::InvalidArgument("engine commands need the data directory");
+  if (options.default_limit == 0 || options.default_limit > options.max_limit) {
+    return Status::InvalidArgument("engine commands: default_limit must be from 1 to max_limit");
+  }
+  auto commands = std::make_shared<EngineCommands>(engine, env, options);
+  const AddCommand add = [registry, commands](CommandSpec spec, Handler handler) {
+    return registry->Register(std::move(spec), [commands, handler](const CommandInvocation& invocation) {
+      return ((*commands).*handler)(invocation);
+    });
+  };
+  // tables, create-table, alter-table, drop-table (table_commands.cc).
+  CAIRN_RETURN_IF_ERROR(RegisterTableCommands(registry, engine));
+  CAIRN_RETURN_IF_ERROR(RegisterCatalogCommands(add));
+  CAIRN_RETURN_IF_ERROR(RegisterReadCommands(add, options));
+  CAIRN_RETURN_IF_ERROR(RegisterWriteCommands(add, options));
+  return RegisterStatusCommands(add);
 }
 
 }  // namespace cairn
