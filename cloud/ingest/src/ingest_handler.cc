@@ -5,6 +5,23 @@
 
 namespace cairn {
 
+namespace {
+
+// The reason a rejected receipt carries. A receipt takes UTF-8 without
+// control characters; printable ASCII is both, whatever the database quoted.
+std::string ReceiptReason(std::string_view sink_message) {
+  std::string reason;
+  for (char c : sink_message) {
+    const auto byte = static_cast<unsigned char>(c);
+    reason.push_back(byte >= 0x20 && byte < 0x7F ? c : '?');
+  }
+  if (reason.empty()) reason = "rejected by the sink";
+  if (reason.size() > kMaxReceiptReasonBytes) reason.resize(kMaxReceiptReasonBytes);
+  return reason;
+}
+
+}  // namespace
+
 std::string_view IngestOutcomeName(IngestOutcome outcome) {
   switch (outcome) {
     case IngestOutcome::kStored:
@@ -72,6 +89,28 @@ HandledMessage IngestHandler::Handle(std::string_view topic, std::string_view pa
     MutexLock lock(&mutex_);
     ++stats_.messages;
   }
+  VerifiedMessage verified;
+  if (std::optional<HandledMessage> refused = Verify(topic, payload, &verified)) return std::move(*refused);
+
+  HandledMessage handled;
+  handled.batch = verified.envelope.header;
+  SyncReceipt receipt;
+  receipt.batch = verified.envelope.header;
+  if (!StoreWithRetries(verified.envelope, &handled, &receipt)) return handled;
+
+  Result<std::string> receipt_payload = EncodeReceipt(receipt, verified.key, verified.envelope.encoding);
+  if (!receipt_payload.ok()) {
+    // Reachable only through a reason EncodeReceipt refuses, which
+    // ReceiptReason prevents; reported rather than hidden.
+    handled.detail = "cannot encode the receipt: " + receipt_payload.status().ToString();
+    return handled;
+  }
+  handled.receipt = OutgoingReceipt{std::move(verified.receipt_topic), std::move(*receipt_payload)};
+  return handled;
+}
+
+std::optional<HandledMessage> IngestHandler::Verify(std::string_view topic, std::string_view payload,
+                                                    VerifiedMessage* verified) {
   Result<SyncTopicParts> parts = ParseSyncTopic(options_.topic_prefix, topic);
   if (!parts.ok()) return Refuse(IngestOutcome::kMalformed, "not a sync topic: " + parts.status().message());
   const auto key = options_.keys.find(parts->gateway_id);
@@ -92,51 +131,45 @@ HandledMessage IngestHandler::Handle(std::string_view topic, std::string_view pa
                                               std::string(SyncLaneName(header.lane)) + " arrived on topic " +
                                               std::string(topic));
   }
-
   Result<std::string> receipt_topic = ReceiptTopic(options_.topic_prefix, header.gateway_id);
   if (!receipt_topic.ok()) return Refuse(IngestOutcome::kMalformed, receipt_topic.status().ToString());
 
-  HandledMessage handled;
-  handled.batch = header;
-  SyncReceipt receipt;
-  receipt.batch = header;
+  verified->key = key->second;
+  verified->envelope = std::move(*envelope);
+  verified->receipt_topic = std::move(*receipt_topic);
+  return std::nullopt;
+}
+
+bool IngestHandler::StoreWithRetries(const DecodedEnvelope& envelope, HandledMessage* handled,
+                                     SyncReceipt* receipt) {
   int64_t backoff_ms = std::max<int64_t>(options_.retry_min_ms, 1);
   while (true) {
     if (stop_requested_.load()) {
-      handled.outcome = IngestOutcome::kStopped;
-      handled.detail = "stopped while the sink was failing";
-      return handled;
+      handled->outcome = IngestOutcome::kStopped;
+      handled->detail = "stopped while the sink was failing";
+      return false;
     }
-    Result<SinkCounts> counts = sink_->ApplyBatch(*envelope, env_->NowUnixNanos());
+    Result<SinkCounts> counts = sink_->ApplyBatch(envelope, env_->NowUnixNanos());
     if (counts.ok()) {
-      handled.outcome = IngestOutcome::kStored;
-      handled.counts = *counts;
-      receipt.status = ReceiptStatus::kOk;
+      handled->outcome = IngestOutcome::kStored;
+      handled->counts = *counts;
+      receipt->status = ReceiptStatus::kOk;
       MutexLock lock(&mutex_);
       ++stats_.batches_stored;
       stats_.records_inserted += counts->inserted;
       stats_.records_replaced += counts->replaced;
       stats_.records_duplicate += counts->duplicates;
       stats_.records_older += counts->older;
-      break;
+      return true;
     }
     if (counts.status().Is(StatusCode::kInvalidArgument)) {
-      handled.outcome = IngestOutcome::kRejected;
-      handled.detail = counts.status().message();
-      receipt.status = ReceiptStatus::kRejected;
-      // The reason travels in a receipt, which takes UTF-8 without control
-      // characters; printable ASCII is both, whatever the database quoted.
-      std::string reason;
-      for (char c : counts.status().message()) {
-        const auto byte = static_cast<unsigned char>(c);
-        reason.push_back(byte >= 0x20 && byte < 0x7F ? c : '?');
-      }
-      if (reason.empty()) reason = "rejected by the sink";
-      if (reason.size() > kMaxReceiptReasonBytes) reason.resize(kMaxReceiptReasonBytes);
-      receipt.reason = std::move(reason);
+      handled->outcome = IngestOutcome::kRejected;
+      handled->detail = counts.status().message();
+      receipt->status = ReceiptStatus::kRejected;
+      receipt->reason = ReceiptReason(counts.status().message());
       MutexLock lock(&mutex_);
       ++stats_.batches_rejected;
-      break;
+      return true;
     }
     {
       MutexLock lock(&mutex_);
@@ -151,16 +184,6 @@ HandledMessage IngestHandler::Handle(std::string_view topic, std::string_view pa
       (void)sink_->Reconnect();
     }
   }
-
-  Result<std::string> receipt_payload = EncodeReceipt(receipt, key->second, envelope->encoding);
-  if (!receipt_payload.ok()) {
-    // Reachable only through a reason EncodeReceipt refuses, which the loop
-    // above prevents; reported rather than hidden.
-    handled.detail = "cannot encode the receipt: " + receipt_payload.status().ToString();
-    return handled;
-  }
-  handled.receipt = OutgoingReceipt{std::move(*receipt_topic), std::move(*receipt_payload)};
-  return handled;
 }
 
 }  // namespace cairn

@@ -102,6 +102,21 @@ class IngestHandler {
   const IngestHandlerOptions& options() const { return options_; }
 
  private:
+  // An envelope that passed every check, with what its receipt needs.
+  struct VerifiedMessage {
+    DecodedEnvelope envelope;
+    std::string_view key;  // the gateway's, in options_.keys
+    std::string receipt_topic;
+  };
+
+  // Checks the topic, the gateway's key, the MAC and that the envelope
+  // belongs to its topic; the refusal when one fails, else nullopt with
+  // *verified filled.
+  std::optional<HandledMessage> Verify(std::string_view topic, std::string_view payload,
+                                       VerifiedMessage* verified);
+  // Applies the batch until the sink stores or rejects it (true, with
+  // *handled and *receipt filled) or RequestStop (false, kStopped).
+  bool StoreWithRetries(const DecodedEnvelope& envelope, HandledMessage* handled, SyncReceipt* receipt);
   HandledMessage Refuse(IngestOutcome outcome, std::string detail);
   // Sleeps up to `ms`, waking early on RequestStop.
   void SleepUnlessStopped(int64_t ms);
