@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cairn/shell/command_line.h"
 #include "cairn/shell/command_registry.h"
 #include "cairn/text/json_value.h"
 #include "cairn/shell/result_renderer.h"
@@ -74,17 +75,6 @@ cairn::JsonValue RequireJsonAnswer(std::string_view output) {
   return std::move(document).value();
 }
 
-// `text` as one quoted word of the command line.
-std::string Quote(std::string_view text) {
-  std::string quoted = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') quoted.push_back('\\');
-    quoted.push_back(c);
-  }
-  quoted.push_back('"');
-  return quoted;
-}
-
 // The invocation spelled differently: options first (`replace_option` given
 // `replacement` instead of its own value, added if absent), every argument
 // quoted, a verbatim last argument after "--".
@@ -97,7 +87,7 @@ std::string Rebuild(const cairn::CommandInvocation& invocation, std::string_view
     if (!replaced && !invocation.Has(option.name)) continue;
     line += " --" + option.name;
     if (!option.value_name.empty()) {
-      line += " " + Quote(replaced ? replacement : *invocation.Value(option.name));
+      line += " " + cairn::QuoteCommandWord(replaced ? replacement : *invocation.Value(option.name));
     }
   }
   if (invocation.json()) line += " --json";
@@ -106,7 +96,7 @@ std::string Rebuild(const cairn::CommandInvocation& invocation, std::string_view
     if (spec.verbatim_last_argument && i + 1 == spec.max_arguments) {
       line += " -- " + arguments[i];
     } else {
-      line += " " + Quote(arguments[i]);
+      line += " " + cairn::QuoteCommandWord(arguments[i]);
     }
   }
   return line;

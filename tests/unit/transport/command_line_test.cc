@@ -82,5 +82,22 @@ TEST(TokenizeCommandLineTest, NulBytesStayInsideWords) {
   EXPECT_EQ(Words(line), (List{std::string("a\0b", 3), "c"}));
 }
 
+TEST(CommandWordTest, PlainWordsStayAsTheyAreOthersAreQuoted) {
+  EXPECT_EQ(CommandWord("pump-7"), "pump-7");
+  EXPECT_EQ(CommandWord("a b"), "\"a b\"");
+  EXPECT_EQ(CommandWord(""), "\"\"");
+  EXPECT_EQ(CommandWord("say \"hi\" \\o/"), "\"say \\\"hi\\\" \\\\o/\"");
+  EXPECT_EQ(QuoteCommandWord("pump-7"), "\"pump-7\"");
+}
+
+TEST(CommandWordTest, EveryWordTokenizesBackToItself) {
+  const List texts = {"plain", "", "a b", "tab\there", "\"", "\\", "end\\", "C:\\data",
+                      "line\nbreak", std::string("nul\0byte", 8), "--json", "Zürich"};
+  for (const std::string& text : texts) {
+    EXPECT_EQ(Words("cmd " + CommandWord(text)), (List{"cmd", text})) << text;
+    EXPECT_EQ(Words("cmd " + QuoteCommandWord(text)), (List{"cmd", text})) << text;
+  }
+}
+
 }  // namespace
 }  // namespace cairn

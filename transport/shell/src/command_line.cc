@@ -1,5 +1,7 @@
 #include "cairn/shell/command_line.h"
 
+#include <algorithm>
+
 #include "cairn/text/utf8.h"
 
 namespace cairn {
@@ -76,6 +78,23 @@ Result<std::vector<CommandToken>> TokenizeCommandLine(std::string_view line) {
     if (!token) return tokens;
     tokens.push_back(std::move(*token));
   }
+}
+
+std::string QuoteCommandWord(std::string_view text) {
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') quoted.push_back('\\');
+    quoted.push_back(c);
+  }
+  quoted.push_back('"');
+  return quoted;
+}
+
+std::string CommandWord(std::string_view text) {
+  const bool plain = !text.empty() && std::none_of(text.begin(), text.end(), [](char c) {
+    return c == ' ' || c == '\t' || c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20;
+  });
+  return plain ? std::string(text) : QuoteCommandWord(text);
 }
 
 }  // namespace cairn

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "cairn/shell/command_line.h"
 #include "cairn/text/line_protocol.h"
 #include "cairn/text/time_argument.h"
 
@@ -43,7 +44,6 @@ Result<int64_t> TimeOption(const CommandInvocation& invocation, std::string_view
   return parsed;
 }
 
-// How `text` must be typed to reach a command as one word.
 // Says that a query stepped over damaged stored data: in text a line after
 // the result, in JSON "incomplete": true and "skipped": "what; ..."; the
 // health command names the same damage with its remedy.
@@ -65,20 +65,6 @@ void AddSkippedNotes(const std::vector<SkippedDamage>& skipped, CommandResult* r
   if (readings > 0) text += ", " + std::to_string(readings) + " reading(s) not shown";
   result->AddNote("incomplete", true, text + ": " + what + "; see `health`");
   result->AddNote("skipped", what, "");
-}
-
-std::string ShellWord(std::string_view text) {
-  const bool plain = !text.empty() && std::none_of(text.begin(), text.end(), [](char c) {
-    return c == ' ' || c == '\t' || c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20;
-  });
-  if (plain) return std::string(text);
-  std::string quoted = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') quoted.push_back('\\');
-    quoted.push_back(c);
-  }
-  quoted.push_back('"');
-  return quoted;
 }
 
 std::string FormatBytes(uint64_t bytes) {
@@ -233,7 +219,7 @@ class EngineCommands {
     AddSkippedNotes(result->skipped, &table);
     if (!result->next_page_token.empty()) {
       table.AddNote("next_page", result->next_page_token,
-                    "more: use --page " + ShellWord(result->next_page_token));
+                    "more: use --page " + CommandWord(result->next_page_token));
     }
     return table;
   }

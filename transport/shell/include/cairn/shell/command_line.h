@@ -47,4 +47,13 @@ Result<std::vector<CommandToken>> TokenizeCommandLine(std::string_view line);
 // (CommandSpec::verbatim_last_argument).
 Result<std::optional<CommandToken>> NextCommandToken(std::string_view line, size_t* position);
 
+// `text` in double quotes with `"` and `\` escaped: TokenizeCommandLine reads
+// it back as one literal word equal to `text`, whatever bytes it holds.
+std::string QuoteCommandWord(std::string_view text);
+
+// How `text` must be typed to reach a command as one word: unchanged when it
+// is not empty and holds no space, tab, quote, backslash or control byte,
+// else QuoteCommandWord(text).
+std::string CommandWord(std::string_view text);
+
 }  // namespace cairn
