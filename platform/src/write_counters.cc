@@ -3,6 +3,8 @@
 #include <charconv>
 #include <optional>
 
+#include "cairn/platform/text_lines.h"
+
 namespace cairn {
 namespace {
 
@@ -22,12 +24,9 @@ bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 // The value of the "<key>: <number>" line of /proc/<pid>/io.
 std::optional<uint64_t> ProcIoValue(std::string_view text, std::string_view key) {
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
+  TextLines lines(text);
+  std::string_view line;
+  while (lines.Next(&line)) {
     if (!line.starts_with(key) || line.size() <= key.size() || line[key.size()] != ':') continue;
     line.remove_prefix(key.size() + 1);
     while (!line.empty() && IsSpace(line.front())) line.remove_prefix(1);

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "cairn/platform/text_lines.h"
 #include "cairn/sync/sync_envelope.h"
 #include "cairn/util/hex.h"
 
@@ -27,14 +28,10 @@ std::vector<std::string_view> SplitWords(std::string_view line) {
 Result<GatewayKeys> ParseGatewayKeys(std::string_view text, std::string_view source) {
   GatewayKeys keys;
   size_t line_number = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
+  TextLines lines(text);
+  std::string_view line;
+  while (lines.Next(&line)) {
     ++line_number;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     const std::string where = std::string(source) + " line " + std::to_string(line_number) + ": ";
     const std::vector<std::string_view> words = SplitWords(line);
     if (words.empty() || words[0][0] == '#') continue;
