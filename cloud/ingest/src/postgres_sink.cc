@@ -14,6 +14,7 @@
 
 #include "batch_plan.h"
 #include "field_json.h"
+#include "schema_migration.h"
 
 namespace cairn {
 namespace {
@@ -81,7 +82,8 @@ constexpr char kSchemaProbe[] =
 // identity of the series' readings; attributes start empty. The new tables
 // are built beside the old ones, then take their names and primary keys
 // (constraint names included), so the result is what kSchema creates.
-constexpr char kMigrationFromVersion1[] = R"sql(
+std::string MigrationFromVersion1() {
+  return R"sql(
 CREATE TABLE cairn_readings_v2 (
   table_name    text           NOT NULL,
   device_id     text           NOT NULL,
@@ -111,22 +113,13 @@ INSERT INTO cairn_series_v2 (table_name, device_id, measure_name, dimensions, sh
           FROM jsonb_each_text(s.dimensions) AS d),
          s.shard, s.partition_key, '{}'::jsonb
   FROM cairn_series AS s;
-INSERT INTO cairn_readings_v2 (table_name, device_id, measure_name, dimensions, timestamp_ns, shard,
-                               partition_key, version, ttl, fields)
-  SELECT r.table_name, r.device_id, r.measure_name, COALESCE(s.dimensions, '{}'), r.timestamp_ns, r.shard,
-         r.partition_key, r.version, r.ttl, r.fields
-  FROM cairn_readings AS r LEFT JOIN cairn_series_v2 AS s
-    ON s.table_name = r.table_name AND s.device_id = r.device_id AND s.measure_name = r.measure_name
-       AND s.shard = r.shard;
-DROP TABLE cairn_readings;
-DROP TABLE cairn_series;
-ALTER TABLE cairn_readings_v2 RENAME TO cairn_readings;
-ALTER TABLE cairn_series_v2 RENAME TO cairn_series;
+)sql" + std::string(ingest::kMigrateVersion1Readings) + R"sql(
 ALTER TABLE cairn_readings ADD CONSTRAINT cairn_readings_pkey
   PRIMARY KEY (table_name, device_id, measure_name, dimensions, timestamp_ns);
 ALTER TABLE cairn_series ADD CONSTRAINT cairn_series_pkey
   PRIMARY KEY (table_name, device_id, measure_name, dimensions, shard);
 )sql";
+}
 
 // Rows per multi-row statement: 500 rows of 9 parameters stay far below
 // PostgreSQL's 65535 parameters per statement.
@@ -161,6 +154,24 @@ Result<T> ParseNumber(const char* text, std::string_view what) {
   }
   return value;
 }
+
+// One row of a query result, its columns read by number.
+class PgRow {
+ public:
+  PgRow(const PGresult* result, int row) : result_(result), row_(row) {}
+
+  const char* Text(int column) const { return PQgetvalue(result_, row_, column); }
+  bool IsNull(int column) const { return PQgetisnull(result_, row_, column) != 0; }
+  // The column as a T; Corruption naming `what` when it is not one.
+  template <typename T>
+  Result<T> Number(int column, std::string_view what) const {
+    return ParseNumber<T>(Text(column), what);
+  }
+
+ private:
+  const PGresult* const result_;
+  const int row_;
+};
 
 // "(<leading>$3, $4::bigint, ...)" for one row of `casts.size()` parameters
 // numbered from *next + 1 on; an empty cast leaves a parameter untyped
@@ -230,102 +241,98 @@ class PostgresSink final : public IngestSink {
   Status Reconnect() override { return Connect(); }
 
   Result<std::vector<StoredReading>> ReadReadings() override {
-    CAIRN_ASSIGN_OR_RETURN(
-        PgResult result,
-        Execute(
-            "SELECT r.table_name, r.device_id, r.measure_name, r.shard, r.timestamp_ns, r.version::text, "
-            "r.ttl, "
-            "r.fields::text, r.dimensions, s.attributes::text, r.lsn::text FROM cairn_readings AS r "
-            "LEFT JOIN cairn_series AS s ON s.table_name = r.table_name AND s.device_id = r.device_id AND "
-            "s.measure_name = r.measure_name AND s.dimensions = r.dimensions AND s.shard = r.shard "
-            "ORDER BY r.table_name COLLATE \"C\", r.device_id COLLATE \"C\", r.measure_name COLLATE \"C\", "
-            "r.dimensions COLLATE \"C\", r.timestamp_ns",
-            {}));
-    std::vector<StoredReading> readings;
-    const int rows = PQntuples(result.get());
-    readings.reserve(static_cast<size_t>(rows));
-    for (int i = 0; i < rows; ++i) {
-      StoredReading reading;
-      reading.table = PQgetvalue(result.get(), i, 0);
-      reading.row.device_id = PQgetvalue(result.get(), i, 1);
-      reading.row.measure_name = PQgetvalue(result.get(), i, 2);
-      CAIRN_ASSIGN_OR_RETURN(reading.row.shard, ParseNumber<int>(PQgetvalue(result.get(), i, 3), "shard"));
-      CAIRN_ASSIGN_OR_RETURN(reading.row.timestamp,
-                             ParseNumber<int64_t>(PQgetvalue(result.get(), i, 4), "timestamp"));
-      CAIRN_ASSIGN_OR_RETURN(reading.row.version,
-                             ParseNumber<uint64_t>(PQgetvalue(result.get(), i, 5), "version"));
-      CAIRN_ASSIGN_OR_RETURN(reading.row.ttl, ParseNumber<int64_t>(PQgetvalue(result.get(), i, 6), "ttl"));
-      CAIRN_ASSIGN_OR_RETURN(reading.row.fields, ingest::FieldsFromJson(PQgetvalue(result.get(), i, 7)));
-      CAIRN_ASSIGN_OR_RETURN(reading.row.dimensions, ingest::TagsFromJson(PQgetvalue(result.get(), i, 8)));
-      if (PQgetisnull(result.get(), i, 9) == 0) {
-        CAIRN_ASSIGN_OR_RETURN(reading.row.attributes, ingest::TagsFromJson(PQgetvalue(result.get(), i, 9)));
-      }
-      CAIRN_ASSIGN_OR_RETURN(reading.row.lsn, ParseNumber<uint64_t>(PQgetvalue(result.get(), i, 10), "lsn"));
-      readings.push_back(std::move(reading));
-    }
-    return readings;
+    return ReadAll<StoredReading>(
+        "SELECT r.table_name, r.device_id, r.measure_name, r.shard, r.timestamp_ns, r.version::text, "
+        "r.ttl, "
+        "r.fields::text, r.dimensions, s.attributes::text, r.lsn::text FROM cairn_readings AS r "
+        "LEFT JOIN cairn_series AS s ON s.table_name = r.table_name AND s.device_id = r.device_id AND "
+        "s.measure_name = r.measure_name AND s.dimensions = r.dimensions AND s.shard = r.shard "
+        "ORDER BY r.table_name COLLATE \"C\", r.device_id COLLATE \"C\", r.measure_name COLLATE \"C\", "
+        "r.dimensions COLLATE \"C\", r.timestamp_ns",
+        [](const PgRow& row, StoredReading* reading) -> Status {
+          reading->table = row.Text(0);
+          reading->row.device_id = row.Text(1);
+          reading->row.measure_name = row.Text(2);
+          CAIRN_ASSIGN_OR_RETURN(reading->row.shard, row.Number<int>(3, "shard"));
+          CAIRN_ASSIGN_OR_RETURN(reading->row.timestamp, row.Number<int64_t>(4, "timestamp"));
+          CAIRN_ASSIGN_OR_RETURN(reading->row.version, row.Number<uint64_t>(5, "version"));
+          CAIRN_ASSIGN_OR_RETURN(reading->row.ttl, row.Number<int64_t>(6, "ttl"));
+          CAIRN_ASSIGN_OR_RETURN(reading->row.fields, ingest::FieldsFromJson(row.Text(7)));
+          CAIRN_ASSIGN_OR_RETURN(reading->row.dimensions, ingest::TagsFromJson(row.Text(8)));
+          if (!row.IsNull(9)) {
+            CAIRN_ASSIGN_OR_RETURN(reading->row.attributes, ingest::TagsFromJson(row.Text(9)));
+          }
+          CAIRN_ASSIGN_OR_RETURN(reading->row.lsn, row.Number<uint64_t>(10, "lsn"));
+          return Status::Ok();
+        });
   }
 
   Result<std::vector<StoredSeries>> ReadSeries() override {
-    CAIRN_ASSIGN_OR_RETURN(
-        PgResult result,
-        Execute("SELECT table_name, device_id, measure_name, shard, dimensions, attributes::text FROM "
-                "cairn_series "
-                "ORDER BY table_name COLLATE \"C\", device_id COLLATE \"C\", measure_name COLLATE \"C\", "
-                "dimensions COLLATE \"C\", shard",
-                {}));
-    std::vector<StoredSeries> all;
-    for (int i = 0; i < PQntuples(result.get()); ++i) {
-      StoredSeries series;
-      series.table = PQgetvalue(result.get(), i, 0);
-      series.device_id = PQgetvalue(result.get(), i, 1);
-      series.measure_name = PQgetvalue(result.get(), i, 2);
-      CAIRN_ASSIGN_OR_RETURN(series.shard, ParseNumber<int>(PQgetvalue(result.get(), i, 3), "shard"));
-      CAIRN_ASSIGN_OR_RETURN(series.dimensions, ingest::TagsFromJson(PQgetvalue(result.get(), i, 4)));
-      CAIRN_ASSIGN_OR_RETURN(series.attributes, ingest::TagsFromJson(PQgetvalue(result.get(), i, 5)));
-      all.push_back(std::move(series));
-    }
-    return all;
+    return ReadAll<StoredSeries>(
+        "SELECT table_name, device_id, measure_name, shard, dimensions, attributes::text FROM "
+        "cairn_series "
+        "ORDER BY table_name COLLATE \"C\", device_id COLLATE \"C\", measure_name COLLATE \"C\", "
+        "dimensions COLLATE \"C\", shard",
+        [](const PgRow& row, StoredSeries* series) -> Status {
+          series->table = row.Text(0);
+          series->device_id = row.Text(1);
+          series->measure_name = row.Text(2);
+          CAIRN_ASSIGN_OR_RETURN(series->shard, row.Number<int>(3, "shard"));
+          CAIRN_ASSIGN_OR_RETURN(series->dimensions, ingest::TagsFromJson(row.Text(4)));
+          CAIRN_ASSIGN_OR_RETURN(series->attributes, ingest::TagsFromJson(row.Text(5)));
+          return Status::Ok();
+        });
   }
 
   Result<std::vector<StoredBatch>> ReadBatches() override {
-    CAIRN_ASSIGN_OR_RETURN(
-        PgResult result,
-        Execute("SELECT gateway_id, table_name, lane, batch_sequence::text, first_lsn::text, last_lsn::text, "
-                "records, inserted, replaced, duplicates, older, received_at, last_received_at, deliveries "
-                "FROM cairn_batches ORDER BY gateway_id COLLATE \"C\", table_name COLLATE \"C\", "
-                "lane COLLATE \"C\", batch_sequence",
-                {}));
-    std::vector<StoredBatch> batches;
-    for (int i = 0; i < PQntuples(result.get()); ++i) {
-      const auto column = [&](int c) { return PQgetvalue(result.get(), i, c); };
-      StoredBatch batch;
-      batch.header.gateway_id = column(0);
-      batch.header.table = column(1);
-      Result<SyncLane> lane = ParseSyncLane(column(2));
-      if (!lane.ok())
-        return Status::Corruption(std::string("cairn_batches holds an unknown lane: ") + column(2));
-      batch.header.lane = *lane;
-      CAIRN_ASSIGN_OR_RETURN(batch.header.batch_sequence, ParseNumber<uint64_t>(column(3), "batch_sequence"));
-      CAIRN_ASSIGN_OR_RETURN(batch.header.first_lsn, ParseNumber<uint64_t>(column(4), "first_lsn"));
-      CAIRN_ASSIGN_OR_RETURN(batch.header.last_lsn, ParseNumber<uint64_t>(column(5), "last_lsn"));
-      CAIRN_ASSIGN_OR_RETURN(batch.records, ParseNumber<uint64_t>(column(6), "records"));
-      CAIRN_ASSIGN_OR_RETURN(batch.counts.inserted, ParseNumber<uint64_t>(column(7), "inserted"));
-      CAIRN_ASSIGN_OR_RETURN(batch.counts.replaced, ParseNumber<uint64_t>(column(8), "replaced"));
-      CAIRN_ASSIGN_OR_RETURN(batch.counts.duplicates, ParseNumber<uint64_t>(column(9), "duplicates"));
-      CAIRN_ASSIGN_OR_RETURN(batch.counts.older, ParseNumber<uint64_t>(column(10), "older"));
-      CAIRN_ASSIGN_OR_RETURN(batch.received_at_unix_nanos, ParseNumber<int64_t>(column(11), "received_at"));
-      CAIRN_ASSIGN_OR_RETURN(batch.last_received_at_unix_nanos,
-                             ParseNumber<int64_t>(column(12), "last_received_at"));
-      CAIRN_ASSIGN_OR_RETURN(batch.deliveries, ParseNumber<uint64_t>(column(13), "deliveries"));
-      batches.push_back(std::move(batch));
-    }
-    return batches;
+    return ReadAll<StoredBatch>(
+        "SELECT gateway_id, table_name, lane, batch_sequence::text, first_lsn::text, last_lsn::text, "
+        "records, inserted, replaced, duplicates, older, received_at, last_received_at, deliveries "
+        "FROM cairn_batches ORDER BY gateway_id COLLATE \"C\", table_name COLLATE \"C\", "
+        "lane COLLATE \"C\", batch_sequence",
+        [](const PgRow& row, StoredBatch* batch) -> Status {
+          EnvelopeHeader& header = batch->header;
+          header.gateway_id = row.Text(0);
+          header.table = row.Text(1);
+          Result<SyncLane> lane = ParseSyncLane(row.Text(2));
+          if (!lane.ok())
+            return Status::Corruption(std::string("cairn_batches holds an unknown lane: ") + row.Text(2));
+          header.lane = *lane;
+          CAIRN_ASSIGN_OR_RETURN(header.batch_sequence, row.Number<uint64_t>(3, "batch_sequence"));
+          CAIRN_ASSIGN_OR_RETURN(header.first_lsn, row.Number<uint64_t>(4, "first_lsn"));
+          CAIRN_ASSIGN_OR_RETURN(header.last_lsn, row.Number<uint64_t>(5, "last_lsn"));
+          CAIRN_ASSIGN_OR_RETURN(batch->records, row.Number<uint64_t>(6, "records"));
+          CAIRN_ASSIGN_OR_RETURN(batch->counts.inserted, row.Number<uint64_t>(7, "inserted"));
+          CAIRN_ASSIGN_OR_RETURN(batch->counts.replaced, row.Number<uint64_t>(8, "replaced"));
+          CAIRN_ASSIGN_OR_RETURN(batch->counts.duplicates, row.Number<uint64_t>(9, "duplicates"));
+          CAIRN_ASSIGN_OR_RETURN(batch->counts.older, row.Number<uint64_t>(10, "older"));
+          CAIRN_ASSIGN_OR_RETURN(batch->received_at_unix_nanos, row.Number<int64_t>(11, "received_at"));
+          CAIRN_ASSIGN_OR_RETURN(batch->last_received_at_unix_nanos,
+                                 row.Number<int64_t>(12, "last_received_at"));
+          CAIRN_ASSIGN_OR_RETURN(batch->deliveries, row.Number<uint64_t>(13, "deliveries"));
+          return Status::Ok();
+        });
   }
 
   std::string_view kind() const override { return "postgresql"; }
 
  private:
+  // Runs the query `sql` (no parameters) and turns each row into a T with
+  // `read_row` (const PgRow&, T*) -> Status; the first error ends the read.
+  template <typename T, typename ReadRow>
+  Result<std::vector<T>> ReadAll(const std::string& sql, ReadRow read_row) {
+    CAIRN_ASSIGN_OR_RETURN(PgResult result, Execute(sql, {}));
+    const int rows = PQntuples(result.get());
+    std::vector<T> all;
+    all.reserve(static_cast<size_t>(rows));
+    for (int i = 0; i < rows; ++i) {
+      T value;
+      CAIRN_RETURN_IF_ERROR(read_row(PgRow(result.get(), i), &value));
+      all.push_back(std::move(value));
+    }
+    return all;
+  }
+
   // Creates the schema, migrating a version 1 schema first, in one
   // transaction under an advisory lock: services starting together neither
   // migrate twice nor race each other's CREATE TABLE.
@@ -342,7 +349,7 @@ class PostgresSink final : public IngestSink {
       }
     }
     if (status.ok() && version1)
-      status = RunScript(kMigrationFromVersion1).WithContext("migrating version 1");
+      status = RunScript(MigrationFromVersion1().c_str()).WithContext("migrating version 1");
     if (status.ok()) status = RunScript(kSchema);
     if (status.ok()) status = Execute("COMMIT", {}).status();
     if (!status.ok()) (void)Execute("ROLLBACK", {});

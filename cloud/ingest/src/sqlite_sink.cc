@@ -8,6 +8,7 @@
 
 #include "batch_plan.h"
 #include "field_json.h"
+#include "schema_migration.h"
 
 namespace cairn {
 namespace {
@@ -75,18 +76,7 @@ std::string MigrationFromVersion1() {
          kSeriesColumns + R"sql(
 INSERT INTO cairn_series_v2 (table_name, device_id, measure_name, dimensions, shard, partition_key, attributes)
   SELECT table_name, device_id, measure_name, dimensions, shard, partition_key, '{}' FROM cairn_series;
-INSERT INTO cairn_readings_v2 (table_name, device_id, measure_name, dimensions, timestamp_ns, shard,
-                               partition_key, version, ttl, fields)
-  SELECT r.table_name, r.device_id, r.measure_name, COALESCE(s.dimensions, '{}'), r.timestamp_ns, r.shard,
-         r.partition_key, r.version, r.ttl, r.fields
-  FROM cairn_readings AS r LEFT JOIN cairn_series AS s
-    ON s.table_name = r.table_name AND s.device_id = r.device_id AND s.measure_name = r.measure_name
-       AND s.shard = r.shard;
-DROP TABLE cairn_readings;
-DROP TABLE cairn_series;
-ALTER TABLE cairn_readings_v2 RENAME TO cairn_readings;
-ALTER TABLE cairn_series_v2 RENAME TO cairn_series;
-)sql";
+)sql" + ingest::kMigrateVersion1Readings;
 }
 
 // SQLite integers are signed: unsigned 64-bit values (versions, sequences,
