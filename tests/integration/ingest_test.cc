@@ -23,6 +23,7 @@
 #include "cairn/ingest/postgres_sink.h"
 #include "cairn/platform/env.h"
 #include "cairn/mqtt/mqtt_link.h"
+#include "cairn/util/hex.h"
 
 #include "cairn_ingest_location.h"
 #include "child_process.h"
@@ -31,32 +32,12 @@
 #include "postgres_cluster.h"
 #include "test_dirs.h"
 
-namespace cairn {
+namespace cairn::ingest_test {
 namespace {
-
-using ingest_test::CompareReadings;
-using ingest_test::Expected;
-using ingest_test::HeaderFor;
-using ingest_test::kGatewayKey;
-using ingest_test::kSecond;
-using ingest_test::kStart;
-using ingest_test::MakeBatch;
-using ingest_test::Row;
-using ingest_test::Tagged;
 
 constexpr int64_t kWaitMs = 60'000;
 constexpr char kPrefix[] = "cairn/v1";
 constexpr std::string_view kOtherKey = "the key of gateway gw-8, 32 bytes";
-
-std::string Hex(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (char c : bytes) {
-    out.push_back(kDigits[static_cast<unsigned char>(c) >> 4]);
-    out.push_back(kDigits[static_cast<unsigned char>(c) & 0xF]);
-  }
-  return out;
-}
 
 ChildOptions TruncatingOutput() {
   ChildOptions options;
@@ -191,9 +172,7 @@ class IngestTest : public ::testing::Test {
   static std::vector<StoredReading> Readings() {
     std::unique_ptr<IngestSink> sink = OpenSink();
     if (sink == nullptr) return {};
-    Result<std::vector<StoredReading>> readings = sink->ReadReadings();
-    EXPECT_TRUE(readings.ok()) << readings.status().ToString();
-    return readings.ok() ? *readings : std::vector<StoredReading>{};
+    return StoredReadings(sink.get());
   }
 
   static SinkCounts Apply(IngestSink* sink, const DecodedEnvelope& batch) {
@@ -212,7 +191,7 @@ MosquittoBroker* IngestTest::broker_ = nullptr;
 TEST_F(IngestTest, PostgresStoresEveryFieldTypeBitExactly) {
   std::unique_ptr<IngestSink> sink = OpenSink();
   ASSERT_NE(sink, nullptr);
-  const std::vector<RecordRow> rows = ingest_test::AllTypesRows();
+  const std::vector<RecordRow> rows = AllTypesRows();
   Result<DecodedEnvelope> binary = MakeBatch(HeaderFor(1, rows.size()), rows);
   ASSERT_TRUE(binary.ok()) << binary.status().ToString();
   EXPECT_EQ(Apply(sink.get(), *binary), (SinkCounts{rows.size(), 0, 0, 0}));
@@ -240,8 +219,7 @@ TEST_F(IngestTest, PostgresStoresEveryFieldTypeBitExactly) {
 TEST_F(IngestTest, PostgresSameBatchTwiceIsOneCopyAndVersionsDecide) {
   std::unique_ptr<IngestSink> sink = OpenSink();
   ASSERT_NE(sink, nullptr);
-  const std::vector<RecordRow> first = {Row("pump-7", "env", kStart, {{"t", 1.0}}, 5),
-                                        Row("pump-7", "env", kStart + kSecond, {{"t", 2.0}}, 5)};
+  const auto [first, second] = VersionRuleRows();
   Result<DecodedEnvelope> batch = MakeBatch(HeaderFor(1, first.size()), first);
   ASSERT_TRUE(batch.ok());
   EXPECT_EQ(Apply(sink.get(), *batch), (SinkCounts{2, 0, 0, 0}));
@@ -253,13 +231,6 @@ TEST_F(IngestTest, PostgresSameBatchTwiceIsOneCopyAndVersionsDecide) {
   EXPECT_EQ((*batches)[0].deliveries, 2u);
   EXPECT_EQ((*batches)[0].counts, (SinkCounts{2, 0, 0, 0}));
 
-  const std::vector<RecordRow> second = {
-      Row("pump-7", "env", kStart, {{"t", 10.0}}, 6),
-      Row("pump-7", "env", kStart + kSecond, {{"t", 20.0}}, 4),
-      Row("pump-7", "env", kStart + 2 * kSecond, {{"t", 30.0}}, 1),
-      Row("pump-7", "env", kStart + 2 * kSecond, {{"t", 31.0}}, 3),
-      Row("pump-7", "env", kStart + 2 * kSecond, {{"t", 32.0}}, 3),
-  };
   batch = MakeBatch(HeaderFor(2, second.size()), second);
   ASSERT_TRUE(batch.ok()) << batch.status().ToString();
   EXPECT_EQ(Apply(sink.get(), *batch), (SinkCounts{1, 1, 1, 2}));
@@ -326,57 +297,13 @@ TEST_F(IngestTest, PostgresReadingsToldApartByADimensionAreTwoRows) {
 }
 
 // A database of schema version 1 (ingest_schema.md §5), made with that
-// version's own CREATE statements, is migrated when the sink connects.
+// version's own CREATE statements (tests/fixtures/ingest_schema_v1_postgres.sql),
+// is migrated when the sink connects.
 TEST_F(IngestTest, PostgresMigratesASchemaVersion1Database) {
-  Result<QueryRows> created = cluster_->Query(R"sql(
-CREATE TABLE IF NOT EXISTS cairn_readings (
-  table_name    text           NOT NULL,
-  device_id     text           NOT NULL,
-  measure_name  text           NOT NULL,
-  timestamp_ns  bigint         NOT NULL,
-  shard         integer        NOT NULL,
-  partition_key text           NOT NULL,
-  version       numeric(20, 0) NOT NULL,
-  ttl           bigint         NOT NULL,
-  fields        jsonb          NOT NULL,
-  PRIMARY KEY (table_name, device_id, measure_name, timestamp_ns)
-);
-CREATE TABLE IF NOT EXISTS cairn_series (
-  table_name    text    NOT NULL,
-  device_id     text    NOT NULL,
-  measure_name  text    NOT NULL,
-  shard         integer NOT NULL,
-  partition_key text    NOT NULL,
-  dimensions    jsonb   NOT NULL,
-  PRIMARY KEY (table_name, device_id, measure_name, shard)
-);
-CREATE TABLE IF NOT EXISTS cairn_batches (
-  gateway_id       text           NOT NULL,
-  table_name       text           NOT NULL,
-  lane             text           NOT NULL,
-  batch_sequence   numeric(20, 0) NOT NULL,
-  first_lsn        numeric(20, 0) NOT NULL,
-  last_lsn         numeric(20, 0) NOT NULL,
-  records          bigint         NOT NULL,
-  inserted         bigint         NOT NULL,
-  replaced         bigint         NOT NULL,
-  duplicates       bigint         NOT NULL,
-  older            bigint         NOT NULL,
-  received_at      bigint         NOT NULL,
-  last_received_at bigint         NOT NULL,
-  deliveries       bigint         NOT NULL,
-  PRIMARY KEY (gateway_id, table_name, lane, batch_sequence)
-);
-INSERT INTO cairn_readings VALUES
-  ('sensors', 'pump-7', 'env', 1700000000000000000, 0, 'pump-7#00', 18446744073709551615, 0,
-   '{"t": {"double": 1.5}}'),
-  ('sensors', 'pump-7', 'env', 1700000001000000000, 0, 'pump-7#00', 0, 0, '{"t": {"double": 2.5}}'),
-  ('sensors', 'pump-8', 'env', 1700000000000000000, 0, 'pump-8#00', 0, 0, '{"n": {"int64": 7}}');
-INSERT INTO cairn_series VALUES
-  ('sensors', 'pump-7', 'env', 0, 'pump-7#00', '{"site": "north", "ort": "Zürich", "q": "a\"b\\c"}'),
-  ('sensors', 'pump-8', 'env', 0, 'pump-8#00', '{}');
-INSERT INTO cairn_batches VALUES ('gw-7', 'sensors', 'live', 1, 1000, 1002, 3, 3, 0, 0, 0, 5, 5, 1);
-)sql");
+  Result<std::string> fixture =
+      Env::Default()->ReadFileToString(std::string(CAIRN_TEST_FIXTURES) + "/ingest_schema_v1_postgres.sql");
+  ASSERT_TRUE(fixture.ok()) << fixture.status().ToString();
+  Result<QueryRows> created = cluster_->Query(*fixture);
   ASSERT_TRUE(created.ok()) << created.status().ToString();
 
   const TagMap old_dimensions = {{"ort", "Zürich"}, {"q", "a\"b\\c"}, {"site", "north"}};
@@ -565,7 +492,7 @@ TEST_F(IngestTest, ServiceAnswersOnlyAuthenticBatchesAfterCommit) {
     rows_at_receipt.push_back(rows);
   });
 
-  const std::vector<RecordRow> rows = ingest_test::AllTypesRows();
+  const std::vector<RecordRow> rows = AllTypesRows();
   const EnvelopeHeader header = HeaderFor(1, rows.size());
   const std::string good = Envelope(header, rows);
   std::string flipped = good;
@@ -662,7 +589,8 @@ class CairnIngestBinaryTest : public IngestTest {
   void SetUp() override {
     IngestTest::SetUp();
     keys_path_ = dir_.path() + "/keys";
-    const std::string keys = "# test gateways\ngw-7 " + Hex(kGatewayKey) + "\ngw-8 " + Hex(kOtherKey) + "\n";
+    const std::string keys = "# test gateways\ngw-7 " + util::HexEncode(kGatewayKey) + "\ngw-8 " +
+                             util::HexEncode(kOtherKey) + "\n";
     ASSERT_TRUE(Env::Default()->WriteFileAtomically(keys_path_, keys).ok());
     output_path_ = dir_.path() + "/cairn-ingest.out";
   }
@@ -723,7 +651,7 @@ class CairnIngestBinaryTest : public IngestTest {
 
 TEST_F(CairnIngestBinaryTest, StoresInPostgresAndAnswersWithReceipts) {
   ASSERT_NO_FATAL_FAILURE(StartBinary("--postgres=" + cluster_->connection_string()));
-  const std::vector<RecordRow> rows = ingest_test::AllTypesRows();
+  const std::vector<RecordRow> rows = AllTypesRows();
   ASSERT_NO_FATAL_FAILURE(PublishAndExpectReceipt(rows, EnvelopeEncoding::kJson));
   EXPECT_EQ(CompareReadings(Expected("sensors", rows), Readings()), "");
   Result<QueryRows> batches =
@@ -738,7 +666,7 @@ TEST_F(CairnIngestBinaryTest, StoresInPostgresAndAnswersWithReceipts) {
 TEST_F(CairnIngestBinaryTest, StoresInSqlite) {
   const std::string database = dir_.path() + "/ingest.db";
   ASSERT_NO_FATAL_FAILURE(StartBinary("--sqlite=" + database));
-  const std::vector<RecordRow> rows = ingest_test::AllTypesRows();
+  const std::vector<RecordRow> rows = AllTypesRows();
   ASSERT_NO_FATAL_FAILURE(PublishAndExpectReceipt(rows, EnvelopeEncoding::kBinary));
   ASSERT_NO_FATAL_FAILURE(StopBinary());
   Result<std::unique_ptr<IngestSink>> sink = OpenSqliteSink(Env::Default(), database);
@@ -749,8 +677,9 @@ TEST_F(CairnIngestBinaryTest, StoresInSqlite) {
 }
 
 TEST_F(CairnIngestBinaryTest, RefusesBadKeysFileNamingTheLine) {
-  ASSERT_TRUE(
-      Env::Default()->WriteFileAtomically(keys_path_, "gw-7 " + Hex(kGatewayKey) + "\ngw-8 abc\n").ok());
+  ASSERT_TRUE(Env::Default()
+                  ->WriteFileAtomically(keys_path_, "gw-7 " + util::HexEncode(kGatewayKey) + "\ngw-8 abc\n")
+                  .ok());
   Result<pid_t> pid = SpawnChild({kCairnIngestPath, "--broker", broker_->server_uri(), "--keys", keys_path_,
                                   "--sqlite", dir_.path() + "/x.db"},
                                  output_path_, TruncatingOutput());
@@ -764,4 +693,4 @@ TEST_F(CairnIngestBinaryTest, RefusesBadKeysFileNamingTheLine) {
 }
 
 }  // namespace
-}  // namespace cairn
+}  // namespace cairn::ingest_test

@@ -2,8 +2,8 @@
 // every field type and its extremes, bit-exact comparison of what a sink
 // read back, and a sink wrapper that fails on demand.
 //
-// Header-only: the unit tests link it with cairn_ingest, the integration
-// tests with cairn_ingest and a real PostgreSQL.
+// Header-only, for gtest tests: the unit tests link it with cairn_ingest,
+// the integration tests with cairn_ingest and a real PostgreSQL.
 #pragma once
 
 #include <algorithm>
@@ -18,6 +18,8 @@
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "cairn/core/engine.h"
 #include "cairn/ingest/ingest_sink.h"
@@ -166,6 +168,35 @@ inline Result<DecodedEnvelope> MakeBatch(const EnvelopeHeader& header, const std
 // A header for `rows.size()` records of gw-7's table "sensors".
 inline EnvelopeHeader HeaderFor(uint64_t sequence, size_t records, SyncLane lane = SyncLane::kLive) {
   return EnvelopeHeader{"gw-7", "sensors", lane, sequence, sequence * 1000, sequence * 1000 + records - 1};
+}
+
+// Everything `sink` stored, in ReadReadings' order; a test failure and no
+// readings when it cannot be read.
+inline std::vector<StoredReading> StoredReadings(IngestSink* sink) {
+  Result<std::vector<StoredReading>> readings = sink->ReadReadings();
+  EXPECT_TRUE(readings.ok()) << readings.status().ToString();
+  return readings.ok() ? *readings : std::vector<StoredReading>{};
+}
+
+// Two batches of one series for the version rule (DESIGN §3). `first`
+// stores two readings at version 5. `second` rewrites one of them with a
+// higher version, the other with a lower one, and writes a new identity
+// three times: versions 1, 3 and 3 (the first of the two 3s wins).
+struct VersionRuleBatches {
+  std::vector<RecordRow> first;
+  std::vector<RecordRow> second;
+};
+
+inline VersionRuleBatches VersionRuleRows() {
+  return {{Row("pump-7", "env", kStart, {{"t", 1.0}}, 5),
+           Row("pump-7", "env", kStart + kSecond, {{"t", 2.0}}, 5)},
+          {
+              Row("pump-7", "env", kStart, {{"t", 10.0}}, 6),
+              Row("pump-7", "env", kStart + kSecond, {{"t", 20.0}}, 4),
+              Row("pump-7", "env", kStart + 2 * kSecond, {{"t", 30.0}}, 1),
+              Row("pump-7", "env", kStart + 2 * kSecond, {{"t", 31.0}}, 3),
+              Row("pump-7", "env", kStart + 2 * kSecond, {{"t", 32.0}}, 3),
+          }};
 }
 
 // Forwards to another sink, but first answers ApplyBatch with the queued

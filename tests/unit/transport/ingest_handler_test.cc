@@ -14,18 +14,8 @@
 #include "ingest_batches.h"
 #include "test_dirs.h"
 
-namespace cairn {
+namespace cairn::ingest_test {
 namespace {
-
-using ingest_test::CompareReadings;
-using ingest_test::Expected;
-using ingest_test::FailingSink;
-using ingest_test::HeaderFor;
-using ingest_test::kGatewayKey;
-using ingest_test::kSecond;
-using ingest_test::kStart;
-using ingest_test::Row;
-using ingest_test::Tagged;
 
 constexpr std::string_view kOtherKey = "the key of gateway gw-8, 32 bytes";
 
@@ -56,11 +46,7 @@ class IngestHandlerTest : public ::testing::Test {
     return *SyncTopic("site-3/cairn", header.gateway_id, header.table, header.lane);
   }
 
-  std::vector<StoredReading> Readings() {
-    Result<std::vector<StoredReading>> readings = sink_->ReadReadings();
-    EXPECT_TRUE(readings.ok()) << readings.status().ToString();
-    return readings.ok() ? *readings : std::vector<StoredReading>{};
-  }
+  std::vector<StoredReading> Readings() { return StoredReadings(sink_.get()); }
 
   ScopedTempDir dir_;
   std::unique_ptr<IngestSink> sink_;
@@ -238,4 +224,4 @@ TEST_F(IngestHandlerTest, RequestStopEndsRetriesWithoutReceipt) {
 }
 
 }  // namespace
-}  // namespace cairn
+}  // namespace cairn::ingest_test

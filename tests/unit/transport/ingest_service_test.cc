@@ -18,16 +18,8 @@
 #include "ingest_batches.h"
 #include "test_dirs.h"
 
-namespace cairn {
+namespace cairn::ingest_test {
 namespace {
-
-using ingest_test::CompareReadings;
-using ingest_test::Expected;
-using ingest_test::HeaderFor;
-using ingest_test::kGatewayKey;
-using ingest_test::kSecond;
-using ingest_test::kStart;
-using ingest_test::Row;
 
 constexpr int kWaitMs = 10'000;
 const std::string kReceipts = "cairn/v1/gw-7/receipts";
@@ -59,11 +51,7 @@ class IngestServiceTest : public ::testing::Test {
     broker_.Publish(*SyncTopic("cairn/v1", "gw-7", "sensors", SyncLane::kLive), std::move(*payload));
   }
 
-  std::vector<StoredReading> Readings() {
-    Result<std::vector<StoredReading>> readings = sink_->ReadReadings();
-    EXPECT_TRUE(readings.ok()) << readings.status().ToString();
-    return readings.ok() ? *readings : std::vector<StoredReading>{};
-  }
+  std::vector<StoredReading> Readings() { return StoredReadings(sink_); }
 
   std::vector<StoredBatch> Batches() {
     Result<std::vector<StoredBatch>> batches = sink_->ReadBatches();
@@ -157,4 +145,4 @@ TEST_F(IngestServiceTest, TheReceiptOfAKeptMessageWaitsForTheConnection) {
 }
 
 }  // namespace
-}  // namespace cairn
+}  // namespace cairn::ingest_test

@@ -15,17 +15,8 @@
 #include "manual_clock_env.h"
 #include "test_dirs.h"
 
-namespace cairn {
+namespace cairn::ingest_test {
 namespace {
-
-using ingest_test::CompareReadings;
-using ingest_test::Expected;
-using ingest_test::HeaderFor;
-using ingest_test::kSecond;
-using ingest_test::kStart;
-using ingest_test::MakeBatch;
-using ingest_test::Row;
-using ingest_test::Tagged;
 
 class SqliteSinkTest : public ::testing::Test {
  protected:
@@ -44,18 +35,14 @@ class SqliteSinkTest : public ::testing::Test {
     return counts.ok() ? *counts : SinkCounts{};
   }
 
-  std::vector<StoredReading> Readings() {
-    Result<std::vector<StoredReading>> readings = sink_->ReadReadings();
-    EXPECT_TRUE(readings.ok()) << readings.status().ToString();
-    return readings.ok() ? *readings : std::vector<StoredReading>{};
-  }
+  std::vector<StoredReading> Readings() { return StoredReadings(sink_.get()); }
 
   ScopedTempDir dir_;
   std::unique_ptr<IngestSink> sink_;
 };
 
 TEST_F(SqliteSinkTest, StoresEveryFieldTypeBitExactlyAcrossReopen) {
-  const std::vector<RecordRow> rows = ingest_test::AllTypesRows();
+  const std::vector<RecordRow> rows = AllTypesRows();
   for (EnvelopeEncoding encoding : {EnvelopeEncoding::kBinary, EnvelopeEncoding::kJson}) {
     Result<DecodedEnvelope> batch = MakeBatch(HeaderFor(1, rows.size()), rows, encoding);
     ASSERT_TRUE(batch.ok()) << batch.status().ToString();
@@ -152,21 +139,13 @@ TEST_F(SqliteSinkTest, SameBatchTwiceIsStoredOnceAndCountedAsDuplicates) {
 }
 
 TEST_F(SqliteSinkTest, HigherVersionReplacesLowerIsIgnoredAndCounted) {
-  const std::vector<RecordRow> first = {Row("pump-7", "env", kStart, {{"t", 1.0}}, 5),
-                                        Row("pump-7", "env", kStart + kSecond, {{"t", 2.0}}, 5)};
+  const auto [first, second] = VersionRuleRows();
   Result<DecodedEnvelope> batch = MakeBatch(HeaderFor(1, first.size()), first);
   ASSERT_TRUE(batch.ok());
   EXPECT_EQ(Apply(*batch), (SinkCounts{2, 0, 0, 0}));
 
   // One identity rewritten with a higher version, one with a lower one, one
   // new; the batch also rewrites its own new record with versions 1 and 3.
-  const std::vector<RecordRow> second = {
-      Row("pump-7", "env", kStart, {{"t", 10.0}}, 6),
-      Row("pump-7", "env", kStart + kSecond, {{"t", 20.0}}, 4),
-      Row("pump-7", "env", kStart + 2 * kSecond, {{"t", 30.0}}, 1),
-      Row("pump-7", "env", kStart + 2 * kSecond, {{"t", 31.0}}, 3),
-      Row("pump-7", "env", kStart + 2 * kSecond, {{"t", 32.0}}, 3),
-  };
   batch = MakeBatch(HeaderFor(2, second.size()), second);
   ASSERT_TRUE(batch.ok()) << batch.status().ToString();
   EXPECT_EQ(Apply(*batch), (SinkCounts{1, 1, 1, 2}));
@@ -310,62 +289,19 @@ TEST_F(SqliteSinkTest, ReadingsToldApartByADimensionAreTwoRows) {
 }
 
 // A database of schema version 1 (ingest_schema.md §5), made with that
-// version's own CREATE statements, is migrated when the sink opens it: a
-// series' dimensions become the identity of it and its readings.
+// version's own CREATE statements (tests/fixtures/ingest_schema_v1_sqlite.sql),
+// is migrated when the sink opens it: a series' dimensions become the
+// identity of it and its readings.
 TEST_F(SqliteSinkTest, MigratesASchemaVersion1Database) {
   sink_.reset();
   const std::string path = dir_.path() + "/old.db";
   {
     Result<std::unique_ptr<SqliteDb>> db = OpenSqliteDatabase(Env::Default(), path, /*cache_kib=*/256);
     ASSERT_TRUE(db.ok()) << db.status().ToString();
-    const Status created = (*db)->Exec(R"sql(
-CREATE TABLE IF NOT EXISTS cairn_readings (
-  table_name    TEXT    NOT NULL,
-  device_id     TEXT    NOT NULL,
-  measure_name  TEXT    NOT NULL,
-  timestamp_ns  INTEGER NOT NULL,
-  shard         INTEGER NOT NULL,
-  partition_key TEXT    NOT NULL,
-  version       INTEGER NOT NULL,
-  ttl           INTEGER NOT NULL,
-  fields        TEXT    NOT NULL,
-  PRIMARY KEY (table_name, device_id, measure_name, timestamp_ns)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS cairn_series (
-  table_name    TEXT    NOT NULL,
-  device_id     TEXT    NOT NULL,
-  measure_name  TEXT    NOT NULL,
-  shard         INTEGER NOT NULL,
-  partition_key TEXT    NOT NULL,
-  dimensions    TEXT    NOT NULL,
-  PRIMARY KEY (table_name, device_id, measure_name, shard)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS cairn_batches (
-  gateway_id       TEXT    NOT NULL,
-  table_name       TEXT    NOT NULL,
-  lane             TEXT    NOT NULL,
-  batch_sequence   INTEGER NOT NULL,
-  first_lsn        INTEGER NOT NULL,
-  last_lsn         INTEGER NOT NULL,
-  records          INTEGER NOT NULL,
-  inserted         INTEGER NOT NULL,
-  replaced         INTEGER NOT NULL,
-  duplicates       INTEGER NOT NULL,
-  older            INTEGER NOT NULL,
-  received_at      INTEGER NOT NULL,
-  last_received_at INTEGER NOT NULL,
-  deliveries       INTEGER NOT NULL,
-  PRIMARY KEY (gateway_id, table_name, lane, batch_sequence)
-) WITHOUT ROWID;
-INSERT INTO cairn_readings VALUES
-  ('sensors', 'pump-7', 'env', 1700000000000000000, 0, 'pump-7#00', 3, 0, '{"t":{"double":1.5}}'),
-  ('sensors', 'pump-7', 'env', 1700000001000000000, 0, 'pump-7#00', 0, 0, '{"t":{"double":2.5}}'),
-  ('sensors', 'pump-8', 'env', 1700000000000000000, 0, 'pump-8#00', 0, 0, '{"n":{"int64":7}}');
-INSERT INTO cairn_series VALUES
-  ('sensors', 'pump-7', 'env', 0, 'pump-7#00', '{"rack":"4","site":"north"}'),
-  ('sensors', 'pump-8', 'env', 0, 'pump-8#00', '{}');
-INSERT INTO cairn_batches VALUES ('gw-7', 'sensors', 'live', 1, 1000, 1002, 3, 3, 0, 0, 0, 5, 5, 1);
-)sql");
+    Result<std::string> fixture =
+        Env::Default()->ReadFileToString(std::string(CAIRN_TEST_FIXTURES) + "/ingest_schema_v1_sqlite.sql");
+    ASSERT_TRUE(fixture.ok()) << fixture.status().ToString();
+    const Status created = (*db)->Exec(*fixture);
     ASSERT_TRUE(created.ok()) << created.ToString();
     ASSERT_TRUE((*db)->Close().ok());
   }
@@ -411,4 +347,4 @@ TEST_F(SqliteSinkTest, SecondSinkOnTheSameFileIsRefused) {
 }
 
 }  // namespace
-}  // namespace cairn
+}  // namespace cairn::ingest_test
