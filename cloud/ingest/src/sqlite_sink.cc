@@ -237,10 +237,18 @@ class SqliteSink final : public IngestSink {
   }
 
   Result<SinkCounts> ApplyInTransaction(const DecodedEnvelope& batch, int64_t received_at) {
-    const std::string& table = batch.header.table;
     const ingest::BatchPlan plan = ingest::PlanBatch(batch.records);
     SinkCounts counts = plan.losers;
+    CAIRN_RETURN_IF_ERROR(StoreReadings(batch, plan, &counts));
+    CAIRN_RETURN_IF_ERROR(StoreSeries(batch));
+    CAIRN_RETURN_IF_ERROR(RecordBatch(batch.header, batch.records.size(), counts, received_at));
+    return counts;
+  }
 
+  // Stores the plan's winners where they beat what is stored (the version
+  // rule), counting each outcome into `counts`.
+  Status StoreReadings(const DecodedEnvelope& batch, const ingest::BatchPlan& plan, SinkCounts* counts) {
+    const std::string& table = batch.header.table;
     CAIRN_ASSIGN_OR_RETURN(Statement * select,
                            db_->Prepare("SELECT version, lsn FROM cairn_readings WHERE table_name = ?1 AND "
                                         "device_id = ?2 AND measure_name = ?3 AND dimensions = ?4 AND "
@@ -267,16 +275,16 @@ class SqliteSink final : public IngestSink {
         const std::pair incoming(row.version, row.lsn);
         select->Reset();
         if (stored == incoming) {
-          ++counts.duplicates;
+          ++counts->duplicates;
           write = false;
         } else if (stored > incoming) {
-          ++counts.older;
+          ++counts->older;
           write = false;
         } else {
-          ++counts.replaced;
+          ++counts->replaced;
         }
       } else {
-        ++counts.inserted;
+        ++counts->inserted;
       }
       if (!write) continue;
       CAIRN_RETURN_IF_ERROR(upsert->BindText(1, table));
@@ -292,9 +300,13 @@ class SqliteSink final : public IngestSink {
       CAIRN_RETURN_IF_ERROR(upsert->BindInt64(11, ToStored(row.lsn)));
       CAIRN_RETURN_IF_ERROR(upsert->Run());
     }
+    return Status::Ok();
+  }
 
-    // Every series of the batch gets a row; attributes sent with the batch
-    // replace the stored ones (latest wins), none leave them alone.
+  // Every series of the batch gets a row; attributes sent with the batch
+  // replace the stored ones (latest wins), none leave them alone.
+  Status StoreSeries(const DecodedEnvelope& batch) {
+    const std::string& table = batch.header.table;
     CAIRN_ASSIGN_OR_RETURN(
         Statement * add_series,
         db_->Prepare("INSERT INTO cairn_series (table_name, device_id, measure_name, dimensions, shard, "
@@ -311,7 +323,12 @@ class SqliteSink final : public IngestSink {
       CAIRN_RETURN_IF_ERROR(add_series->BindText(7, ingest::TagsToJson(*series.attributes)));
       CAIRN_RETURN_IF_ERROR(add_series->Run());
     }
+    return Status::Ok();
+  }
 
+  // The batch's row: what it held and what storing it did; a redelivery
+  // counts one more delivery.
+  Status RecordBatch(const EnvelopeHeader& header, size_t records, const SinkCounts& counts, int64_t received_at) {
     CAIRN_ASSIGN_OR_RETURN(
         Statement * add_batch,
         db_->Prepare("INSERT INTO cairn_batches (gateway_id, table_name, lane, batch_sequence, first_lsn, "
@@ -320,21 +337,19 @@ class SqliteSink final : public IngestSink {
                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, 1) "
                      "ON CONFLICT (gateway_id, table_name, lane, batch_sequence) DO UPDATE SET "
                      "last_received_at = excluded.last_received_at, deliveries = deliveries + 1"));
-    const EnvelopeHeader& header = batch.header;
     CAIRN_RETURN_IF_ERROR(add_batch->BindText(1, header.gateway_id));
     CAIRN_RETURN_IF_ERROR(add_batch->BindText(2, header.table));
     CAIRN_RETURN_IF_ERROR(add_batch->BindText(3, SyncLaneName(header.lane)));
     CAIRN_RETURN_IF_ERROR(add_batch->BindInt64(4, ToStored(header.batch_sequence)));
     CAIRN_RETURN_IF_ERROR(add_batch->BindInt64(5, ToStored(header.first_lsn)));
     CAIRN_RETURN_IF_ERROR(add_batch->BindInt64(6, ToStored(header.last_lsn)));
-    CAIRN_RETURN_IF_ERROR(add_batch->BindInt64(7, ToStored(batch.records.size())));
+    CAIRN_RETURN_IF_ERROR(add_batch->BindInt64(7, ToStored(records)));
     CAIRN_RETURN_IF_ERROR(add_batch->BindInt64(8, ToStored(counts.inserted)));
     CAIRN_RETURN_IF_ERROR(add_batch->BindInt64(9, ToStored(counts.replaced)));
     CAIRN_RETURN_IF_ERROR(add_batch->BindInt64(10, ToStored(counts.duplicates)));
     CAIRN_RETURN_IF_ERROR(add_batch->BindInt64(11, ToStored(counts.older)));
     CAIRN_RETURN_IF_ERROR(add_batch->BindInt64(12, received_at));
-    CAIRN_RETURN_IF_ERROR(add_batch->Run());
-    return counts;
+    return add_batch->Run();
   }
 
   Env* const env_;

@@ -17,6 +17,7 @@
 #include "cairn/text/line_protocol.h"
 #include "cairn/text/time_argument.h"
 
+#include "aggregate_arguments.h"
 #include "flash_wear_entries.h"
 #include "table_commands.h"
 #include "cairn/shell/record_table.h"
@@ -235,18 +236,7 @@ class EngineCommands {
     if (!tags.ok()) return CommandResult::Error(tags.status());
     query.tags = std::move(tags).value();
     if (std::optional<std::string_view> group_by = invocation.Value("group-by")) {
-      std::set<std::string> seen;
-      for (size_t begin = 0; begin <= group_by->size();) {
-        const size_t end = std::min(group_by->find(',', begin), group_by->size());
-        std::string name(group_by->substr(begin, end - begin));
-        Status valid = ValidateIdentifier("--group-by: tag name", name, kMaxFieldNameBytes);
-        if (!valid.ok()) return CommandResult::Error(valid);
-        if (!seen.insert(name).second) {
-          return CommandResult::Error(Status::InvalidArgument("--group-by: '" + name + "' is given twice"));
-        }
-        query.group_by.push_back(std::move(name));
-        begin = end + 1;
-      }
+      if (Status parsed = ParseGroupBy(*group_by, &query.group_by); !parsed.ok()) return CommandResult::Error(parsed);
     }
     std::optional<std::string_view> step = invocation.Value("step");
     if (!step) return CommandResult::Error(Status::InvalidArgument("agg needs --step D, e.g. --step 15m"));
@@ -255,18 +245,9 @@ class EngineCommands {
     if (*step_nanos <= 0) return CommandResult::Error(Status::InvalidArgument("--step must be positive"));
     query.step = *step_nanos;
 
-    std::string_view functions = invocation.Value("fn").value_or("count,min,max,avg");
     std::vector<std::string> names;
-    while (true) {
-      const size_t comma = functions.find(',');
-      const std::string_view name = functions.substr(0, comma);
-      Result<AggregateFunction> function = ParseAggregateFunction(name);
-      if (!function.ok()) return CommandResult::Error(function.status().WithContext("--fn"));
-      query.functions.push_back(*function);
-      names.emplace_back(name);
-      if (comma == std::string_view::npos) break;
-      functions.remove_prefix(comma + 1);
-    }
+    Status functions = ParseAggregateFunctions(invocation.Value("fn").value_or("count,min,max,avg"), &query, &names);
+    if (!functions.ok()) return CommandResult::Error(functions);
 
     const int64_t now = env_->NowUnixNanos();
     Result<int64_t> to = TimeOption(invocation, "to", now, now);
@@ -282,6 +263,12 @@ class EngineCommands {
 
     Result<AggregateResult> result = AlignedAggregate(query);
     if (!result.ok()) return CommandResult::Error(ExplainTableError(result.status()));
+    return BucketTable(query, names, *result);
+  }
+
+  // One row per bucket: its group's tags, its start, then each function.
+  static CommandResult BucketTable(const AggregateQuery& query, const std::vector<std::string>& names,
+                                   const AggregateResult& result) {
     std::vector<std::string> columns;
     for (const std::string& name : query.group_by) {
       // A tag called like a column of its own keeps its value under another key.
@@ -296,7 +283,7 @@ class EngineCommands {
                             : name + "#" + std::to_string(columns.size()));
     }
     std::vector<CommandResult::Row> rows;
-    for (const AggregateBucket& bucket : result->buckets) {
+    for (const AggregateBucket& bucket : result.buckets) {
       CommandResult::Row row;
       for (const std::string& name : query.group_by) row.push_back(bucket.group.at(name));
       row.push_back(TimeValue(bucket.start));
@@ -305,7 +292,7 @@ class EngineCommands {
       rows.push_back(std::move(row));
     }
     CommandResult table = CommandResult::Table(std::move(columns), std::move(rows));
-    AddSkippedNotes(result->skipped, &table);
+    AddSkippedNotes(result.skipped, &table);
     return table;
   }
 
