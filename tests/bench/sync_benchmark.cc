@@ -168,81 +168,61 @@ struct RunAll {
 }  // namespace
 }  // namespace sync_bench
 
-int RunSyncBenchmark(int argc, char** argv) {
+namespace {
+
+// Everything the benchmark measures: the cairn runs of every lane, mode
+// and encoding, then the naive peer, through one broker and receiver.
+Status MeasureAll(const sync_bench::SyncOptions& options, const sync_bench::Plan& plan, const std::string& scratch,
+                  MosquittoBroker& broker, sync_bench::Receiver& receiver, sync_bench::RunAll& all,
+                  sync_bench::DataSummary& data, sync_bench::DataSummary& peer_data) {
   using namespace sync_bench;
-  if (WantsHelp(argc, argv)) {
-    std::cout << kUsage;
-    return 0;
-  }
-  SyncOptions options;
-  if (const std::string error = ParseOptions(argc, argv, &options); !error.empty()) {
-    std::cerr << "cairn-bench sync: " << error << "\n\n" << kUsage;
-    return 2;
-  }
+  Progress(plan, "broker", "start mosquitto");
+  CAIRN_RETURN_IF_ERROR(broker.Start(MosquittoBrokerOptions()).WithContext("mosquitto"));
+  CAIRN_RETURN_IF_ERROR(receiver.Start(broker.server_uri()).WithContext("receiver"));
+  data = SummarizeData(plan, UINT64_MAX);
+  peer_data = SummarizeData(plan, options.peer_records);
 
-  const Plan plan{PlanData(options.common), options.live_rate, KeyFromSeed(options.common.seed)};
-  Result<ScratchDirectory> scratch = CreateScratchDirectory(options.common, "cairn-bench-sync-");
-  if (!scratch.ok()) {
-    std::cerr << "cairn-bench sync: " << scratch.status().ToString() << "\n";
-    return 1;
-  }
+  const std::string source = scratch + "/stored";
+  uint64_t source_last_lsn = 0;
+  Progress(plan, "backfill", "write and seal the data once");
+  CAIRN_RETURN_IF_ERROR(
+      WriteBackfillSource(plan, source, &source_last_lsn).WithContext("writing the data"));
 
-  std::signal(SIGINT, OnInterruptSignal);
-  std::signal(SIGTERM, OnInterruptSignal);
-
-  MosquittoBroker broker;
-  Receiver receiver;
-  RunAll all;
-  DataSummary data;
-  DataSummary peer_data;
-  auto run = [&]() -> Status {
-    Progress(plan, "broker", "start mosquitto");
-    CAIRN_RETURN_IF_ERROR(broker.Start(MosquittoBrokerOptions()).WithContext("mosquitto"));
-    CAIRN_RETURN_IF_ERROR(receiver.Start(broker.server_uri()).WithContext("receiver"));
-    data = SummarizeData(plan, UINT64_MAX);
-    peer_data = SummarizeData(plan, options.peer_records);
-
-    const std::string source = scratch->path() + "/stored";
-    uint64_t source_last_lsn = 0;
-    Progress(plan, "backfill", "write and seal the data once");
-    CAIRN_RETURN_IF_ERROR(
-        WriteBackfillSource(plan, source, &source_last_lsn).WithContext("writing the data"));
-
-    const RunSpec specs[] = {
-        {"receipt", SyncLane::kBackfill, SyncConfirmation::kReceipt, EnvelopeEncoding::kBinary},
-        {"broker", SyncLane::kBackfill, SyncConfirmation::kBroker, EnvelopeEncoding::kBinary},
-        {"receipt_json", SyncLane::kBackfill, SyncConfirmation::kReceipt, EnvelopeEncoding::kJson},
-        {"receipt", SyncLane::kLive, SyncConfirmation::kReceipt, EnvelopeEncoding::kBinary},
-        {"broker", SyncLane::kLive, SyncConfirmation::kBroker, EnvelopeEncoding::kBinary},
-        {"receipt_paced", SyncLane::kLive, SyncConfirmation::kReceipt, EnvelopeEncoding::kBinary,
-         plan.live_rate},
-    };
-    for (const RunSpec& spec : specs) {
-      const std::string label = RunLabel(spec);
-      const std::string directory =
-          scratch->path() + "/" + std::string(SyncLaneName(spec.lane)) + "-" + spec.name;
-      Result<RunResult> result = spec.lane == SyncLane::kBackfill
-                                     ? RunBackfill(plan, spec, source, source_last_lsn, directory,
-                                                   broker.server_uri(), data, &receiver)
-                                     : RunLive(plan, spec, directory, broker.server_uri(), data, &receiver);
-      if (!result.ok()) return result.status().WithContext(label);
-      all.runs.emplace_back(spec, std::move(*result));
-      // Each run's data directory goes as soon as it is measured.
-      std::error_code ignored;
-      std::filesystem::remove_all(directory, ignored);
-    }
-    Result<PeerResult> peer = RunPeer(plan, broker.server_uri(), peer_data, &receiver);
-    if (!peer.ok()) return peer.status().WithContext("peer");
-    all.peer = std::move(*peer);
-    return Status::Ok();
+  const RunSpec specs[] = {
+      {"receipt", SyncLane::kBackfill, SyncConfirmation::kReceipt, EnvelopeEncoding::kBinary},
+      {"broker", SyncLane::kBackfill, SyncConfirmation::kBroker, EnvelopeEncoding::kBinary},
+      {"receipt_json", SyncLane::kBackfill, SyncConfirmation::kReceipt, EnvelopeEncoding::kJson},
+      {"receipt", SyncLane::kLive, SyncConfirmation::kReceipt, EnvelopeEncoding::kBinary},
+      {"broker", SyncLane::kLive, SyncConfirmation::kBroker, EnvelopeEncoding::kBinary},
+      {"receipt_paced", SyncLane::kLive, SyncConfirmation::kReceipt, EnvelopeEncoding::kBinary,
+       plan.live_rate},
   };
-  const Status status = run();
-  receiver.Stop();
-  if (!status.ok()) {
-    std::cerr << "cairn-bench sync: " << status.ToString() << "\n";
-    return 1;
+  for (const RunSpec& spec : specs) {
+    const std::string label = RunLabel(spec);
+    const std::string directory =
+        scratch + "/" + std::string(SyncLaneName(spec.lane)) + "-" + spec.name;
+    Result<RunResult> result = spec.lane == SyncLane::kBackfill
+                                   ? RunBackfill(plan, spec, source, source_last_lsn, directory,
+                                                 broker.server_uri(), data, &receiver)
+                                   : RunLive(plan, spec, directory, broker.server_uri(), data, &receiver);
+    if (!result.ok()) return result.status().WithContext(label);
+    all.runs.emplace_back(spec, std::move(*result));
+    // Each run's data directory goes as soon as it is measured.
+    std::error_code ignored;
+    std::filesystem::remove_all(directory, ignored);
   }
+  Result<PeerResult> peer = RunPeer(plan, broker.server_uri(), peer_data, &receiver);
+  if (!peer.ok()) return peer.status().WithContext("peer");
+  all.peer = std::move(*peer);
+  return Status::Ok();
+}
 
+// The JSON report of what MeasureAll measured; what fails its checks is
+// appended to `problems`.
+JsonValue SyncReport(const sync_bench::SyncOptions& options, const sync_bench::Plan& plan, const std::string& scratch,
+                     MosquittoBroker& broker, const sync_bench::RunAll& all, const sync_bench::DataSummary& data,
+                     const sync_bench::DataSummary& peer_data, std::vector<std::string>& problems) {
+  using namespace sync_bench;
   JsonValue report = ReportHead("sync", plan, options.common.hours, data.distinct_readings);
   report.Set("live_rate", JsonValue::Number(plan.live_rate));
   report.Set("machine", MachineJson());
@@ -251,7 +231,7 @@ int RunSyncBenchmark(int argc, char** argv) {
   broker_json.Set("transport", JsonValue::String("tcp 127.0.0.1"));
   broker_json.Set("persistence", JsonValue::Bool(false));
   report.Set("broker", std::move(broker_json));
-  report.Set("data_filesystem", JsonValue::String(FilesystemName(scratch->path())));
+  report.Set("data_filesystem", JsonValue::String(FilesystemName(scratch)));
   report.Set(
       "wire_bytes",
       JsonValue::String("payload: envelope (or peer JSON) bytes; mqtt_uplink: MQTT 3.1.1 PUBLISH packets "
@@ -259,7 +239,6 @@ int RunSyncBenchmark(int argc, char** argv) {
                         "mqtt_downlink: PUBACKs and receipt PUBLISH packets broker->gateway; TCP/IP "
                         "headers excluded"));
 
-  std::vector<std::string> problems;
   JsonValue cairn = JsonValue::Object();
   for (std::string_view lane : {"backfill", "live"}) {
     JsonValue runs = JsonValue::Object();
@@ -287,6 +266,47 @@ int RunSyncBenchmark(int argc, char** argv) {
   SetResults(problems, &checks);
   report.Set("checks", std::move(checks));
 
+  return report;
+}
+
+}  // namespace
+
+int RunSyncBenchmark(int argc, char** argv) {
+  using namespace sync_bench;
+  if (WantsHelp(argc, argv)) {
+    std::cout << kUsage;
+    return 0;
+  }
+  SyncOptions options;
+  if (const std::string error = ParseOptions(argc, argv, &options); !error.empty()) {
+    std::cerr << "cairn-bench sync: " << error << "\n\n" << kUsage;
+    return 2;
+  }
+
+  const Plan plan{PlanData(options.common), options.live_rate, KeyFromSeed(options.common.seed)};
+  Result<ScratchDirectory> scratch = CreateScratchDirectory(options.common, "cairn-bench-sync-");
+  if (!scratch.ok()) {
+    std::cerr << "cairn-bench sync: " << scratch.status().ToString() << "\n";
+    return 1;
+  }
+
+  std::signal(SIGINT, OnInterruptSignal);
+  std::signal(SIGTERM, OnInterruptSignal);
+
+  MosquittoBroker broker;
+  Receiver receiver;
+  RunAll all;
+  DataSummary data;
+  DataSummary peer_data;
+  const Status status = MeasureAll(options, plan, scratch->path(), broker, receiver, all, data, peer_data);
+  receiver.Stop();
+  if (!status.ok()) {
+    std::cerr << "cairn-bench sync: " << status.ToString() << "\n";
+    return 1;
+  }
+
+  std::vector<std::string> problems;
+  const JsonValue report = SyncReport(options, plan, scratch->path(), broker, all, data, peer_data, problems);
   if (!PrintReport(options.common, report, scratch->path(), PrintTable, SelfCheck)) return 1;
   return problems.empty() ? 0 : 1;
 }
