@@ -6,32 +6,6 @@
 #include <utility>
 
 namespace cairn {
-namespace {
-
-std::vector<std::string_view> TopicLevels(std::string_view text) {
-  std::vector<std::string_view> levels;
-  size_t start = 0;
-  while (true) {
-    const size_t end = text.find('/', start);
-    levels.push_back(text.substr(start, end == std::string_view::npos ? end : end - start));
-    if (end == std::string_view::npos) return levels;
-    start = end + 1;
-  }
-}
-
-// The filter rules MqttLink::Create enforces and a broker would refuse.
-bool ValidFilter(std::string_view filter) {
-  if (filter.empty()) return false;
-  const std::vector<std::string_view> levels = TopicLevels(filter);
-  for (size_t i = 0; i < levels.size(); ++i) {
-    if (levels[i].find_first_of("#+") != std::string_view::npos && levels[i].size() != 1) return false;
-    if (levels[i] == "#" && i + 1 != levels.size()) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
 // A link's state, shared by the MqttLink the factory returns and the
 // broker's tasks, which may outlive it. Lock order: callback_mu_, then mu_;
 // the broker's mu_ is never held with either.
@@ -59,18 +33,11 @@ class FakeMqttBroker::Link {
 
   Status Publish(const std::shared_ptr<Link>& self, const std::string& topic, std::string payload,
                  MqttLink::PublishCallback done) EXCLUDES(mu_) {
-    if (topic.empty() || topic.find_first_of("#+") != std::string::npos) {
-      return Status::InvalidArgument("MQTT topic name must be non-empty, without '#' or '+': " + topic);
-    }
+    CAIRN_RETURN_IF_ERROR(CheckMqttTopicName(topic));
     uint64_t key;
     {
       MutexLock lock(&mu_);
-      if (stopping_) return Status::Unavailable("MQTT link stopped");
-      if (!connected_) return Status::Unavailable("not connected to MQTT broker " + options_.server_uri);
-      if (pending_.size() >= options_.max_inflight) {
-        return Status::Unavailable(std::to_string(pending_.size()) +
-                                   " MQTT publishes await PUBACK (max_inflight)");
-      }
+      CAIRN_RETURN_IF_ERROR(CheckPublishAdmission(options_, stopping_, connected_, pending_.size()));
       key = next_key_++;
       pending_.emplace(key, std::move(done));
       ++stats_.published;
@@ -303,7 +270,7 @@ MqttLinkFactory FakeMqttBroker::factory() {
     if (options.client_id.empty()) return Status::InvalidArgument("empty MQTT client id");
     if (options.max_inflight == 0) return Status::InvalidArgument("MQTT max_inflight must be 1..65535, got 0");
     for (const std::string& filter : options.subscriptions) {
-      if (!ValidFilter(filter)) return Status::InvalidArgument("bad MQTT topic filter: " + filter);
+      CAIRN_RETURN_IF_ERROR(CheckMqttTopicFilter(filter));
     }
     auto link = std::make_shared<Link>(this, std::move(options), std::move(on_message), std::move(on_connection));
     return std::unique_ptr<MqttLink>(new FakeMqttLink(std::move(link)));

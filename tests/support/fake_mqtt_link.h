@@ -18,9 +18,12 @@
 //   - MqttLink's contract: at most max_inflight publishes await PUBACK,
 //     every accepted publish's callback runs exactly once, Stop returns
 //     after the last handler call, a stopped link does not start again.
+// It checks topic names, filters and the publish window with the real
+// link's own functions (mqtt_topic.h, CheckPublishAdmission), so it refuses
+// what MqttLink::Create's link refuses, with the same words.
 // What it leaves out: QoS 0 and 2, retained messages, shared subscriptions
-// (no user subscribes with $share), wire limits, the option checks of
-// MqttLink::Create beyond the client id, max_inflight and the filters.
+// (no user subscribes with $share), the option checks of MqttLink::Create
+// beyond the client id, max_inflight and the filters.
 //
 // Faults are commands for the next N publishes whose topic matches a
 // filter: drop the message (PUBACKed, delivered to no one), withhold the

@@ -11,8 +11,10 @@
 
 #include <mqtt/async_client.h>
 
+#include "cairn/mqtt/mqtt_topic.h"
 #include "cairn/platform/mutex.h"
 #include "mqtt_link_checks.h"
+#include "mqtt_paho_options.h"
 
 namespace cairn {
 namespace {
@@ -67,25 +69,7 @@ class MqttLinkImpl final : public MqttLink {
     try {
       // No persistence object: Paho keeps in-flight messages in memory only.
       client_ = std::make_unique<mqtt::async_client>(paho_uri_, options_.client_id, nullptr);
-      mqtt::connect_options_builder builder;
-      builder.mqtt_version(MQTTVERSION_3_1_1)
-          .clean_session(options_.clean_session)
-          .keep_alive_interval(std::chrono::seconds(options_.keep_alive_seconds))
-          .connect_timeout(std::chrono::milliseconds(options_.connect_timeout_ms))
-          .automatic_reconnect(false);
-      if (!options_.username.empty()) {
-        builder.user_name(options_.username);
-        if (!options_.password.empty()) builder.password(options_.password);
-      }
-      if (options_.tls.has_value()) {
-        const MqttTlsOptions& tls = *options_.tls;
-        mqtt::ssl_options_builder ssl;
-        if (!tls.ca_file.empty()) ssl.trust_store(tls.ca_file);
-        if (!tls.cert_file.empty()) ssl.key_store(tls.cert_file).private_key(tls.key_file);
-        ssl.enable_server_cert_auth(true).verify(tls.verify_hostname);
-        builder.ssl(ssl.finalize());
-      }
-      connect_options_ = builder.finalize();
+      connect_options_ = PahoConnectOptions(options_);
       client_->set_message_callback([this](mqtt::const_message_ptr message) { OnMessage(message); });
       client_->set_connection_lost_handler([this](const std::string& cause) { OnConnectionLost(cause); });
     } catch (const std::exception& error) {
@@ -105,16 +89,11 @@ class MqttLinkImpl final : public MqttLink {
   }
 
   Status Publish(const std::string& topic, std::string payload, PublishCallback done) override {
-    CAIRN_RETURN_IF_ERROR(CheckTopicName(topic));
+    CAIRN_RETURN_IF_ERROR(CheckMqttTopicName(topic));
     uintptr_t key;
     {
       MutexLock lock(&mutex_);
-      if (stopping_) return Status::Unavailable("MQTT link stopped");
-      if (!connected_) return Status::Unavailable("not connected to MQTT broker " + options_.server_uri);
-      if (pending_.size() >= options_.max_inflight) {
-        return Status::Unavailable(std::to_string(pending_.size()) +
-                                   " MQTT publishes await PUBACK (max_inflight)");
-      }
+      CAIRN_RETURN_IF_ERROR(CheckPublishAdmission(options_, stopping_, connected_, pending_.size()));
       key = next_publish_key_++;
       pending_.emplace(key, std::move(done));
       // Counted before Paho has it so that a fast PUBACK never shows more

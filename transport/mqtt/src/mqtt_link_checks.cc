@@ -1,49 +1,15 @@
-// The checks MqttLink makes before it talks to a broker: options, topic
-// names and filters, server URIs (mqtt_link_checks.h).
+// The checks MqttLink makes before it talks to a broker: options and server
+// URIs (mqtt_link_checks.h); topic names and filters are mqtt_topic.cc's.
 #include "mqtt_link_checks.h"
 
 #include <string_view>
 
 #include <mqtt/async_client.h>
 
-#include "cairn/util/utf8.h"
+#include "cairn/mqtt/mqtt_topic.h"
 
 namespace cairn {
 namespace {
-
-// MQTT strings (topics, client ids, user names) carry a 16-bit length.
-constexpr size_t kMaxMqttStringBytes = 65535;
-
-// MQTT strings are UTF-8 without U+0000 (MQTT 3.1.1 §1.5.3).
-bool IsValidUtf8(std::string_view text) {
-  return text.find('\0') == std::string_view::npos && util::IsValidUtf8(text);
-}
-
-Status CheckTopicFilter(const std::string& filter) {
-  if (filter.empty()) return Status::InvalidArgument("empty MQTT topic filter");
-  if (filter.size() > kMaxMqttStringBytes) {
-    return Status::InvalidArgument("MQTT topic filter longer than 65535 bytes");
-  }
-  if (!IsValidUtf8(filter)) {
-    return Status::InvalidArgument("MQTT topic filter is not valid UTF-8 without NUL: " + filter);
-  }
-  size_t level_start = 0;
-  while (true) {
-    size_t level_end = filter.find('/', level_start);
-    std::string_view level = std::string_view(filter).substr(
-        level_start, level_end == std::string::npos ? std::string::npos : level_end - level_start);
-    bool has_wildcard = level.find_first_of("#+") != std::string_view::npos;
-    if (has_wildcard && level.size() != 1) {
-      return Status::InvalidArgument("MQTT wildcard must fill a whole topic level: " + filter);
-    }
-    if (level == "#" && level_end != std::string::npos) {
-      return Status::InvalidArgument("MQTT '#' wildcard must be the last topic level: " + filter);
-    }
-    if (level_end == std::string::npos) break;
-    level_start = level_end + 1;
-  }
-  return Status::Ok();
-}
 
 // Checks "scheme://host[:port]" and returns the URI Paho understands
 // (mqtts:// spelled ssl://), setting *tls when the scheme asks for TLS.
@@ -114,15 +80,11 @@ Status CheckReadable(Env* env, const std::string& path, const char* what) {
 
 }  // namespace
 
-Status CheckTopicName(const std::string& topic) {
-  if (topic.empty()) return Status::InvalidArgument("empty MQTT topic");
-  if (topic.size() > kMaxMqttStringBytes)
-    return Status::InvalidArgument("MQTT topic longer than 65535 bytes");
-  if (topic.find_first_of("#+") != std::string::npos) {
-    return Status::InvalidArgument("MQTT topic name must not contain '#' or '+': " + topic);
-  }
-  if (!IsValidUtf8(topic)) {
-    return Status::InvalidArgument("MQTT topic is not valid UTF-8 without NUL: " + topic);
+Status CheckPublishAdmission(const MqttLinkOptions& options, bool stopping, bool connected, size_t inflight) {
+  if (stopping) return Status::Unavailable("MQTT link stopped");
+  if (!connected) return Status::Unavailable("not connected to MQTT broker " + options.server_uri);
+  if (inflight >= options.max_inflight) {
+    return Status::Unavailable(std::to_string(inflight) + " MQTT publishes await PUBACK (max_inflight)");
   }
   return Status::Ok();
 }
@@ -144,13 +106,13 @@ Status CheckOptions(Env* env, const MqttLinkOptions& options, std::string* paho_
   if (options.client_id.size() > kMaxMqttStringBytes) {
     return Status::InvalidArgument("MQTT client id longer than 65535 bytes");
   }
-  if (!IsValidUtf8(options.client_id)) {
+  if (!IsMqttUtf8(options.client_id)) {
     return Status::InvalidArgument("MQTT client id is not valid UTF-8 without NUL");
   }
   if (!options.password.empty() && options.username.empty()) {
     return Status::InvalidArgument("MQTT password given without a user name");
   }
-  if (options.username.size() > kMaxMqttStringBytes || !IsValidUtf8(options.username)) {
+  if (options.username.size() > kMaxMqttStringBytes || !IsMqttUtf8(options.username)) {
     return Status::InvalidArgument("MQTT user name must be UTF-8 without NUL, at most 65535 bytes");
   }
   if (options.password.size() > kMaxMqttStringBytes) {
@@ -174,7 +136,7 @@ Status CheckOptions(Env* env, const MqttLinkOptions& options, std::string* paho_
                                    std::to_string(options.reconnect_max_ms) + ")");
   }
   for (const std::string& filter : options.subscriptions) {
-    CAIRN_RETURN_IF_ERROR(CheckTopicFilter(filter));
+    CAIRN_RETURN_IF_ERROR(CheckMqttTopicFilter(filter));
   }
   if (options.tls.has_value()) {
     const MqttTlsOptions& t = *options.tls;

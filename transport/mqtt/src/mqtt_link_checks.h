@@ -10,10 +10,6 @@
 
 namespace cairn {
 
-// InvalidArgument unless `topic` is a topic name MQTT 3.1.1 accepts for a
-// PUBLISH: non-empty, at most 65535 bytes of UTF-8, no wildcards.
-Status CheckTopicName(const std::string& topic);
-
 // Checks every option (server URI, TLS files readable through `env`,
 // lengths, ranges, subscription filters) and sets `*paho_uri` to the URI
 // Paho understands. InvalidArgument or the file's error naming the option.

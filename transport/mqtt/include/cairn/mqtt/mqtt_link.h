@@ -143,4 +143,12 @@ using MqttLinkFactory = std::function<Result<std::unique_ptr<MqttLink>>(
     Env* env, MqttLinkOptions options, MqttLink::MessageHandler on_message,
     MqttLink::ConnectionHandler on_connection)>;
 
+// The window rule of MqttLink::Publish, for every implementation of MqttLink
+// (Create's and the tests' in-memory one) so that they refuse alike: OK when
+// a link with `options`, `inflight` publishes awaiting PUBACK, stopping or
+// not and connected or not, may take one more publish; otherwise
+// Unavailable saying why (stopped, not connected, max_inflight reached).
+// Pure; the caller holds whatever lock makes its arguments current.
+Status CheckPublishAdmission(const MqttLinkOptions& options, bool stopping, bool connected, size_t inflight);
+
 }  // namespace cairn
