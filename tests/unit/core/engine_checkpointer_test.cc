@@ -7,41 +7,16 @@
 
 #include <gtest/gtest.h>
 
-#include "cairn/platform/env.h"
-
-#include "engine/catalog/catalog.h"
-#include "engine/sealing/checkpointer.h"
-#include "engine/sealing/period_files.h"
-#include "log/log_writer.h"
-#include "storage/env_vfs.h"
-#include "test_dirs.h"
+#include "engine_component_fixture.h"
 
 namespace cairn {
 namespace {
 
 const int64_t kOldDay = PeriodStart(Period::kDay, int64_t{1'700'000'000} * 1'000'000'000);
 
-class CheckpointerTest : public ::testing::Test {
+class CheckpointerTest : public EngineComponentTest {
  protected:
-  void SetUp() override {
-    Env* env = Env::Default();
-    ASSERT_TRUE(RegisterEnvVfs(env, vfs_).ok());
-    ASSERT_TRUE(env->CreateDirs(dir_.PathOf("t")).ok());
-    files_ = std::make_unique<PeriodFiles>(env, dir_.path(), vfs_, PeriodFiles::Options{});
-    auto catalog = Catalog::Open(vfs_, dir_.PathOf("catalog.db"));
-    ASSERT_TRUE(catalog.ok()) << catalog.status().ToString();
-    catalog_ = std::move(catalog).value();
-    auto log = LogWriter::Open(env, dir_.PathOf("log"), 1, LogWriterOptions{});
-    ASSERT_TRUE(log.ok()) << log.status().ToString();
-    log_ = std::move(log).value();
-    checkpointer_ = std::make_unique<Checkpointer>(files_.get(), catalog_.get(), log_.get(), 1);
-  }
-
-  void TearDown() override {
-    if (log_) {
-      EXPECT_TRUE(log_->Close().ok());
-    }
-  }
+  CheckpointerTest() : EngineComponentTest("checkpointer", With::kLogAndCheckpointer) {}
 
   // Writes one chunk holding LSNs [first, last] to the day's file (its WAL).
   void WriteSealed(int64_t start, uint64_t first, uint64_t last) {
@@ -74,13 +49,6 @@ class CheckpointerTest : public ::testing::Test {
     EXPECT_TRUE(lsn.ok()) << lsn.status().ToString();
     return lsn.ok() ? *lsn : 0;
   }
-
-  ScopedTempDir dir_{"engine-checkpointer"};
-  std::string vfs_ = "cairn-test-checkpointer";
-  std::unique_ptr<PeriodFiles> files_;
-  std::unique_ptr<Catalog> catalog_;
-  std::unique_ptr<LogWriter> log_;
-  std::unique_ptr<Checkpointer> checkpointer_;
 };
 
 TEST_F(CheckpointerTest, SealMarkIsRecordedOnlyAfterTheWalCheckpoint) {

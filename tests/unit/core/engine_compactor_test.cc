@@ -8,14 +8,9 @@
 
 #include <gtest/gtest.h>
 
-#include "cairn/platform/env.h"
-
-#include "engine/catalog/catalog.h"
+#include "engine_component_fixture.h"
 #include "engine/sealing/chunk_rows.h"
 #include "engine/sealing/compactor.h"
-#include "engine/sealing/period_files.h"
-#include "storage/env_vfs.h"
-#include "test_dirs.h"
 
 namespace cairn {
 namespace {
@@ -33,17 +28,9 @@ ChunkRecord Reading(int64_t second, int64_t value, uint64_t version = 0, int64_t
   return r;
 }
 
-class CompactorTest : public ::testing::Test {
+class CompactorTest : public EngineComponentTest {
  protected:
-  void SetUp() override {
-    Env* env = Env::Default();
-    ASSERT_TRUE(RegisterEnvVfs(env, vfs_).ok());
-    ASSERT_TRUE(env->CreateDirs(dir_.PathOf("t")).ok());
-    files_ = std::make_unique<PeriodFiles>(env, dir_.path(), vfs_, PeriodFiles::Options{});
-    auto catalog = Catalog::Open(vfs_, dir_.PathOf("catalog.db"));
-    ASSERT_TRUE(catalog.ok()) << catalog.status().ToString();
-    catalog_ = std::move(catalog).value();
-  }
+  CompactorTest() : EngineComponentTest("compactor", With::kFilesAndCatalog) {}
 
   // Writes `records` (ascending) of series 1 as one chunk, LSNs from `lsn`.
   void WriteChunk(std::vector<ChunkRecord> records, uint64_t lsn) {
@@ -66,11 +53,6 @@ class CompactorTest : public ::testing::Test {
     EXPECT_TRUE(chunks.ok()) << chunks.status().ToString();
     return chunks.ok() ? *chunks : std::vector<ChunkRow>{};
   }
-
-  ScopedTempDir dir_{"engine-compactor"};
-  std::string vfs_ = "cairn-test-compactor";
-  std::unique_ptr<PeriodFiles> files_;
-  std::unique_ptr<Catalog> catalog_;
 };
 
 TEST_F(CompactorTest, MergesChunksKeepsNewestVersionsAndDropsExpired) {

@@ -7,16 +7,9 @@
 
 #include <gtest/gtest.h>
 
-#include "cairn/platform/env.h"
-
-#include "engine/catalog/catalog.h"
-#include "engine/sealing/checkpointer.h"
+#include "engine_component_fixture.h"
 #include "engine/sealing/chunk_rows.h"
-#include "engine/sealing/period_files.h"
 #include "engine/sealing/sealer.h"
-#include "log/log_writer.h"
-#include "storage/env_vfs.h"
-#include "test_dirs.h"
 
 namespace cairn {
 namespace {
@@ -25,27 +18,9 @@ constexpr int64_t kSecond = 1'000'000'000;
 constexpr int64_t kDay = 86'400 * kSecond;
 const int64_t kOldDay = PeriodStart(Period::kDay, int64_t{1'700'000'000} * kSecond);
 
-class SealerTest : public ::testing::Test {
+class SealerTest : public EngineComponentTest {
  protected:
-  void SetUp() override {
-    Env* env = Env::Default();
-    ASSERT_TRUE(RegisterEnvVfs(env, vfs_).ok());
-    ASSERT_TRUE(env->CreateDirs(dir_.PathOf("t")).ok());
-    files_ = std::make_unique<PeriodFiles>(env, dir_.path(), vfs_, PeriodFiles::Options{});
-    auto catalog = Catalog::Open(vfs_, dir_.PathOf("catalog.db"));
-    ASSERT_TRUE(catalog.ok()) << catalog.status().ToString();
-    catalog_ = std::move(catalog).value();
-    auto log = LogWriter::Open(env, dir_.PathOf("log"), 1, LogWriterOptions{});
-    ASSERT_TRUE(log.ok()) << log.status().ToString();
-    log_ = std::move(log).value();
-    checkpointer_ = std::make_unique<Checkpointer>(files_.get(), catalog_.get(), log_.get(), 1);
-  }
-
-  void TearDown() override {
-    if (log_) {
-      EXPECT_TRUE(log_->Close().ok());
-    }
-  }
+  SealerTest() : EngineComponentTest("sealer", With::kLogAndCheckpointer) {}
 
   // A job of series `id` with one reading per timestamp, LSNs from `lsn`.
   static SealJob Job(int64_t id, const std::vector<int64_t>& timestamps, uint64_t lsn) {
@@ -80,13 +55,6 @@ class SealerTest : public ::testing::Test {
     for (const auto& [ts, record] : merged) out.push_back(ts);
     return out;
   }
-
-  ScopedTempDir dir_{"engine-sealer"};
-  std::string vfs_ = "cairn-test-sealer";
-  std::unique_ptr<PeriodFiles> files_;
-  std::unique_ptr<Catalog> catalog_;
-  std::unique_ptr<LogWriter> log_;
-  std::unique_ptr<Checkpointer> checkpointer_;
 };
 
 TEST_F(SealerTest, RecordsGoToTheFileOfTheirPeriod) {
