@@ -9,7 +9,6 @@
 // kept so that the fuzzer starts from both versions.
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <limits>
 #include <numbers>
 #include <random>
@@ -17,6 +16,8 @@
 #include <vector>
 
 #include "chunk_fuzz_support.h"
+#include "chunk_records.h"
+#include "seed_files.h"
 
 namespace cairn::fuzz {
 namespace {
@@ -25,25 +26,7 @@ constexpr int64_t kSecond = 1'000'000'000;
 constexpr int64_t kMillisecond = 1'000'000;
 constexpr int64_t kStart = 1'700'000'000 * kSecond;
 
-ChunkRecord MakeRecord(int64_t timestamp, std::vector<Value> values, uint64_t version = 0, int64_t ttl = 0) {
-  ChunkRecord record;
-  record.timestamp = timestamp;
-  record.version = version;
-  record.ttl = ttl;
-  record.values = std::move(values);
-  return record;
-}
-
-bool WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) {
-    std::fprintf(stderr, "cannot write %s\n", path.c_str());
-    return false;
-  }
-  return true;
-}
+using test_chunks::MakeRecord;
 
 struct Seed {
   std::string name;

@@ -7,7 +7,6 @@
 // Deterministic: rerunning it rewrites identical files.
 #include <cfloat>
 #include <cstdio>
-#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
@@ -16,6 +15,7 @@
 #include "cairn/sync/sync_envelope.h"
 
 #include "record_rows.h"
+#include "seed_files.h"
 #include "sync_envelope_fuzz_support.h"
 
 namespace cairn::fuzz {
@@ -32,17 +32,6 @@ RecordRow Tagged(RecordRow row, TagMap dimensions) {
 constexpr int64_t kSecond = 1'000'000'000;
 constexpr int64_t kMillisecond = 1'000'000;
 constexpr int64_t kStart = 1'700'000'000 * kSecond;
-
-bool WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) {
-    std::fprintf(stderr, "cannot write %s\n", path.c_str());
-    return false;
-  }
-  return true;
-}
 
 struct Batch {
   std::string name;

@@ -28,6 +28,7 @@
 
 #include "eventually.h"
 #include "forwarding_engine.h"
+#include "log_lines.h"
 #include "mosquitto_broker.h"
 #include "test_dirs.h"
 
@@ -195,10 +196,7 @@ class MqttInputTest : public ::testing::Test {
     options.routes = std::move(routes);
     options.retry_min_ms = 1;
     options.retry_max_ms = 20;
-    options.log = [this](std::string_view line) {
-      std::lock_guard<std::mutex> lock(log_mutex_);
-      log_.emplace_back(line);
-    };
+    options.log = log_.Sink();
     return options;
   }
 
@@ -255,12 +253,7 @@ class MqttInputTest : public ::testing::Test {
     return values;
   }
 
-  std::string Log() {
-    std::lock_guard<std::mutex> lock(log_mutex_);
-    std::string text;
-    for (const std::string& line : log_) text += line + "\n";
-    return text;
-  }
+  std::string Log() const { return log_.Text(); }
 
   // Readings an hour old, in whole seconds: well inside the default
   // retention whatever the clock says.
@@ -274,8 +267,7 @@ class MqttInputTest : public ::testing::Test {
   std::unique_ptr<MqttLink> publisher_;
   std::unique_ptr<MqttInput> input_;
   std::atomic<int> unwaited_outcomes_{0};
-  std::mutex log_mutex_;
-  std::vector<std::string> log_;
+  LogLines log_;
 };
 
 TEST_F(MqttInputTest, StoresLineProtocolAndJsonAndRoutesToTables) {

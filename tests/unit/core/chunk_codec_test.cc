@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "chunk_records.h"
 #include "chunk/coding.h"
 #include "chunk/crc32c.h"
 
@@ -106,14 +107,7 @@ void ExpectRoundTrip(const std::vector<ChunkField>& schema, const std::vector<Ch
   }
 }
 
-ChunkRecord MakeRecord(int64_t timestamp, std::vector<Value> values, uint64_t version = 0, int64_t ttl = 0) {
-  ChunkRecord record;
-  record.timestamp = timestamp;
-  record.version = version;
-  record.ttl = ttl;
-  record.values = std::move(values);
-  return record;
-}
+using test_chunks::MakeRecord;
 
 const std::vector<ChunkField> kAllTypes = {{"temperature", FieldType::kDouble},
                                            {"count", FieldType::kInt64},

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "chunk_records.h"
 #include "chunk/chunk_codec.h"
 #include "chunk/coding.h"
 #include "chunk/crc32c.h"
@@ -16,14 +17,7 @@ namespace {
 
 constexpr int64_t kSecond = 1'000'000'000;
 
-ChunkRecord MakeRecord(int64_t timestamp, std::vector<Value> values, uint64_t version = 0, int64_t ttl = 0) {
-  ChunkRecord record;
-  record.timestamp = timestamp;
-  record.version = version;
-  record.ttl = ttl;
-  record.values = std::move(values);
-  return record;
-}
+using test_chunks::MakeRecord;
 
 const std::vector<ChunkField> kSchema = {{"temperature", FieldType::kDouble}, {"count", FieldType::kInt64},
                                          {"alarm", FieldType::kBool},         {"state", FieldType::kString},

@@ -127,6 +127,32 @@ class TlsTest : public ::testing::Test {
     return outcome;
   }
 
+  // A handshake in which the server asks for a client certificate signed by
+  // `client_ca_path` and the client presents `certificate_path` with
+  // `private_key_path` (none when empty). Both sides failed ("did not run")
+  // when a context could not be built.
+  HandshakeOutcome MutualHandshake(const std::string& client_ca_path, const std::string& certificate_path,
+                                   const std::string& private_key_path) {
+    TlsServerOptions server_options = ServerOptions();
+    server_options.client_ca_path = client_ca_path;
+    TlsClientOptions client_options = ClientOptions();
+    client_options.certificate_path = certificate_path;
+    client_options.private_key_path = private_key_path;
+    std::unique_ptr<TlsServerContext> server = Server(server_options);
+    std::unique_ptr<TlsClientContext> client = Client(client_options);
+    if (server == nullptr || client == nullptr) return {};
+    return Handshake(*server, *client);
+  }
+
+  // One side refused the other's certificate (PermissionDenied) and the
+  // other side's handshake failed with it.
+  static void ExpectRefused(const Result<std::unique_ptr<TcpConnection>>& refusing,
+                            const Result<std::unique_ptr<TcpConnection>>& refused) {
+    ASSERT_FALSE(refusing.ok());
+    EXPECT_EQ(refusing.status().code(), StatusCode::kPermissionDenied) << refusing.status().ToString();
+    EXPECT_FALSE(refused.ok());
+  }
+
   // A connected pair with the default options; null on failure.
   struct Pair {
     std::unique_ptr<TcpConnection> server;
@@ -275,12 +301,9 @@ TEST_F(TlsTest, ClientTrustingAnotherAuthorityRejectsTheServer) {
   std::unique_ptr<TlsClientContext> client = Client(options);
   ASSERT_TRUE(server != nullptr && client != nullptr);
   HandshakeOutcome outcome = Handshake(*server, *client);
-  ASSERT_FALSE(outcome.client.ok());
-  EXPECT_EQ(outcome.client.status().code(), StatusCode::kPermissionDenied)
-      << outcome.client.status().ToString();
+  ASSERT_NO_FATAL_FAILURE(ExpectRefused(outcome.client, outcome.server));
   EXPECT_NE(outcome.client.status().message().find("server certificate rejected"), std::string::npos)
       << outcome.client.status().ToString();
-  EXPECT_FALSE(outcome.server.ok());
 }
 
 TEST_F(TlsTest, ClientRejectsAServerCertificateForAnotherName) {
@@ -291,38 +314,20 @@ TEST_F(TlsTest, ClientRejectsAServerCertificateForAnotherName) {
     std::unique_ptr<TlsClientContext> client = Client(ClientOptions(name));
     ASSERT_NE(client, nullptr);
     HandshakeOutcome outcome = Handshake(*server, *client);
-    ASSERT_FALSE(outcome.client.ok());
-    EXPECT_EQ(outcome.client.status().code(), StatusCode::kPermissionDenied)
-        << outcome.client.status().ToString();
-    EXPECT_FALSE(outcome.server.ok());
+    ASSERT_NO_FATAL_FAILURE(ExpectRefused(outcome.client, outcome.server));
   }
 }
 
 // ---- mutual TLS ----------------------------------------------------------------
 
 TEST_F(TlsTest, MutualTlsRefusesAClientWithoutCertificate) {
-  TlsServerOptions options = ServerOptions();
-  options.client_ca_path = pki().ca_certificate_path;
-  std::unique_ptr<TlsServerContext> server = Server(options);
-  std::unique_ptr<TlsClientContext> client = Client(ClientOptions());
-  ASSERT_TRUE(server != nullptr && client != nullptr);
-  HandshakeOutcome outcome = Handshake(*server, *client);
-  ASSERT_FALSE(outcome.server.ok());
-  EXPECT_EQ(outcome.server.status().code(), StatusCode::kPermissionDenied)
-      << outcome.server.status().ToString();
-  EXPECT_FALSE(outcome.client.ok());
+  HandshakeOutcome outcome = MutualHandshake(pki().ca_certificate_path, "", "");
+  ASSERT_NO_FATAL_FAILURE(ExpectRefused(outcome.server, outcome.client));
 }
 
 TEST_F(TlsTest, MutualTlsAcceptsAClientCertificateFromTheConfiguredAuthority) {
-  TlsServerOptions server_options = ServerOptions();
-  server_options.client_ca_path = pki().ca_certificate_path;
-  TlsClientOptions client_options = ClientOptions();
-  client_options.certificate_path = pki().client_certificate_path;
-  client_options.private_key_path = pki().client_key_path;
-  std::unique_ptr<TlsServerContext> server = Server(server_options);
-  std::unique_ptr<TlsClientContext> client = Client(client_options);
-  ASSERT_TRUE(server != nullptr && client != nullptr);
-  HandshakeOutcome outcome = Handshake(*server, *client);
+  HandshakeOutcome outcome =
+      MutualHandshake(pki().ca_certificate_path, pki().client_certificate_path, pki().client_key_path);
   ASSERT_TRUE(outcome.server.ok()) << outcome.server.status().ToString();
   ASSERT_TRUE(outcome.client.ok()) << outcome.client.status().ToString();
   ExpectEcho(**outcome.client, **outcome.server, "authenticated");
@@ -343,38 +348,18 @@ TEST_F(TlsTest, WithoutClientCertificatesThereAreNoPeerNames) {
 }
 
 TEST_F(TlsTest, MutualTlsRejectsAClientCertificateFromAnotherAuthority) {
-  TlsServerOptions server_options = ServerOptions();
-  server_options.client_ca_path = pki().other_ca_certificate_path;
-  TlsClientOptions client_options = ClientOptions();
-  client_options.certificate_path = pki().client_certificate_path;
-  client_options.private_key_path = pki().client_key_path;
-  std::unique_ptr<TlsServerContext> server = Server(server_options);
-  std::unique_ptr<TlsClientContext> client = Client(client_options);
-  ASSERT_TRUE(server != nullptr && client != nullptr);
-  HandshakeOutcome outcome = Handshake(*server, *client);
-  ASSERT_FALSE(outcome.server.ok());
-  EXPECT_EQ(outcome.server.status().code(), StatusCode::kPermissionDenied)
-      << outcome.server.status().ToString();
+  HandshakeOutcome outcome =
+      MutualHandshake(pki().other_ca_certificate_path, pki().client_certificate_path, pki().client_key_path);
+  ASSERT_NO_FATAL_FAILURE(ExpectRefused(outcome.server, outcome.client));
   EXPECT_NE(outcome.server.status().message().find("client certificate rejected"), std::string::npos)
       << outcome.server.status().ToString();
-  EXPECT_FALSE(outcome.client.ok());
 }
 
 TEST_F(TlsTest, MutualTlsRejectsACertificateNotMeantForClients) {
-  TlsServerOptions server_options = ServerOptions();
-  server_options.client_ca_path = pki().ca_certificate_path;
   // Signed by the trusted CA, but its extended key usage is serverAuth only.
-  TlsClientOptions client_options = ClientOptions();
-  client_options.certificate_path = pki().server_certificate_path;
-  client_options.private_key_path = pki().server_key_path;
-  std::unique_ptr<TlsServerContext> server = Server(server_options);
-  std::unique_ptr<TlsClientContext> client = Client(client_options);
-  ASSERT_TRUE(server != nullptr && client != nullptr);
-  HandshakeOutcome outcome = Handshake(*server, *client);
-  ASSERT_FALSE(outcome.server.ok());
-  EXPECT_EQ(outcome.server.status().code(), StatusCode::kPermissionDenied)
-      << outcome.server.status().ToString();
-  EXPECT_FALSE(outcome.client.ok());
+  HandshakeOutcome outcome =
+      MutualHandshake(pki().ca_certificate_path, pki().server_certificate_path, pki().server_key_path);
+  ASSERT_NO_FATAL_FAILURE(ExpectRefused(outcome.server, outcome.client));
 }
 
 // ---- peers that do not speak TLS -------------------------------------------------

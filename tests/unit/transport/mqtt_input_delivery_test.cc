@@ -16,6 +16,7 @@
 #include "eventually.h"
 #include "fake_mqtt_link.h"
 #include "forwarding_engine.h"
+#include "log_lines.h"
 #include "test_dirs.h"
 
 namespace cairn {
@@ -59,10 +60,7 @@ class MqttInputDeliveryTest : public ::testing::Test {
     options.routes = std::move(routes);
     options.retry_min_ms = 1;
     options.retry_max_ms = 5;
-    options.log = [this](std::string_view line) {
-      std::lock_guard<std::mutex> lock(log_mutex_);
-      log_.emplace_back(line);
-    };
+    options.log = log_.Sink();
     Result<std::unique_ptr<MqttInput>> input = MqttInput::Create(Env::Default(), refusing_.get(), options);
     ASSERT_TRUE(input.ok()) << input.status().ToString();
     input_ = std::move(*input);
@@ -85,20 +83,14 @@ class MqttInputDeliveryTest : public ::testing::Test {
     return result.ok() ? result->rows.size() : 0;
   }
 
-  std::string Log() {
-    std::lock_guard<std::mutex> lock(log_mutex_);
-    std::string text;
-    for (const std::string& line : log_) text += line + "\n";
-    return text;
-  }
+  std::string Log() const { return log_.Text(); }
 
   FakeMqttBroker broker_;
   ScopedTempDir dir_{"mqtt-input-delivery-test"};
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<RefusingEngine> refusing_;
   std::unique_ptr<MqttInput> input_;
-  std::mutex log_mutex_;
-  std::vector<std::string> log_;
+  LogLines log_;
 };
 
 TEST_F(MqttInputDeliveryTest, BadPayloadsAreCountedAndLoggedBesideTheGoodOnes) {

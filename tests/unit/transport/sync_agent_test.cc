@@ -130,6 +130,16 @@ class SyncAgentTest : public ::testing::Test {
     return readings.ok() ? readings->size() : 0;
   }
 
+  // What every resent or duplicated batch must come to: `readings` stored
+  // once, from one batch the sink saw twice, confirmed once on the live lane.
+  void ExpectOneBatchDeliveredTwice(size_t readings) {
+    EXPECT_EQ(Readings(), readings);
+    std::vector<StoredBatch> batches = Batches();
+    ASSERT_EQ(batches.size(), 1u);
+    EXPECT_EQ(batches[0].deliveries, 2u);
+    EXPECT_EQ(LiveBatchesConfirmed(), 1u);
+  }
+
   // Declared first: it outlives the links of the agent and the service.
   FakeMqttBroker broker_;
   ScopedTempDir dir_{"sync-agent-test"};
@@ -165,12 +175,8 @@ TEST_F(SyncAgentTest, ALostReceiptMakesTheAgentResendAndTheBatchIsConfirmedOnce)
   ASSERT_TRUE(WaitConfirmed(lsn));
   EXPECT_EQ(broker_.published(kEnvelopes).size(), 2u);
   EXPECT_EQ(broker_.published(kReceipts).size(), 2u);
-  EXPECT_EQ(Readings(), 2u);
-  std::vector<StoredBatch> batches = Batches();
-  ASSERT_EQ(batches.size(), 1u);
-  EXPECT_EQ(batches[0].deliveries, 2u);
-  EXPECT_EQ(batches[0].counts.inserted, 2u);
-  EXPECT_EQ(LiveBatchesConfirmed(), 1u);
+  ASSERT_NO_FATAL_FAILURE(ExpectOneBatchDeliveredTwice(2));
+  EXPECT_EQ(Batches()[0].counts.inserted, 2u);
   EXPECT_EQ(ingest_->stats().ingest.records_duplicate, 2u);
 }
 
@@ -189,11 +195,7 @@ TEST_F(SyncAgentTest, ADisconnectMidBatchMakesTheAgentResend) {
   ASSERT_TRUE(WaitConfirmed(lsn));
   EXPECT_EQ(broker_.published(kEnvelopes).size(), 2u);
   EXPECT_EQ(broker_.connects(kAgentClient), 2u);
-  EXPECT_EQ(Readings(), 4u);
-  std::vector<StoredBatch> batches = Batches();
-  ASSERT_EQ(batches.size(), 1u);
-  EXPECT_EQ(batches[0].deliveries, 2u);
-  EXPECT_EQ(LiveBatchesConfirmed(), 1u);
+  ASSERT_NO_FATAL_FAILURE(ExpectOneBatchDeliveredTwice(4));
   Result<SyncStatus> status = agent_->GetStatus();
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(status->link.connection_losses, 1u);
@@ -210,11 +212,7 @@ TEST_F(SyncAgentTest, DuplicatedEnvelopesAndReceiptsAreIdempotent) {
   EXPECT_EQ(broker_.published(kEnvelopes).size(), 1u);
   // One receipt per delivery.
   EXPECT_EQ(broker_.published(kReceipts).size(), 2u);
-  EXPECT_EQ(Readings(), 3u);
-  std::vector<StoredBatch> batches = Batches();
-  ASSERT_EQ(batches.size(), 1u);
-  EXPECT_EQ(batches[0].deliveries, 2u);
-  EXPECT_EQ(LiveBatchesConfirmed(), 1u);
+  ASSERT_NO_FATAL_FAILURE(ExpectOneBatchDeliveredTwice(3));
   Result<SyncStatus> status = agent_->GetStatus();
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(status->receipts_accepted, 1u);
