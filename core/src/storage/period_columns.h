@@ -1,6 +1,7 @@
 // The encodings of a period file's text and blob columns (period_format.md
 // §2 and §3): field lists and dimensions as flat JSON, the LSNs of a chunk's
-// records as one integer sequence, and integers kept in the meta table.
+// records as one integer sequence, integers kept in the meta table, and
+// unsigned integers in signed columns.
 #pragma once
 
 #include <map>
@@ -11,6 +12,11 @@
 #include "storage/period_file.h"
 
 namespace cairn::period_columns {
+
+// SQLite integers are signed; unsigned values are stored as their two's
+// complement bit pattern (values above 2^63 show as negative in the shell).
+inline int64_t ToStored(uint64_t value) { return static_cast<int64_t>(value); }
+inline uint64_t FromStored(int64_t value) { return static_cast<uint64_t>(value); }
 
 // {"name":code,...} in the chunk's column order (type codes in §3).
 std::string EncodeFields(const std::vector<ChunkField>& fields);
