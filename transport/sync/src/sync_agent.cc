@@ -10,20 +10,14 @@
 
 #include "cairn/platform/mutex.h"
 
+#include "sync_agent_options.h"
+#include "sync_agent_state.h"
+
 namespace cairn {
 
-std::string_view SyncConfirmationName(SyncConfirmation confirmation) {
-  return confirmation == SyncConfirmation::kReceipt ? "receipt" : "broker";
-}
-
-Result<SyncConfirmation> ParseSyncConfirmation(std::string_view name) {
-  if (name == "receipt") return SyncConfirmation::kReceipt;
-  if (name == "broker") return SyncConfirmation::kBroker;
-  return Status::InvalidArgument("unknown sync confirmation '" + std::string(name) +
-                                 "' (expected receipt or broker)");
-}
-
 namespace {
+
+using namespace sync_agent_state;
 
 constexpr int64_t kNanosPerMilli = 1'000'000;
 constexpr int64_t kNanosPerSecond = 1'000'000'000;
@@ -33,38 +27,6 @@ constexpr int64_t kRepublishDelayNs = 200 * kNanosPerMilli;
 // Live batches out at once, unconfirmed.
 constexpr size_t kLiveMaxInflight = 8;
 
-struct InFlight {
-  SyncBatchState state;
-  EnvelopeHeader header;
-  std::string topic;
-  std::string payload;
-  bool needs_publish = true;  // not handed to the broker yet, or to hand again
-  bool acknowledged = false;  // PUBACK of the latest attempt received
-  int64_t sent_monotonic_ns = 0;
-  int64_t retry_at_monotonic_ns = 0;
-};
-
-struct LaneCounters {
-  uint64_t batches_confirmed = 0, records_confirmed = 0, bytes_sent = 0;
-  std::string last_error;
-};
-
-struct TableSync {
-  std::string name;
-  Period period = Period::kDay;
-  int64_t retention_ns = 0;
-  LsnRangeSet confirmed;
-  std::map<SyncLane, uint64_t> next_sequence;
-  // LSNs above live_start belong to the live lane, those at or below it to
-  // backfill. live_sent: live batches cover everything through it.
-  uint64_t live_start = 0;
-  uint64_t live_sent = 0;
-  int64_t last_live_monotonic_ns = 0;
-  std::map<std::pair<SyncLane, uint64_t>, InFlight> in_flight;
-  std::map<SyncLane, LaneCounters> lanes;
-  bool dirty = false;
-};
-
 class SyncAgentImpl final : public SyncAgent {
  public:
   SyncAgentImpl(Env* env, Engine* engine, SyncAgentOptions options)
@@ -73,23 +35,8 @@ class SyncAgentImpl final : public SyncAgent {
   ~SyncAgentImpl() override { Stop(); }
 
   Status Init() {
-    CAIRN_RETURN_IF_ERROR(ValidateGatewayId(options_.gateway_id));
-    if (options_.key.size() < kMinSyncKeyBytes) {
-      return Status::InvalidArgument("the sync key must have at least " + std::to_string(kMinSyncKeyBytes) +
-                                     " bytes (it has " + std::to_string(options_.key.size()) + ")");
-    }
-    if (options_.live_max_records == 0 || options_.backfill_max_records == 0 ||
-        options_.backfill_max_inflight == 0) {
-      return Status::InvalidArgument("sync batch sizes and the backfill window must be at least 1");
-    }
-    if (options_.live_interval_ms <= 0 || options_.receipt_timeout_ms <= 0 || options_.ledger_flush_ms < 0 ||
-        options_.poll_interval_ms <= 0) {
-      return Status::InvalidArgument("sync intervals and timeouts must be positive");
-    }
+    CAIRN_RETURN_IF_ERROR(CheckSyncAgentOptions(options_));
     CAIRN_ASSIGN_OR_RETURN(receipt_topic_, ReceiptTopic(options_.topic_prefix, options_.gateway_id));
-    // Checks the prefix once, so that later topics cannot fail on it.
-    CAIRN_RETURN_IF_ERROR(
-        SyncTopic(options_.topic_prefix, options_.gateway_id, "t", SyncLane::kLive).status());
     MqttLinkOptions link = options_.link;
     if (link.client_id.empty()) link.client_id = "cairn-" + options_.gateway_id;
     if (options_.confirmation == SyncConfirmation::kReceipt) link.subscriptions.push_back(receipt_topic_);
@@ -144,27 +91,7 @@ class SyncAgentImpl final : public SyncAgent {
       status.receipts_rejected_by_ingest = receipts_rejected_;
       status.receipts_invalid = receipts_invalid_;
       for (const auto& [name, table] : tables_) {
-        SyncTableStatus& t = status.tables.emplace_back();
-        t.table = name;
-        t.confirmed_through = table.confirmed.ContiguousFrom(1);
-        t.live_start = table.live_start;
-        for (SyncLane lane : {SyncLane::kLive, SyncLane::kBackfill, SyncLane::kArchive}) {
-          SyncLaneStatus& l = t.lanes.emplace_back();
-          l.lane = lane;
-          auto counters = table.lanes.find(lane);
-          if (counters != table.lanes.end()) {
-            l.batches_confirmed = counters->second.batches_confirmed;
-            l.records_confirmed = counters->second.records_confirmed;
-            l.bytes_sent = counters->second.bytes_sent;
-            l.last_error = counters->second.last_error;
-          }
-        }
-        for (const auto& [key, batch] : table.in_flight) {
-          t.in_flight.push_back(batch.state);
-          for (SyncLaneStatus& l : t.lanes) {
-            if (l.lane == key.first) ++l.in_flight;
-          }
-        }
+        status.tables.push_back(DescribeTableSync(name, table));
         confirmed.emplace_back(name, table.confirmed);
       }
     }
