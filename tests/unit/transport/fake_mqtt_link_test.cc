@@ -105,6 +105,36 @@ TEST(FakeMqttBrokerTest, WithheldAcksFillTheWindowAndFailOnLossAndStop) {
   EXPECT_EQ(broker.published("t/#").size(), 3u);
 }
 
+// The fake checks with the real link's functions, so both refuse a bad
+// filter or topic, and a publish while not connected, in the same words.
+TEST(FakeMqttBrokerTest, RefusesWhatTheRealLinkRefusesInItsWords) {
+  FakeMqttBroker broker;
+  MqttLinkOptions options;
+  // Port 1 on loopback: the real link is built but never connects.
+  options.server_uri = "tcp://127.0.0.1:1";
+  options.client_id = "twin";
+  for (const char* filter : {"", "a/#/b", "a/b#", "a+/b", "##", "a/\xff"}) {
+    SCOPED_TRACE(filter);
+    MqttLinkOptions bad = options;
+    bad.subscriptions = {"good/+", filter};
+    Result<std::unique_ptr<MqttLink>> real = MqttLink::Create(Env::Default(), bad);
+    Result<std::unique_ptr<MqttLink>> fake = broker.factory()(Env::Default(), bad, {}, {});
+    ASSERT_FALSE(real.ok());
+    ASSERT_FALSE(fake.ok());
+    EXPECT_EQ(fake.status().ToString(), real.status().ToString());
+  }
+  Result<std::unique_ptr<MqttLink>> real = MqttLink::Create(Env::Default(), options);
+  Result<std::unique_ptr<MqttLink>> fake = broker.factory()(Env::Default(), options, {}, {});
+  ASSERT_TRUE(real.ok()) << real.status().ToString();
+  ASSERT_TRUE(fake.ok()) << fake.status().ToString();
+  for (const char* topic : {"", "t/#", "t/+/x", "t/\xff", "t/ok"}) {
+    SCOPED_TRACE(topic);
+    Status from_real = (*real)->Publish(topic, "x", {});
+    EXPECT_FALSE(from_real.ok());
+    EXPECT_EQ((*fake)->Publish(topic, "x", {}).ToString(), from_real.ToString());
+  }
+}
+
 TEST(FakeMqttBrokerTest, RefusedConnectsCountAsFailuresUntilAccepted) {
   FakeMqttBroker broker;
   Received received;
