@@ -43,6 +43,22 @@ Result<std::string> ReadExactly(TcpConnection& connection, size_t size, size_t c
   return data;
 }
 
+// `created` failed with `code`, and its message names `part`.
+template <typename T>
+void ExpectCreateFailed(const Result<T>& created, StatusCode code, const std::string& part) {
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.status().code(), code) << created.status().ToString();
+  EXPECT_NE(created.status().message().find(part), std::string::npos) << created.status().ToString();
+}
+
+// The next Read on `connection` reports the end of the stream (0 bytes).
+void ExpectEndOfStream(TcpConnection& connection) {
+  char buffer[16];
+  Result<size_t> end = connection.Read(buffer, sizeof(buffer), kTimeoutMs);
+  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  EXPECT_EQ(*end, 0u);
+}
+
 // Both ends of one handshake.
 struct HandshakeOutcome {
   Result<std::unique_ptr<TcpConnection>> server = Status::Internal("server side did not run");
@@ -127,10 +143,26 @@ class TlsTest : public ::testing::Test {
     return outcome;
   }
 
+  // One handshake between contexts built from these options. Both sides
+  // failed ("did not run") when a context could not be built, which
+  // Server() or Client() reported already.
+  HandshakeOutcome HandshakeWith(const TlsServerOptions& server_options, const TlsClientOptions& client_options) {
+    std::unique_ptr<TlsServerContext> server = Server(server_options);
+    std::unique_ptr<TlsClientContext> client = Client(client_options);
+    if (server == nullptr || client == nullptr) return {};
+    return Handshake(*server, *client);
+  }
+
+  // One handshake with `server` of a client that expects it to be `name`.
+  HandshakeOutcome HandshakeAs(const TlsServerContext& server, const std::string& name) {
+    std::unique_ptr<TlsClientContext> client = Client(ClientOptions(name));
+    if (client == nullptr) return {};
+    return Handshake(server, *client);
+  }
+
   // A handshake in which the server asks for a client certificate signed by
   // `client_ca_path` and the client presents `certificate_path` with
-  // `private_key_path` (none when empty). Both sides failed ("did not run")
-  // when a context could not be built.
+  // `private_key_path` (none when empty).
   HandshakeOutcome MutualHandshake(const std::string& client_ca_path, const std::string& certificate_path,
                                    const std::string& private_key_path) {
     TlsServerOptions server_options = ServerOptions();
@@ -138,10 +170,7 @@ class TlsTest : public ::testing::Test {
     TlsClientOptions client_options = ClientOptions();
     client_options.certificate_path = certificate_path;
     client_options.private_key_path = private_key_path;
-    std::unique_ptr<TlsServerContext> server = Server(server_options);
-    std::unique_ptr<TlsClientContext> client = Client(client_options);
-    if (server == nullptr || client == nullptr) return {};
-    return Handshake(*server, *client);
+    return HandshakeWith(server_options, client_options);
   }
 
   // One side refused the other's certificate (PermissionDenied) and the
@@ -159,14 +188,12 @@ class TlsTest : public ::testing::Test {
     std::unique_ptr<TcpConnection> client;
   };
   Pair Connected() {
-    std::unique_ptr<TlsServerContext> server = Server(ServerOptions());
-    std::unique_ptr<TlsClientContext> client = Client(ClientOptions());
-    if (server == nullptr || client == nullptr) return {};
-    HandshakeOutcome outcome = Handshake(*server, *client);
+    // The contexts are gone when HandshakeWith returns: the connections
+    // must not depend on them.
+    HandshakeOutcome outcome = HandshakeWith(ServerOptions(), ClientOptions());
     EXPECT_TRUE(outcome.server.ok()) << outcome.server.status().ToString();
     EXPECT_TRUE(outcome.client.ok()) << outcome.client.status().ToString();
     if (!outcome.server.ok() || !outcome.client.ok()) return {};
-    // The contexts go away here: the connections must not depend on them.
     return {std::move(outcome.server).value(), std::move(outcome.client).value()};
   }
 
@@ -236,9 +263,7 @@ TEST_F(TlsTest, ServerIsVerifiedByDnsNameAndByAddress) {
   // looks for in the certificate.
   for (const std::string name : {"localhost", "127.0.0.1", "::1"}) {
     SCOPED_TRACE(name);
-    std::unique_ptr<TlsClientContext> client = Client(ClientOptions(name));
-    ASSERT_NE(client, nullptr);
-    HandshakeOutcome outcome = Handshake(*server, *client);
+    HandshakeOutcome outcome = HandshakeAs(*server, name);
     ASSERT_TRUE(outcome.client.ok()) << outcome.client.status().ToString();
     ASSERT_TRUE(outcome.server.ok()) << outcome.server.status().ToString();
     ExpectEcho(**outcome.client, **outcome.server, "hello " + name);
@@ -295,12 +320,9 @@ TEST_F(TlsTest, ManyHandshakesRunConcurrentlyOnOneContext) {
 // ---- the client checks the server --------------------------------------------
 
 TEST_F(TlsTest, ClientTrustingAnotherAuthorityRejectsTheServer) {
-  std::unique_ptr<TlsServerContext> server = Server(ServerOptions());
   TlsClientOptions options = ClientOptions();
   options.ca_path = pki().other_ca_certificate_path;
-  std::unique_ptr<TlsClientContext> client = Client(options);
-  ASSERT_TRUE(server != nullptr && client != nullptr);
-  HandshakeOutcome outcome = Handshake(*server, *client);
+  HandshakeOutcome outcome = HandshakeWith(ServerOptions(), options);
   ASSERT_NO_FATAL_FAILURE(ExpectRefused(outcome.client, outcome.server));
   EXPECT_NE(outcome.client.status().message().find("server certificate rejected"), std::string::npos)
       << outcome.client.status().ToString();
@@ -311,9 +333,7 @@ TEST_F(TlsTest, ClientRejectsAServerCertificateForAnotherName) {
   ASSERT_NE(server, nullptr);
   for (const std::string name : {"gateway.example", "127.0.0.2", "::2"}) {
     SCOPED_TRACE(name);
-    std::unique_ptr<TlsClientContext> client = Client(ClientOptions(name));
-    ASSERT_NE(client, nullptr);
-    HandshakeOutcome outcome = Handshake(*server, *client);
+    HandshakeOutcome outcome = HandshakeAs(*server, name);
     ASSERT_NO_FATAL_FAILURE(ExpectRefused(outcome.client, outcome.server));
   }
 }
@@ -471,12 +491,8 @@ TEST_F(TlsTest, CloseNotifyEndsTheStreamAfterTheLastData) {
   Result<std::string> got = ReadExactly(*pair.server, 10);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(*got, "last words");
-  char buffer[16];
-  for (int i = 0; i < 2; ++i) {
-    Result<size_t> end = pair.server->Read(buffer, sizeof(buffer), kTimeoutMs);
-    ASSERT_TRUE(end.ok()) << end.status().ToString();
-    EXPECT_EQ(*end, 0u);
-  }
+  // Every read after the end reports it again.
+  for (int i = 0; i < 2; ++i) ASSERT_NO_FATAL_FAILURE(ExpectEndOfStream(*pair.server));
 }
 
 TEST_F(TlsTest, TcpCloseWithoutCloseNotifyAlsoEndsTheStream) {
@@ -485,10 +501,7 @@ TEST_F(TlsTest, TcpCloseWithoutCloseNotifyAlsoEndsTheStream) {
   // A shut-down connection sends no close_notify: the server sees only FIN.
   pair.client->Shutdown();
   pair.client.reset();
-  char buffer[16];
-  Result<size_t> end = pair.server->Read(buffer, sizeof(buffer), kTimeoutMs);
-  ASSERT_TRUE(end.ok()) << end.status().ToString();
-  EXPECT_EQ(*end, 0u);
+  ExpectEndOfStream(*pair.server);
 }
 
 TEST_F(TlsTest, ShutdownFromAnotherThreadWakesABlockedRead) {
@@ -515,9 +528,7 @@ TEST_F(TlsTest, MissingCertificateFileIsNotFound) {
   TlsServerOptions options = ServerOptions();
   options.certificate_path = dir_.PathOf("absent.pem");
   Result<std::unique_ptr<TlsServerContext>> server = TlsServerContext::Create(env_, options);
-  ASSERT_FALSE(server.ok());
-  EXPECT_EQ(server.status().code(), StatusCode::kNotFound) << server.status().ToString();
-  EXPECT_NE(server.status().message().find("absent.pem"), std::string::npos) << server.status().ToString();
+  ASSERT_NO_FATAL_FAILURE(ExpectCreateFailed(server, StatusCode::kNotFound, "absent.pem"));
 }
 
 TEST_F(TlsTest, GarbageCertificateIsNamedInTheError) {
@@ -526,16 +537,12 @@ TEST_F(TlsTest, GarbageCertificateIsNamedInTheError) {
   TlsServerOptions options = ServerOptions();
   options.certificate_path = garbage;
   Result<std::unique_ptr<TlsServerContext>> server = TlsServerContext::Create(env_, options);
-  ASSERT_FALSE(server.ok());
-  EXPECT_EQ(server.status().code(), StatusCode::kInvalidArgument) << server.status().ToString();
-  EXPECT_NE(server.status().message().find(garbage), std::string::npos) << server.status().ToString();
+  ASSERT_NO_FATAL_FAILURE(ExpectCreateFailed(server, StatusCode::kInvalidArgument, garbage));
 
   TlsClientOptions client_options = ClientOptions();
   client_options.ca_path = garbage;
   Result<std::unique_ptr<TlsClientContext>> client = TlsClientContext::Create(env_, client_options);
-  ASSERT_FALSE(client.ok());
-  EXPECT_EQ(client.status().code(), StatusCode::kInvalidArgument) << client.status().ToString();
-  EXPECT_NE(client.status().message().find(garbage), std::string::npos) << client.status().ToString();
+  ASSERT_NO_FATAL_FAILURE(ExpectCreateFailed(client, StatusCode::kInvalidArgument, garbage));
 }
 
 TEST_F(TlsTest, GarbageKeyIsNamedInTheError) {
@@ -544,19 +551,14 @@ TEST_F(TlsTest, GarbageKeyIsNamedInTheError) {
   TlsServerOptions options = ServerOptions();
   options.private_key_path = garbage;
   Result<std::unique_ptr<TlsServerContext>> server = TlsServerContext::Create(env_, options);
-  ASSERT_FALSE(server.ok());
-  EXPECT_EQ(server.status().code(), StatusCode::kInvalidArgument) << server.status().ToString();
-  EXPECT_NE(server.status().message().find(garbage), std::string::npos) << server.status().ToString();
+  ASSERT_NO_FATAL_FAILURE(ExpectCreateFailed(server, StatusCode::kInvalidArgument, garbage));
 }
 
 TEST_F(TlsTest, KeyOfAnotherCertificateIsRejected) {
   TlsServerOptions options = ServerOptions();
   options.private_key_path = pki().client_key_path;
   Result<std::unique_ptr<TlsServerContext>> server = TlsServerContext::Create(env_, options);
-  ASSERT_FALSE(server.ok());
-  EXPECT_EQ(server.status().code(), StatusCode::kInvalidArgument) << server.status().ToString();
-  EXPECT_NE(server.status().message().find("does not belong"), std::string::npos)
-      << server.status().ToString();
+  ASSERT_NO_FATAL_FAILURE(ExpectCreateFailed(server, StatusCode::kInvalidArgument, "does not belong"));
 
   TlsClientOptions client_options = ClientOptions();
   client_options.certificate_path = pki().client_certificate_path;
