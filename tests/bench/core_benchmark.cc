@@ -1,7 +1,6 @@
 #include "core_benchmark.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -19,22 +18,14 @@
 #include "bench_common.h"
 #include "bench_store.h"
 #include "child_process.h"
-#include "sensor_generator.h"
+#include "core_store_measure.h"
 #include "system_probe.h"
 
 namespace cairn::bench {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-constexpr size_t kLatestSamples = 10'000;
-constexpr size_t kRangeSamples = 20;
 constexpr uint64_t kHoursPerDay = 24;
-// The random streams of the main data, the day series and the latest probes
-// are derived from --seed with distinct constants so they never coincide.
-constexpr uint64_t kDayStream = 0x6461792d73657269ull;
-constexpr uint64_t kLatestStream = 0x6c61746573742d31ull;
 
 constexpr std::string_view kStoreNames[] = {"cairn", "naive_sqlite"};
 constexpr std::string_view kPeer = "naive_sqlite";
@@ -75,159 +66,6 @@ struct CoreOptions {
   CommonOptions common{.hours = 4.0};
   std::vector<std::string> stores = {"cairn", "naive_sqlite"};
 };
-
-// The day series: one device over the whole UTC day from plan.start, where
-// the main data starts too.
-SensorGeneratorOptions DayGeneratorOptions(const DataPlan& plan) {
-  SensorGeneratorOptions options;
-  options.devices = 1;
-  options.device_id_prefix = "day-";
-  options.start_unix_nanos = plan.start;
-  options.seconds = kSecondsPerDay;
-  options.seed = plan.seed ^ kDayStream;
-  return options;
-}
-
-uint64_t MainReadings(const DataPlan& plan) { return PlannedRecords(plan) * kReadingsPerRecord; }
-
-int64_t ElapsedNanos(Clock::time_point since) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - since).count();
-}
-
-// Order-sensitive 64-bit digest (FNV-1a over whole words).
-struct Digest {
-  uint64_t value = 0xcbf29ce484222325ull;
-  template <typename Integer>
-  void Mix(Integer word) {
-    value = (value ^ static_cast<uint64_t>(word)) * 0x100000001b3ull;
-  }
-};
-
-// ---- measuring one store (runs in a child process) --------------------------
-
-Result<JsonValue> MeasureStore(BenchStore* store, const DataPlan& plan, const std::string& directory) {
-  const std::string_view name = store->name();
-  CAIRN_RETURN_IF_ERROR(store->Open(directory).WithContext("open"));
-
-  Progress(plan, name, "ingest");
-  SensorGenerator main(GeneratorOptions(plan));
-  std::vector<SensorRecord> batch;
-  batch.reserve(plan.batch);
-  const Result<IoCounters> io_before = ReadIoCounters();
-  int64_t ingest_nanos = 0;
-  while (main.NextBatch(plan.batch, &batch)) {
-    const Clock::time_point start = Clock::now();
-    CAIRN_RETURN_IF_ERROR(store->Write(batch).WithContext("write"));
-    ingest_nanos += ElapsedNanos(start);
-  }
-  Progress(plan, name, "settle");
-  CAIRN_RETURN_IF_ERROR(store->Settle().WithContext("settle"));
-  const Result<IoCounters> io_after = ReadIoCounters();
-  CAIRN_ASSIGN_OR_RETURN(const uint64_t bytes_on_disk, DirectoryBytes(directory));
-
-  Progress(plan, name, "day series");
-  SensorGenerator day(DayGeneratorOptions(plan));
-  while (day.NextBatch(plan.batch, &batch)) CAIRN_RETURN_IF_ERROR(store->Write(batch).WithContext("write"));
-  CAIRN_RETURN_IF_ERROR(store->Settle().WithContext("settle"));
-  const std::string& day_device = day.device_id(0);
-  const int64_t day_end = plan.start + kNanosPerDay;
-
-  Progress(plan, name, "latest");
-  DeterministicRandom pick(plan.seed ^ kLatestStream);
-  std::vector<int64_t> latest_nanos(kLatestSamples);
-  Digest latest_digest;
-  for (int64_t& sample : latest_nanos) {
-    const std::string& device = main.device_id(static_cast<uint32_t>(pick.Uniform(plan.devices)));
-    const Clock::time_point start = Clock::now();
-    Result<LatestReading> latest = store->Latest(device);
-    sample = ElapsedNanos(start);
-    if (!latest.ok()) return latest.status().WithContext("latest of " + device);
-    latest_digest.Mix(latest->timestamp);
-    latest_digest.Mix(std::llround(latest->temperature * 100));
-    latest_digest.Mix(std::llround(latest->humidity * 10));
-    latest_digest.Mix(std::llround(latest->pressure * 10));
-  }
-
-  // One untimed call warms the caches and gives the answer every timed call
-  // must repeat.
-  Progress(plan, name, "range");
-  CAIRN_ASSIGN_OR_RETURN(const RangeSummary range, store->ReadRange(day_device, plan.start, day_end));
-  std::vector<int64_t> range_nanos(kRangeSamples);
-  for (int64_t& sample : range_nanos) {
-    const Clock::time_point start = Clock::now();
-    CAIRN_ASSIGN_OR_RETURN(const RangeSummary again, store->ReadRange(day_device, plan.start, day_end));
-    sample = ElapsedNanos(start);
-    if (again.rows != range.rows || again.timestamp_sum != range.timestamp_sum) {
-      return Status::Internal("two reads of the same day returned different rows");
-    }
-  }
-
-  Progress(plan, name, "aggregate");
-  CAIRN_ASSIGN_OR_RETURN(const std::vector<HourlyAggregate> hours,
-                         store->AggregateTemperatureHourly(day_device, plan.start, day_end));
-  std::vector<int64_t> aggregate_nanos(kRangeSamples);
-  for (int64_t& sample : aggregate_nanos) {
-    const Clock::time_point start = Clock::now();
-    CAIRN_ASSIGN_OR_RETURN(const std::vector<HourlyAggregate> again,
-                           store->AggregateTemperatureHourly(day_device, plan.start, day_end));
-    sample = ElapsedNanos(start);
-    if (again.size() != hours.size()) return Status::Internal("two aggregates of the same day differ");
-  }
-  uint64_t aggregate_count = 0;
-  double aggregate_average_sum = 0;
-  Digest aggregate_digest;
-  for (const HourlyAggregate& hour : hours) {
-    aggregate_count += hour.count;
-    aggregate_average_sum += hour.avg;
-    aggregate_digest.Mix(hour.start);
-    aggregate_digest.Mix(hour.count);
-    aggregate_digest.Mix(std::llround(hour.min * 100));
-    aggregate_digest.Mix(std::llround(hour.max * 100));
-  }
-
-  Progress(plan, name, "done");
-  CAIRN_ASSIGN_OR_RETURN(const uint64_t stored_records, store->StoredRecords());
-  CAIRN_ASSIGN_OR_RETURN(const double rss_mb, ReadResidentMebibytes());
-  CAIRN_ASSIGN_OR_RETURN(const double rss_peak_mb, ReadPeakResidentMebibytes());
-  CAIRN_RETURN_IF_ERROR(store->Close().WithContext("close"));
-
-  const double readings = static_cast<double>(MainReadings(plan));
-  const double ingest_seconds = static_cast<double>(ingest_nanos) / 1e9;
-  JsonValue result = JsonValue::Object();
-  result.Set("ingest_seconds", JsonValue::Number(Round(ingest_seconds, 3)));
-  result.Set("ingest_readings_per_s", JsonValue::Number(Round(readings / ingest_seconds, 0)));
-  result.Set("bytes_on_disk", JsonValue::Unsigned(bytes_on_disk));
-  result.Set("bytes_per_reading", JsonValue::Number(Round(static_cast<double>(bytes_on_disk) / readings, 3)));
-  if (io_before.ok() && io_after.ok()) {
-    JsonValue io = JsonValue::Object();
-    io.Set("write_bytes", JsonValue::Unsigned(io_after->write_bytes - io_before->write_bytes));
-    io.Set("wchar", JsonValue::Unsigned(io_after->write_chars - io_before->write_chars));
-    result.Set("io", std::move(io));
-  } else {
-    result.Set("io", JsonValue());
-  }
-  result.Set("latest_ns_p50", JsonValue::Integer(Percentile(latest_nanos, 0.50)));
-  result.Set("latest_ns_p99", JsonValue::Integer(Percentile(latest_nanos, 0.99)));
-  result.Set("range_1d_ms_p50", JsonValue::Number(Round(Percentile(range_nanos, 0.50) / 1e6, 3)));
-  result.Set("agg_1d_1h_ms_p50", JsonValue::Number(Round(Percentile(aggregate_nanos, 0.50) / 1e6, 3)));
-  result.Set("rss_mb", JsonValue::Number(Round(rss_mb, 1)));
-  result.Set("rss_peak_mb", JsonValue::Number(Round(rss_peak_mb, 1)));
-
-  JsonValue checks = JsonValue::Object();
-  checks.Set("stored_records", JsonValue::Unsigned(stored_records));
-  checks.Set("duplicates_delivered", JsonValue::Unsigned(main.duplicates() + day.duplicates()));
-  checks.Set("out_of_order_delivered", JsonValue::Unsigned(main.out_of_order() + day.out_of_order()));
-  checks.Set("latest_digest", JsonValue::Unsigned(latest_digest.value));
-  checks.Set("range_rows", JsonValue::Unsigned(range.rows));
-  checks.Set("range_timestamp_sum", JsonValue::Unsigned(range.timestamp_sum));
-  checks.Set("range_temperature_centidegrees_sum", JsonValue::Integer(range.temperature_centidegrees_sum));
-  checks.Set("agg_buckets", JsonValue::Unsigned(hours.size()));
-  checks.Set("agg_count", JsonValue::Unsigned(aggregate_count));
-  checks.Set("agg_digest", JsonValue::Unsigned(aggregate_digest.value));
-  checks.Set("agg_avg_sum", JsonValue::Number(aggregate_average_sum));
-  result.Set("checks", std::move(checks));
-  return result;
-}
 
 std::unique_ptr<BenchStore> NewStore(std::string_view name) {
   if (name == "cairn") return NewCairnStore();
