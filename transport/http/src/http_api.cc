@@ -106,7 +106,8 @@ HttpResponse HttpApi::Handle(const HttpRequest& request) {
 
 namespace {
 
-// Whether `path` (split) is `pattern` with its {placeholders} filled in.
+// Whether `path` (split at '/') matches `pattern` segment by segment, a
+// `{name}` segment of the pattern (e.g. {table}) matching any one segment.
 bool RouteMatches(std::string_view pattern, const std::vector<std::string>& path) {
   pattern.remove_prefix(1);  // the leading '/'
   size_t index = 0;
