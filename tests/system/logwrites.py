@@ -223,6 +223,8 @@ def plan_replay(log, mode, seed=0, upto=None, keep_probability=0.5):
     order. upto limits the log to its first `upto` entries, as if cut there."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+    if upto is not None and upto < 0:
+        raise ValueError(f"upto must not be negative, got {upto}")
     entries = log.entries if upto is None else log.entries[:upto]
     changing = [entry for entry in entries if entry.changes_disk]
     last_flush = log.last_flush_index(upto)
@@ -355,7 +357,7 @@ def main(argv=None):
                   f"({plan.durable} durable, {plan.later} later), dropped {result.dropped}")
         for warning in log.warnings():
             print(f"warning: {warning}", file=sys.stderr)
-    except (LogFormatError, OSError) as error:
+    except (LogFormatError, OSError, ValueError) as error:
         print(f"logwrites: {error}", file=sys.stderr)
         return 2
     return 0
