@@ -94,7 +94,7 @@ copy_with_libraries() {
 # (a soft dependency modules.dep does not list); nls_ascii and nls_cp437 are
 # FAT's default character sets in Debian's kernels.
 MODULES="virtio_mmio virtio_pci virtio_blk virtio_net crc32c_generic ext4 nls_ascii nls_cp437
-  nls_utf8 vfat sdhci_iproc mmc_bcm2835 dwc2 smsc95xx lan78xx bcm2835_wdt genet"
+  nls_utf8 vfat sdhci_iproc bcm2835 dwc2 smsc95xx lan78xx bcm2835_wdt genet"
 
 copy_modules() {
   local kernel_tree=$1 release=$2 module path dep
@@ -173,6 +173,26 @@ device_tree_sections() {
   : "$dtbs"
 }
 
+# The Pi's device trees give the PL011 UART (ttyAMA0) to the on-board
+# Bluetooth and the header pins 14/15 to the mini UART, whose speed follows
+# the core clock. A gateway wants its console on the header and has no use
+# for Bluetooth, so each tree gets what Raspberry Pi's `disable-bt` overlay
+# does: the Bluetooth node goes, the PL011 takes pins 14/15 as ttyAMA0 and
+# the mini UART is disabled. (QEMU's raspi3b wires its first serial port to
+# the PL011 too.) Trees without Bluetooth (Pi 2) are copied unchanged.
+header_uart_device_tree() {
+  local in=$1 out=$2 uart0=/soc/serial@7e201000 pins=/soc/gpio@7e200000/uart0_gpio14 phandle
+  cp "$in" "$out"
+  fdtget -l "$out" "$uart0" 2>/dev/null | grep -qx bluetooth || return 0
+  phandle=$(dtc -q -I dtb -O dts "$out" | sed -nE 's/.*phandle = <0x([0-9a-f]+)>.*/\1/p' |
+            while read -r hex; do echo $((16#$hex)); done | sort -n | tail -1)
+  phandle=$((phandle + 1))
+  fdtput -t x "$out" "$pins" phandle "$(printf %x "$phandle")"
+  fdtput -t x "$out" "$uart0" pinctrl-0 "$(printf %x "$phandle")"
+  fdtput -r "$out" "$uart0/bluetooth"
+  fdtput -t s "$out" /soc/serial@7e215040 status disabled
+}
+
 build_boot_partition() {
   local boot=$work/boot.fat kernel_image dtb_dir files=()
   dtb_dir=$work/kernel/usr/lib/linux-image-$KERNEL_RELEASE
@@ -198,9 +218,14 @@ EOF
   cp "$here/cmdline.txt" "$work/cmdline.txt"
   image_cairn_toml >"$work/cairn.toml"
   files=("$work/vmlinuz" "$work/initrd.img" "$work/config.txt" "$work/cmdline.txt" "$work/cairn.toml")
+  mkdir -p "$work/dtb"
   for dtb in $(grep -o 'bcm[0-9a-z-]*\.dtb' "$work/config.txt" | sort -u); do
-    files+=("$dtb_dir/broadcom/$dtb")
-    [ -e "$dtb_dir/broadcom/$dtb" ] || files[-1]=$dtb_dir/$dtb
+    if [ -e "$dtb_dir/broadcom/$dtb" ]; then
+      header_uart_device_tree "$dtb_dir/broadcom/$dtb" "$work/dtb/$dtb"
+    else
+      header_uart_device_tree "$dtb_dir/$dtb" "$work/dtb/$dtb"
+    fi
+    files+=("$work/dtb/$dtb")
   done
   mcopy -i "$boot" "${files[@]}" ::
 }
@@ -231,10 +256,7 @@ EOF
   cp "$work/vmlinuz" "$out_dir/cairn-$version-$arch.vmlinuz"
   cp "$work/initrd.img" "$out_dir/cairn-$version-$arch.initrd.img"
   cp "$work/cmdline.txt" "$out_dir/cairn-$version-$arch.cmdline"
-  for dtb in "$work"/kernel/usr/lib/linux-image-"$KERNEL_RELEASE"/broadcom/bcm2837-rpi-3-b.dtb; do
-    [ -e "$dtb" ] && cp "$dtb" "$out_dir/cairn-$version-$arch.rpi3b.dtb"
-  done
-  return 0
+  cp "$work/dtb/bcm2837-rpi-3-b.dtb" "$out_dir/cairn-$version-$arch.rpi3b.dtb"
 }
 
 mkdir -p "$out_dir"
