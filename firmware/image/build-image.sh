@@ -5,7 +5,8 @@
 #
 # BUILD_DIR is the cross build holding firmware/cairnd (default build/aarch64
 # for arm64, build/armhf for armhf; `cmake --preset aarch64 && cmake --build
-# --preset aarch64` makes it). The image lands in build/image/:
+# --preset aarch64` makes it). The image lands in build/image/ (or
+# $CAIRN_IMAGE_OUT):
 #
 #   cairn-<version>-<arch>.img   64 MiB, MBR partition table:
 #     1: FAT16 "CAIRN-BOOT"  kernel, initramfs, device trees, config.txt,
@@ -17,7 +18,7 @@
 # Needs root only for nothing: every step works on plain files (mkfs.vfat +
 # mtools, mkfs.ext4 -d, sfdisk, dd). Debian packages (kernel, busybox-static,
 # e2fsck-static) are fetched with the machine's apt sources into
-# build/image/cache/<arch> and reused while their versions stand.
+# build/image-cache/<arch> and reused while their versions stand.
 # The layout and boot flow are described in firmware/image/README.md.
 set -euo pipefail
 
@@ -34,8 +35,8 @@ cairnd_bin=$build_dir/firmware/cairnd
 [ -x "$cairnd_bin" ] || { echo "build-image.sh: $cairnd_bin is missing; build the $preset preset first" >&2; exit 2; }
 version=$(sed -nE 's/^project\(cairn VERSION ([0-9.]+).*/\1/p' "$root/CMakeLists.txt")
 sysroot=${CAIRN_SYSROOT_BASE:-/opt/cairn/sysroot}/$arch
-out_dir=$root/build/image
-cache=$out_dir/cache/$arch
+out_dir=${CAIRN_IMAGE_OUT:-$root/build/image}
+cache=$root/build/image-cache/$arch
 work=$out_dir/work-$arch
 image=$out_dir/cairn-$version-$arch.img
 

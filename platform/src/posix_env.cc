@@ -387,6 +387,7 @@ class PosixEnv final : public Env {
   }
 
   Result<uint64_t> ProcessBytesWritten() override { return platform_internal::ReadProcessBytesWritten(); }
+  Result<uint64_t> ProcessResidentBytes() override { return platform_internal::ReadProcessResidentBytes(); }
   Result<BlockDeviceWrites> BlockDeviceWritesOf(const std::string& path) override {
     return platform_internal::ReadBlockDeviceWrites(path);
   }

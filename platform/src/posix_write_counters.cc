@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <string_view>
 
@@ -68,6 +69,20 @@ Result<uint64_t> ReadProcessBytesWritten() {
                                text.status().message() + ")");
   }
   return ParseProcessIoBytesWritten(*text);
+}
+
+Result<uint64_t> ReadProcessResidentBytes() {
+  Result<std::string> text = ReadKernelText("/proc/self/statm");
+  if (!text.ok()) {
+    return Status::Unavailable("the kernel does not say this process's memory (" + text.status().message() + ")");
+  }
+  // statm: total program size, then resident pages, in pages.
+  unsigned long long total = 0, resident = 0;
+  if (std::sscanf(text->c_str(), "%llu %llu", &total, &resident) != 2) {
+    return Status::Corruption("/proc/self/statm: no resident page count in '" + *text + "'");
+  }
+  const long page = ::sysconf(_SC_PAGESIZE);
+  return static_cast<uint64_t>(resident) * static_cast<uint64_t>(page > 0 ? page : 4096);
 }
 
 Result<BlockDeviceWrites> ReadBlockDeviceWrites(const std::string& path) {

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <vector>
+
 #include "cairn/platform/env.h"
 
 #include "test_dirs.h"
@@ -99,6 +101,28 @@ TEST(WriteCountersTest, TmpfsHasNoDeviceCount) {
   EXPECT_NE(device.status().message().find("without a block device"), std::string::npos)
       << device.status().ToString();
   EXPECT_EQ(env->BlockDeviceWritesOf("/no/such/path/at/all").status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace cairn
+
+namespace cairn {
+namespace {
+
+// The resident set is the process's real RAM: touching 32 MiB more of it
+// must show, within the slack of the allocator and the kernel's accounting.
+TEST(ProcessMemoryTest, ResidentBytesFollowMemoryTheProcessTouches) {
+  Env* env = Env::Default();
+  Result<uint64_t> before = env->ProcessResidentBytes();
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  EXPECT_GT(*before, uint64_t{1} << 20);
+  constexpr size_t kTouched = size_t{32} << 20;
+  std::vector<char> block(kTouched);
+  for (size_t i = 0; i < kTouched; i += 4096) block[i] = static_cast<char>(i);
+  Result<uint64_t> after = env->ProcessResidentBytes();
+  ASSERT_TRUE(after.ok());
+  EXPECT_GE(*after, *before + kTouched - (size_t{4} << 20));
+  EXPECT_NE(block[4096], 1);
 }
 
 }  // namespace

@@ -540,6 +540,12 @@ TEST_F(HttpApiTest, MetricsCountRequestsWritesAndFailures) {
   EXPECT_NE(text.find("cairn_http_request_duration_seconds_count{route=\"/write\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("# TYPE cairn_engine_log_bytes gauge\n"), std::string::npos);
   EXPECT_NE(text.find("cairn_disk_free_bytes "), std::string::npos);
+  // This test process's real resident set: more than a MiB, less than 16 GiB.
+  const size_t rss = text.find("\nprocess_resident_memory_bytes ");
+  ASSERT_NE(rss, std::string::npos);
+  const uint64_t resident = std::stoull(text.substr(rss + 31));
+  EXPECT_GT(resident, uint64_t{1} << 20);
+  EXPECT_LT(resident, uint64_t{16} << 30);
   EXPECT_NE(text.find("# TYPE cairn_clock_held_readings gauge\n"), std::string::npos);
 }
 

@@ -167,7 +167,7 @@ void RenderDescribed(std::string* out, const MetricDescriptor<Stats> (&metrics)[
 }  // namespace
 
 std::string ApiMetrics::RenderPrometheus(const EngineStats& engine, const HttpServerStats& server,
-                                         uint64_t disk_free_bytes) const {
+                                         uint64_t disk_free_bytes, std::optional<uint64_t> resident_bytes) const {
   std::string out;
   {
     MutexLock lock(&mutex_);
@@ -180,6 +180,11 @@ std::string ApiMetrics::RenderPrometheus(const EngineStats& engine, const HttpSe
   RenderDescribed(&out, kEngineMetrics, engine);
   Single(&out, "cairn_disk_free_bytes", "gauge", "Free bytes on the data directory's filesystem.",
          disk_free_bytes);
+  // The name Prometheus' own client libraries give it, so dashboards that
+  // watch any process's memory watch cairnd's too.
+  if (resident_bytes) {
+    Single(&out, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", *resident_bytes);
+  }
   return out;
 }
 

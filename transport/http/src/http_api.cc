@@ -489,10 +489,12 @@ HttpResponse HttpApi::HealthDetails(Call* call) {
 HttpResponse HttpApi::Metrics(Call* call) {
   if (auto bad = call->CheckParameters({})) return *bad;
   Result<uint64_t> free = env_->FreeSpace(options_.data_dir);
+  Result<uint64_t> resident = env_->ProcessResidentBytes();
   HttpResponse response;
   response.content_type = "text/plain; version=0.0.4; charset=utf-8";
   response.body = metrics_->RenderPrometheus(
-      engine_->Stats(), server_stats_ ? server_stats_() : HttpServerStats(), free.ok() ? *free : 0);
+      engine_->Stats(), server_stats_ ? server_stats_() : HttpServerStats(), free.ok() ? *free : 0,
+      resident.ok() ? std::optional<uint64_t>(*resident) : std::nullopt);
   response.body += RenderClockMetrics(engine_->Clock());
   response.body += RenderFlashWearMetrics(engine_->FlashWear());
   if (options_.extra_metrics) response.body += options_.extra_metrics();

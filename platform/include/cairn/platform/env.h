@@ -241,6 +241,11 @@ class Env {
   // when the kernel keeps no such count.
   virtual Result<uint64_t> ProcessBytesWritten() = 0;
 
+  // Bytes of RAM this process holds now (its resident set: Linux
+  // /proc/self/statm's resident pages x the page size). Unavailable, saying
+  // why, when the kernel does not say.
+  virtual Result<uint64_t> ProcessResidentBytes() = 0;
+
   // The block device holding `path` and the bytes written to it since boot.
   // Unavailable, saying why, when the path's filesystem has no block device
   // of its own (tmpfs, overlay, a network filesystem, btrfs's anonymous
@@ -330,6 +335,7 @@ class EnvWrapper : public Env {
     return target_->LockFile(path);
   }
   Result<uint64_t> ProcessBytesWritten() override { return target_->ProcessBytesWritten(); }
+  Result<uint64_t> ProcessResidentBytes() override { return target_->ProcessResidentBytes(); }
   Result<BlockDeviceWrites> BlockDeviceWritesOf(const std::string& path) override {
     return target_->BlockDeviceWritesOf(path);
   }

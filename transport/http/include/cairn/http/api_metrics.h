@@ -21,6 +21,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -44,9 +45,10 @@ class ApiMetrics {
   void RecordRateLimited() { rate_limited_.fetch_add(1, std::memory_order_relaxed); }
 
   // Everything above plus the engine's statistics, the server's connection
-  // counts and the data directory's free bytes.
+  // counts, the data directory's free bytes and cairnd's resident memory
+  // (process_resident_memory_bytes, left out when unknown).
   std::string RenderPrometheus(const EngineStats& engine, const HttpServerStats& server,
-                               uint64_t disk_free_bytes) const;
+                               uint64_t disk_free_bytes, std::optional<uint64_t> resident_bytes) const;
 
  private:
   struct Latency {
