@@ -76,7 +76,10 @@ class Gateway:
     def qemu_command(self):
         # cairn.ntp points at the host's user-mode address: the tests never
         # reach past this machine, and no NTP answers there.
-        cmdline = "%s cairn.ntp=10.0.2.2 %s" % (self.boot.cmdline, self.append)
+        # CAIRN_SYSTEM_LOG=console puts cairnd's log on the UART, for looking
+        # into a failure by hand (it interleaves with the shell's answers).
+        log = " cairn.log=console" if os.environ.get("CAIRN_SYSTEM_LOG") == "console" else ""
+        cmdline = "%s cairn.ntp=10.0.2.2 %s%s" % (self.boot.cmdline, self.append, log)
         if self.machine == "raspi3b":
             command = ["qemu-system-aarch64", "-M", "raspi3b", "-m", "1G", "-dtb", self.boot.rpi3b_dtb,
                        "-drive", "if=sd,format=raw,file=%s" % self.disk]
