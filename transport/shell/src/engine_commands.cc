@@ -85,8 +85,13 @@ std::string FormatBytes(uint64_t bytes) {
 
 class EngineCommands {
  public:
-  EngineCommands(Engine* engine, Env* env, EngineCommandOptions options)
-      : engine_(engine), env_(env), options_(std::move(options)) {}
+  EngineCommands(std::shared_ptr<const EngineHolder> storage, Env* env, EngineCommandOptions options)
+      : storage_(std::move(storage)), env_(env), options_(std::move(options)) {}
+
+  // Whether the engine is there; a handler runs only after this said OK, and
+  // a published engine stays (engine_holder.h), so engine() is not null in
+  // a handler.
+  Status CheckStorage() const { return storage_->Check(); }
 
   // The --tags filter of the read commands; empty when not given.
   static Result<TagMap> TagsOption(const CommandInvocation& invocation) {
@@ -96,7 +101,7 @@ class EngineCommands {
   }
 
   CommandResult Devices(const CommandInvocation& invocation) {
-    Result<std::vector<DeviceInfo>> devices = engine_->ListDevices(invocation.arguments()[0]);
+    Result<std::vector<DeviceInfo>> devices = engine()->ListDevices(invocation.arguments()[0]);
     if (!devices.ok()) return CommandResult::Error(ExplainTableError(devices.status()));
     std::vector<CommandResult::Row> rows;
     for (const DeviceInfo& device : *devices) {
@@ -111,7 +116,7 @@ class EngineCommands {
   }
 
   CommandResult Measures(const CommandInvocation& invocation) {
-    Result<std::vector<MeasureInfo>> measures = engine_->ListMeasures(invocation.arguments()[0]);
+    Result<std::vector<MeasureInfo>> measures = engine()->ListMeasures(invocation.arguments()[0]);
     if (!measures.ok()) return CommandResult::Error(ExplainTableError(measures.status()));
     std::vector<CommandResult::Row> rows;
     for (const MeasureInfo& measure : *measures) {
@@ -137,7 +142,7 @@ class EngineCommands {
     Result<TagMap> tags = TagsOption(invocation);
     if (!tags.ok()) return CommandResult::Error(tags.status());
     Result<std::vector<RecordRow>> rows =
-        engine_->Latest(args[0], args[1], args.size() > 2 ? args[2] : "", *tags);
+        engine()->Latest(args[0], args[1], args.size() > 2 ? args[2] : "", *tags);
     if (!rows.ok()) return CommandResult::Error(ExplainTableError(rows.status()));
     return RecordTable(*rows);
   }
@@ -149,7 +154,7 @@ class EngineCommands {
     const std::string measure(invocation.Value("measure").value_or(""));
     Result<TagMap> tags = TagsOption(invocation);
     if (!tags.ok()) return CommandResult::Error(tags.status());
-    Result<std::vector<RecordRow>> rows = engine_->LatestBatch(args[0], devices, measure, *tags);
+    Result<std::vector<RecordRow>> rows = engine()->LatestBatch(args[0], devices, measure, *tags);
     if (!rows.ok()) return CommandResult::Error(ExplainTableError(rows.status()));
     CommandResult records = RecordTable(*rows);
     std::vector<std::string> columns = {"device"};
@@ -207,7 +212,7 @@ class EngineCommands {
     if (std::optional<std::string_view> page = invocation.Value("page"))
       query.page_token = std::string(*page);
 
-    Result<RangeResult> result = engine_->Range(query);
+    Result<RangeResult> result = engine()->Range(query);
     if (!result.ok()) {
       Status status = ExplainTableError(result.status());
       if (!query.page_token.empty() && status.message() == "malformed page token") {
@@ -307,19 +312,19 @@ class EngineCommands {
     if (remainder < 0) remainder += query.step;
     int64_t aligned = 0;
     if (remainder == 0 || __builtin_sub_overflow(query.from, remainder, &aligned)) {
-      return engine_->Aggregate(query);
+      return engine()->Aggregate(query);
     }
     int64_t first_end = 0;
     if (__builtin_add_overflow(aligned, query.step, &first_end) || first_end > query.to) first_end = query.to;
     AggregateQuery first = query;
     first.to = first_end;
     first.step = first_end - query.from;
-    CAIRN_ASSIGN_OR_RETURN(AggregateResult result, engine_->Aggregate(first));
+    CAIRN_ASSIGN_OR_RETURN(AggregateResult result, engine()->Aggregate(first));
     for (AggregateBucket& bucket : result.buckets) bucket.start = aligned;
     if (first_end < query.to) {
       AggregateQuery rest = query;
       rest.from = first_end;
-      CAIRN_ASSIGN_OR_RETURN(AggregateResult more, engine_->Aggregate(rest));
+      CAIRN_ASSIGN_OR_RETURN(AggregateResult more, engine()->Aggregate(rest));
       for (AggregateBucket& bucket : more.buckets) result.buckets.push_back(std::move(bucket));
       for (SkippedDamage& damage : more.skipped) result.skipped.push_back(std::move(damage));
       // Each group's first bucket came from the first query.
@@ -349,7 +354,7 @@ class EngineCommands {
           Status::InvalidArgument("put: the line holds no point (it is blank or a comment)"));
     }
     const Record& point = **record;
-    Result<WriteResult> written = engine_->Write(table, {point});
+    Result<WriteResult> written = engine()->Write(table, {point});
     if (!written.ok()) return CommandResult::Error(ExplainTableError(written.status()));
     const RecordResult& outcome = written->records.at(0);
     switch (outcome.outcome) {
@@ -386,8 +391,8 @@ class EngineCommands {
   }
 
   CommandResult Stats(const CommandInvocation&) {
-    const EngineStats stats = engine_->Stats();
-    const ClockStatus clock = engine_->Clock();
+    const EngineStats stats = engine()->Stats();
+    const ClockStatus clock = engine()->Clock();
     std::vector<CommandResult::Entry> entries = {
         {"records_written", Count(stats.records_written)},
         {"records_duplicate", Count(stats.records_duplicate)},
@@ -415,19 +420,20 @@ class EngineCommands {
         {"clock_restamps_refused", Count(clock.restamps_refused)},
         {"clock_timestamps_refused", Count(clock.timestamps_refused)},
     };
-    AppendFlashWearEntries(engine_->FlashWear(), /*full=*/true, &entries);
+    AppendFlashWearEntries(engine()->FlashWear(), /*full=*/true, &entries);
     return CommandResult::KeyValues(std::move(entries));
   }
 
   CommandResult Health(const CommandInvocation&) {
-    Result<std::vector<TableInfo>> tables = engine_->ListTables();
+    if (engine() == nullptr) return HealthWithoutStorage();
+    Result<std::vector<TableInfo>> tables = engine()->ListTables();
     if (!tables.ok()) return CommandResult::Error(tables.status().WithContext("health: engine"));
     Result<uint64_t> free = env_->FreeSpace(options_.data_dir);
     if (!free.ok()) {
       return CommandResult::Error(
           free.status().WithContext("health: cannot read the free space of " + options_.data_dir));
     }
-    const EngineHealth health = engine_->Health();
+    const EngineHealth health = engine()->Health();
     std::vector<CommandResult::Entry> entries = {
         {"status", std::string(HealthLevelName(health.level))},
         {"data_dir", options_.data_dir},
@@ -436,7 +442,7 @@ class EngineCommands {
         {"tables", Count(tables->size())},
         {"problems", Count(health.problems.size())},
     };
-    AppendFlashWearEntries(engine_->FlashWear(), /*full=*/false, &entries);
+    AppendFlashWearEntries(engine()->FlashWear(), /*full=*/false, &entries);
     // One entry per open problem, named by its key, so that a script can
     // test for a condition and a person reads what to do.
     for (const HealthProblem& problem : health.problems) {
@@ -448,7 +454,29 @@ class EngineCommands {
   }
 
  private:
-  Engine* const engine_;
+  // `health` while the engine cannot be opened: the status `unavailable`,
+  // the outage with its remedy as the one problem, and the free space when
+  // the file system answers (a full disk is one of the causes).
+  CommandResult HealthWithoutStorage() {
+    const EngineHolder::Outage outage = storage_->outage();
+    std::vector<CommandResult::Entry> entries = {
+        {"status", std::string(kStorageUnavailableStatus)},
+        {"data_dir", options_.data_dir},
+    };
+    if (Result<uint64_t> free = env_->FreeSpace(options_.data_dir); free.ok()) {
+      entries.emplace_back("free_bytes", Count(*free));
+      entries.emplace_back("free", FormatBytes(*free));
+    }
+    entries.emplace_back("problems", Count(1));
+    std::string text = std::string(kStorageUnavailableStatus) + ": " + outage.problem;
+    if (!outage.remedy.empty()) text += " (fix: " + outage.remedy + ")";
+    entries.emplace_back("problem.storage", std::move(text));
+    return CommandResult::KeyValues(std::move(entries));
+  }
+
+  Engine* engine() const { return storage_->engine(); }
+
+  const std::shared_ptr<const EngineHolder> storage_;
   Env* const env_;
   const EngineCommandOptions options_;
 };
@@ -556,26 +584,44 @@ Status RegisterStatusCommands(const AddCommand& add) {
              &EngineCommands::Health);
 }
 
-}  // namespace
-
-Status RegisterEngineCommands(CommandRegistry* registry, Engine* engine, Env* env,
-                              const EngineCommandOptions& options) {
+// Registers every engine command over `storage`, which the handlers share
+// (and keep alive when it is theirs alone).
+Status RegisterOverHolder(CommandRegistry* registry, const std::shared_ptr<const EngineHolder>& storage, Env* env,
+                          const EngineCommandOptions& options) {
   if (options.data_dir.empty()) return Status::InvalidArgument("engine commands need the data directory");
   if (options.default_limit == 0 || options.default_limit > options.max_limit) {
     return Status::InvalidArgument("engine commands: default_limit must be from 1 to max_limit");
   }
-  auto commands = std::make_shared<EngineCommands>(engine, env, options);
+  auto commands = std::make_shared<EngineCommands>(storage, env, options);
   const AddCommand add = [registry, commands](CommandSpec spec, Handler handler) {
     return registry->Register(std::move(spec), [commands, handler](const CommandInvocation& invocation) {
+      // `health` reports an outage itself; every other command needs the engine.
+      if (handler != &EngineCommands::Health) {
+        if (Status storage = commands->CheckStorage(); !storage.ok()) return CommandResult::Error(storage);
+      }
       return ((*commands).*handler)(invocation);
     });
   };
   // tables, create-table, alter-table, drop-table (table_commands.cc).
-  CAIRN_RETURN_IF_ERROR(RegisterTableCommands(registry, engine));
+  CAIRN_RETURN_IF_ERROR(RegisterTableCommands(registry, storage));
   CAIRN_RETURN_IF_ERROR(RegisterCatalogCommands(add));
   CAIRN_RETURN_IF_ERROR(RegisterReadCommands(add, options));
   CAIRN_RETURN_IF_ERROR(RegisterWriteCommands(add, options));
   return RegisterStatusCommands(add);
+}
+
+}  // namespace
+
+Status RegisterEngineCommands(CommandRegistry* registry, Engine* engine, Env* env,
+                              const EngineCommandOptions& options) {
+  return RegisterOverHolder(registry, std::make_shared<const EngineHolder>(engine), env, options);
+}
+
+Status RegisterEngineCommands(CommandRegistry* registry, const EngineHolder* storage, Env* env,
+                              const EngineCommandOptions& options) {
+  // Not owned: an aliasing pointer without an owner.
+  return RegisterOverHolder(registry, std::shared_ptr<const EngineHolder>(std::shared_ptr<void>(), storage),
+                            env, options);
 }
 
 }  // namespace cairn
