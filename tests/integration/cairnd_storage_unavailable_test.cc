@@ -132,9 +132,9 @@ class CairndStorageUnavailableTest : public ::testing::Test {
   }
 
   HttpTestResponse Write(int value) {
-    return Request("POST", "/write?db=sensors&precision=s", true,
-                   "env,device=d1 t=" + std::to_string(value) + "i " + std::to_string(base_seconds_ + value) +
-                       "\n");
+    return Request(
+        "POST", "/write?db=sensors&precision=s", true,
+        "env,device=d1 t=" + std::to_string(value) + "i " + std::to_string(base_seconds_ + value) + "\n");
   }
 
   ScopedTempDir dir_{"cairnd-storage-unavailable"};
@@ -187,7 +187,8 @@ TEST_F(CairndStorageUnavailableTest, ReadOnlyPartitionAtBootKeepsTheShellAndApiU
   EXPECT_TRUE(Contains(health, reason)) << health;
   EXPECT_TRUE(Contains(health, remedy)) << health;
   const std::string put = Type("put sensors env,device=d1 t=3i");
-  EXPECT_TRUE(Contains(put, "error: storage unavailable: cannot open data directory " + data_dir_ + ": " + reason))
+  EXPECT_TRUE(
+      Contains(put, "error: storage unavailable: cannot open data directory " + data_dir_ + ": " + reason))
       << put;
   EXPECT_TRUE(Contains(Type("version"), "version ")) << "version answers without storage";
 
@@ -204,7 +205,8 @@ TEST_F(CairndStorageUnavailableTest, ReadOnlyPartitionAtBootKeepsTheShellAndApiU
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   ASSERT_EQ(status, 204) << daemon_->Stderr();
-  EXPECT_TRUE(Contains(daemon_->Stderr(), "INFO storage is back: data directory " + data_dir_)) << daemon_->Stderr();
+  EXPECT_TRUE(Contains(daemon_->Stderr(), "INFO storage is back: data directory " + data_dir_))
+      << daemon_->Stderr();
   HttpTestResponse ok = Request("GET", "/healthz", /*with_token=*/false);
   EXPECT_EQ(ok.status, 200);
   EXPECT_EQ(ok.body, "{\"status\":\"ok\"}\n");

@@ -22,16 +22,18 @@
 namespace cairn {
 namespace {
 
-bool Contains(const std::string& text, std::string_view needle) { return text.find(needle) != std::string::npos; }
+bool Contains(const std::string& text, std::string_view needle) {
+  return text.find(needle) != std::string::npos;
+}
 
 class EngineHolderTest : public ::testing::Test {
  protected:
   void SetUp() override {
     data_dir_ = dir_.PathOf("data");
     ASSERT_TRUE(env_->CreateDirs(data_dir_).ok());
-    storage_.SetUnavailable({"cannot open data directory " + data_dir_ + ": open " + data_dir_ +
-                                 "/LOCK: Read-only file system",
-                             "remount it read-write"});
+    storage_.SetUnavailable(
+        {"cannot open data directory " + data_dir_ + ": open " + data_dir_ + "/LOCK: Read-only file system",
+         "remount it read-write"});
     ASSERT_TRUE(RegisterBuiltinCommands(&commands_).ok());
     EngineCommandOptions command_options;
     command_options.data_dir = data_dir_;
@@ -46,7 +48,8 @@ class EngineHolderTest : public ::testing::Test {
     HttpApiOptions options;
     options.data_dir = data_dir_;
     options.storage_retry_after_seconds = 7;
-    api_ = std::make_unique<HttpApi>(&storage_, env_, &commands_, tokens_.get(), &limiter_, &metrics_, options);
+    api_ =
+        std::make_unique<HttpApi>(&storage_, env_, &commands_, tokens_.get(), &limiter_, &metrics_, options);
   }
 
   void TearDown() override {
@@ -111,8 +114,8 @@ TEST(EngineHolderStateTest, EmptyUntilPublishedThenOk) {
 
 TEST_F(EngineHolderTest, ShellCommandsAnswerTheOutageAndHealthNamesIt) {
   const std::string put = Run("put sensors env,device=d1 t=1i");
-  EXPECT_EQ(put, "error: storage unavailable: cannot open data directory " + data_dir_ + ": open " + data_dir_ +
-                     "/LOCK: Read-only file system; remount it read-write\n");
+  EXPECT_EQ(put, "error: storage unavailable: cannot open data directory " + data_dir_ + ": open " +
+                     data_dir_ + "/LOCK: Read-only file system; remount it read-write\n");
   EXPECT_TRUE(Contains(Run("tables"), "error: storage unavailable: ")) << Run("tables");
   EXPECT_TRUE(Contains(Run("latest sensors d1"), "error: storage unavailable: "));
   EXPECT_TRUE(Contains(Run("sync quota"), "error: storage unavailable: "));
@@ -125,7 +128,8 @@ TEST_F(EngineHolderTest, ShellCommandsAnswerTheOutageAndHealthNamesIt) {
   EXPECT_TRUE(Contains(health, "\"free_bytes\":")) << health;
 
   OpenAndPublish();
-  EXPECT_TRUE(Contains(Run("put sensors env,device=d1 t=1i"), "stored")) << Run("put sensors env,device=d1 t=1i");
+  EXPECT_TRUE(Contains(Run("put sensors env,device=d1 t=1i"), "stored"))
+      << Run("put sensors env,device=d1 t=1i");
   EXPECT_TRUE(Contains(Run("health --json"), "\"status\":\"ok\"")) << Run("health --json");
   EXPECT_TRUE(Contains(Run("sync"), "sync is off")) << Run("sync");
 }

@@ -69,9 +69,9 @@ HttpApi::HttpApi(const EngineHolder* storage, Env* env, const CommandRegistry* c
     : HttpApi(std::shared_ptr<const EngineHolder>(std::shared_ptr<void>(), storage), env, commands, tokens,
               throttle, metrics, std::move(options), std::move(server_stats)) {}
 
-HttpApi::HttpApi(std::shared_ptr<const EngineHolder> storage, Env* env,
-                 const CommandRegistry* commands, TokenStore* tokens, AuthThrottle* throttle, ApiMetrics* metrics,
-                 HttpApiOptions options, std::function<HttpServerStats()> server_stats)
+HttpApi::HttpApi(std::shared_ptr<const EngineHolder> storage, Env* env, const CommandRegistry* commands,
+                 TokenStore* tokens, AuthThrottle* throttle, ApiMetrics* metrics, HttpApiOptions options,
+                 std::function<HttpServerStats()> server_stats)
     : storage_(std::move(storage)),
       env_(env),
       commands_(commands),

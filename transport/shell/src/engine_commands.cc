@@ -586,8 +586,8 @@ Status RegisterStatusCommands(const AddCommand& add) {
 
 // Registers every engine command over `storage`, which the handlers share
 // (and keep alive when it is theirs alone).
-Status RegisterOverHolder(CommandRegistry* registry, const std::shared_ptr<const EngineHolder>& storage, Env* env,
-                          const EngineCommandOptions& options) {
+Status RegisterOverHolder(CommandRegistry* registry, const std::shared_ptr<const EngineHolder>& storage,
+                          Env* env, const EngineCommandOptions& options) {
   if (options.data_dir.empty()) return Status::InvalidArgument("engine commands need the data directory");
   if (options.default_limit == 0 || options.default_limit > options.max_limit) {
     return Status::InvalidArgument("engine commands: default_limit must be from 1 to max_limit");

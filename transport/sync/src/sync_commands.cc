@@ -161,7 +161,8 @@ Status RegisterSyncCommands(CommandRegistry* registry, const EngineHolder* stora
        .options = {},
        .min_arguments = 0,
        .max_arguments = 1},
-      [storage, current_agent = std::move(current_agent)](const CommandInvocation& invocation) -> CommandResult {
+      [storage, current_agent = std::move(current_agent)](
+          const CommandInvocation& invocation) -> CommandResult {
         if (Status available = storage->Check(); !available.ok()) return CommandResult::Error(available);
         Engine* engine = storage->engine();
         SyncAgent* agent = current_agent ? current_agent() : nullptr;
