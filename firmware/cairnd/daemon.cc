@@ -53,6 +53,9 @@ Status Daemon::Start() {
     return current_sync_agent_.load(std::memory_order_acquire);
   }));
 
+  // Judged before the first attempt: one that fails may leave a catalog
+  // file behind.
+  fresh_data_dir_ = !env_->FileExists(JoinPath(dir, "catalog.db"));
   const Status opened = OpenEngine();
   if (opened.Is(StatusCode::kBusy)) return opened;
   if (!opened.ok()) EnterStorageOutage(opened);
@@ -315,7 +318,6 @@ Status Daemon::SuperviseStorage() {
 Status Daemon::OpenEngine() {
   const std::string& dir = options_.data_dir;
   CAIRN_RETURN_IF_ERROR(env_->CreateDirs(dir).WithContext("cannot create data directory " + dir));
-  fresh_data_dir_ = !env_->FileExists(JoinPath(dir, "catalog.db"));
   RecoveryReport recovery;
   EngineOptions engine_options = options_.engine;
   // With sync on, a period file past retention waits for its archive lane.

@@ -12,6 +12,7 @@
 // bounded; the daemon is killed and the tmpfs unmounted in teardown.
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -131,6 +132,21 @@ class CairndStorageUnavailableTest : public ::testing::Test {
     return response.ok() ? *response : HttpTestResponse{};
   }
 
+  // Takes every free byte of the tmpfs with a filler file.
+  void FillDisk() {
+    FILE* filler = std::fopen((mount_point_ + "/filler").c_str(), "ab");
+    ASSERT_NE(filler, nullptr);
+    const std::string chunk(64 << 10, 'f');
+    int error = 0;
+    for (int i = 0; i < 1000 && error == 0; ++i) {
+      if (std::fwrite(chunk.data(), 1, chunk.size(), filler) != chunk.size() || std::fflush(filler) != 0) {
+        error = errno;
+      }
+    }
+    std::fclose(filler);
+    ASSERT_EQ(error, ENOSPC) << "the filler stopped before the disk was full";
+  }
+
   HttpTestResponse Write(int value) {
     return Request(
         "POST", "/write?db=sensors&precision=s", true,
@@ -222,6 +238,35 @@ TEST_F(CairndStorageUnavailableTest, ReadOnlyPartitionAtBootKeepsTheShellAndApiU
   EXPECT_TRUE(Contains(range, "\"t\":4}")) << range;
   EXPECT_TRUE(Contains(range, "\"t\":5}")) << range;
   EXPECT_FALSE(Contains(range, "\"t\":2}")) << "a refused write was stored: " << range;
+  EXPECT_EQ(StopDaemon(), 0) << daemon_->Stderr();
+}
+
+// A first boot on a partition already full: no directory can be set up.
+// cairnd waits with its shell up, and once space is freed it finishes the
+// first start it could not do: the default table and the first admin token.
+TEST_F(CairndStorageUnavailableTest, AFullPartitionAtFirstBootWaitsForSpaceThenSetsTheGatewayUp) {
+  FillDisk();
+  StartDaemon();
+  EXPECT_TRUE(token_.empty()) << "an admin token was made without storage";
+  const std::string health = Type("health");
+  EXPECT_TRUE(std::regex_search(health, std::regex("status +unavailable\r\n"))) << health;
+  EXPECT_TRUE(Contains(health, "free space on the file system holding " + data_dir_)) << health;
+  EXPECT_EQ(Request("GET", "/healthz", /*with_token=*/false).status, 503);
+
+  ASSERT_EQ(::unlink((mount_point_ + "/filler").c_str()), 0);
+  const std::regex shown("shown once; store it now\\): (cairn_[A-Za-z0-9_-]+)");
+  std::smatch match;
+  std::string log;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(5 * kRetryMs);
+  while (!std::regex_search(log = daemon_->Stderr(), match, shown) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(std::regex_search(log, match, shown)) << "no first admin token once space was freed:\n" << log;
+  token_ = match[1].str();
+  EXPECT_TRUE(Contains(log, "INFO storage is back")) << log;
+  EXPECT_EQ(Write(1).status, 204);
+  EXPECT_EQ(Request("GET", "/healthz", /*with_token=*/false).status, 200);
   EXPECT_EQ(StopDaemon(), 0) << daemon_->Stderr();
 }
 
