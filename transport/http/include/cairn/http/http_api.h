@@ -6,7 +6,7 @@
 // Without a token:
 //   GET  /                    the web page (its data comes from /v1 with a token)
 //   GET  /healthz             {"status":"ok"} or {"status":"degraded"} (200), {"status":"failing"}
-//                             (503): the engine's health level, and degraded while the tokens file
+//                             or {"status":"unavailable"} (503, below): the engine's health level, and degraded while the tokens file
 //                             is damaged. Nothing else without a token: no path, no figures. With
 //                             a token that has a read scope, the details of GET /v1/health, with
 //                             the same status codes

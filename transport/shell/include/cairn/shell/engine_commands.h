@@ -15,7 +15,8 @@
 //   agg TABLE DEVICE MEASURE FIELD --step D [--fn F,...] [--from T] [--to T]
 //   put [--precision P] TABLE LINE             one line-protocol point (line_protocol.h)
 //   stats                                      engine counters
-//   health                                     ok / degraded / failing, the open problems, free space
+//   health                                     ok / degraded / failing / unavailable, the open problems,
+//                                              free space
 //
 // Over an EngineHolder that is still empty (cairnd could not open its data
 // directory, engine_holder.h) every command but `health` answers the error
