@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdio>
 #include <functional>
-#include <iterator>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -18,7 +16,7 @@
 #include "cairn/text/time_argument.h"
 
 #include "aggregate_arguments.h"
-#include "flash_wear_entries.h"
+#include "status_commands.h"
 #include "table_commands.h"
 #include "cairn/shell/record_table.h"
 
@@ -66,19 +64,6 @@ void AddSkippedNotes(const std::vector<SkippedDamage>& skipped, CommandResult* r
   if (readings > 0) text += ", " + std::to_string(readings) + " reading(s) not shown";
   result->AddNote("incomplete", true, text + ": " + what + "; see `health`");
   result->AddNote("skipped", what, "");
-}
-
-std::string FormatBytes(uint64_t bytes) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  double value = static_cast<double>(bytes);
-  size_t unit = 0;
-  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
-    value /= 1024;
-    ++unit;
-  }
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, unit == 0 ? "%.0f %s" : "%.1f %s", value, kUnits[unit]);
-  return buffer;
 }
 
 // ---- the commands -------------------------------------------------------------
@@ -390,90 +375,7 @@ class EngineCommands {
     return CommandResult::KeyValues(std::move(entries));
   }
 
-  CommandResult Stats(const CommandInvocation&) {
-    const EngineStats stats = engine()->Stats();
-    const ClockStatus clock = engine()->Clock();
-    std::vector<CommandResult::Entry> entries = {
-        {"records_written", Count(stats.records_written)},
-        {"records_duplicate", Count(stats.records_duplicate)},
-        {"records_rejected", Count(stats.records_rejected)},
-        {"records_invalid", Count(stats.records_invalid)},
-        {"records_conflict", Count(stats.records_conflict)},
-        {"records_overwritten", Count(stats.records_overwritten)},
-        {"last_lsn", Count(stats.last_lsn)},
-        {"checkpoint_lsn", Count(stats.checkpoint_lsn)},
-        {"series", Count(stats.series)},
-        {"series_bytes", Count(stats.series_bytes)},
-        {"records_over_series_limit", Count(stats.records_over_series_limit)},
-        {"head_records", Count(stats.head_records)},
-        {"head_bytes", Count(stats.head_bytes)},
-        {"chunks_sealed", Count(stats.chunks_sealed)},
-        {"chunks_decoded", Count(stats.chunks_decoded)},
-        {"log_bytes", Count(stats.log_bytes)},
-        {"period_file_bytes", Count(stats.period_file_bytes)},
-        // Clock trust (cairn/core/clock.h): readings without a timestamp
-        // waiting for a trusted clock, and what became of those that waited.
-        {"clock_trusted", clock.trusted ? "yes" : "no"},
-        {"clock_held_readings", Count(clock.held_readings)},
-        {"clock_readings_restamped", Count(clock.readings_restamped)},
-        {"clock_readings_estimated", Count(clock.readings_estimated)},
-        {"clock_restamps_refused", Count(clock.restamps_refused)},
-        {"clock_timestamps_refused", Count(clock.timestamps_refused)},
-    };
-    AppendFlashWearEntries(engine()->FlashWear(), /*full=*/true, &entries);
-    return CommandResult::KeyValues(std::move(entries));
-  }
-
-  CommandResult Health(const CommandInvocation&) {
-    if (engine() == nullptr) return HealthWithoutStorage();
-    Result<std::vector<TableInfo>> tables = engine()->ListTables();
-    if (!tables.ok()) return CommandResult::Error(tables.status().WithContext("health: engine"));
-    Result<uint64_t> free = env_->FreeSpace(options_.data_dir);
-    if (!free.ok()) {
-      return CommandResult::Error(
-          free.status().WithContext("health: cannot read the free space of " + options_.data_dir));
-    }
-    const EngineHealth health = engine()->Health();
-    std::vector<CommandResult::Entry> entries = {
-        {"status", std::string(HealthLevelName(health.level))},
-        {"data_dir", options_.data_dir},
-        {"free_bytes", Count(*free)},
-        {"free", FormatBytes(*free)},
-        {"tables", Count(tables->size())},
-        {"problems", Count(health.problems.size())},
-    };
-    AppendFlashWearEntries(engine()->FlashWear(), /*full=*/false, &entries);
-    // One entry per open problem, named by its key, so that a script can
-    // test for a condition and a person reads what to do.
-    for (const HealthProblem& problem : health.problems) {
-      std::string text = std::string(HealthLevelName(problem.level)) + ": " + problem.message;
-      if (!problem.remedy.empty()) text += " (fix: " + problem.remedy + ")";
-      entries.emplace_back("problem." + problem.key, std::move(text));
-    }
-    return CommandResult::KeyValues(std::move(entries));
-  }
-
  private:
-  // `health` while the engine cannot be opened: the status `unavailable`,
-  // the outage with its remedy as the one problem, and the free space when
-  // the file system answers (a full disk is one of the causes).
-  CommandResult HealthWithoutStorage() {
-    const EngineHolder::Outage outage = storage_->outage();
-    std::vector<CommandResult::Entry> entries = {
-        {"status", std::string(kStorageUnavailableStatus)},
-        {"data_dir", options_.data_dir},
-    };
-    if (Result<uint64_t> free = env_->FreeSpace(options_.data_dir); free.ok()) {
-      entries.emplace_back("free_bytes", Count(*free));
-      entries.emplace_back("free", FormatBytes(*free));
-    }
-    entries.emplace_back("problems", Count(1));
-    std::string text = std::string(kStorageUnavailableStatus) + ": " + outage.problem;
-    if (!outage.remedy.empty()) text += " (fix: " + outage.remedy + ")";
-    entries.emplace_back("problem.storage", std::move(text));
-    return CommandResult::KeyValues(std::move(entries));
-  }
-
   Engine* engine() const { return storage_->engine(); }
 
   const std::shared_ptr<const EngineHolder> storage_;
@@ -566,24 +468,6 @@ Status RegisterWriteCommands(const AddCommand& add, const EngineCommandOptions& 
              &EngineCommands::Put);
 }
 
-// stats, health: the engine's counters and condition.
-Status RegisterStatusCommands(const AddCommand& add) {
-  CAIRN_RETURN_IF_ERROR(add({.name = "stats",
-                             .arguments = "",
-                             .summary = "engine counters: records, LSNs, head, chunks, bytes on disk",
-                             .options = {},
-                             .min_arguments = 0,
-                             .max_arguments = 0},
-                            &EngineCommands::Stats));
-  return add({.name = "health",
-              .arguments = "",
-              .summary = "ok when the engine answers, and the data directory's free space",
-              .options = {},
-              .min_arguments = 0,
-              .max_arguments = 0},
-             &EngineCommands::Health);
-}
-
 // Registers every engine command over `storage`, which the handlers share
 // (and keep alive when it is theirs alone).
 Status RegisterOverHolder(CommandRegistry* registry, const std::shared_ptr<const EngineHolder>& storage,
@@ -595,10 +479,7 @@ Status RegisterOverHolder(CommandRegistry* registry, const std::shared_ptr<const
   auto commands = std::make_shared<EngineCommands>(storage, env, options);
   const AddCommand add = [registry, commands](CommandSpec spec, Handler handler) {
     return registry->Register(std::move(spec), [commands, handler](const CommandInvocation& invocation) {
-      // `health` reports an outage itself; every other command needs the engine.
-      if (handler != &EngineCommands::Health) {
-        if (Status storage = commands->CheckStorage(); !storage.ok()) return CommandResult::Error(storage);
-      }
+      if (Status storage = commands->CheckStorage(); !storage.ok()) return CommandResult::Error(storage);
       return ((*commands).*handler)(invocation);
     });
   };
@@ -607,7 +488,8 @@ Status RegisterOverHolder(CommandRegistry* registry, const std::shared_ptr<const
   CAIRN_RETURN_IF_ERROR(RegisterCatalogCommands(add));
   CAIRN_RETURN_IF_ERROR(RegisterReadCommands(add, options));
   CAIRN_RETURN_IF_ERROR(RegisterWriteCommands(add, options));
-  return RegisterStatusCommands(add);
+  // stats, health (status_commands.cc).
+  return RegisterStatusCommands(registry, storage, env, options.data_dir);
 }
 
 }  // namespace
