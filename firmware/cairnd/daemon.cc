@@ -302,13 +302,17 @@ void Daemon::EnterStorageOutage(const Status& failure) {
 Status Daemon::SuperviseStorage() {
   if (engine_ != nullptr || env_->MonotonicNanos() < next_storage_attempt_nanos_) return Status::Ok();
   const Status opened = OpenEngine();
+  // Another cairnd took the directory meanwhile: two must never share it,
+  // so this one ends as it would have at start.
+  if (opened.Is(StatusCode::kBusy)) return opened;
   if (!opened.ok()) {
     EnterStorageOutage(opened);
     return Status::Ok();
   }
   // What a normal start would have done after opening the engine; a
   // failure here is one a normal start exits with.
-  CAIRN_RETURN_IF_ERROR(StartOnStorage());
+  CAIRN_RETURN_IF_ERROR(StartOnStorage().WithContext("the data directory " + options_.data_dir +
+                                                     " opened, but cairnd cannot go on"));
   log_->Info("storage is back: data directory " + options_.data_dir + " opened after " + last_storage_error_ +
              "; every command and endpoint serves again");
   last_storage_error_.clear();

@@ -53,7 +53,8 @@
 // after opening it (the config's tables, the default table, the first admin
 // token of a fresh directory, sync, the MQTT input), then publishes the
 // engine to the shell and the API and logs "storage is back". A failure of
-// those later steps ends Run() with it, as it would have ended a start.
+// those later steps ends Run() with it, as it would have ended a start; so
+// does finding the directory taken by another cairnd meanwhile (Busy).
 // Why a holder rather than registering the engine commands late: the
 // registry is shared without a lock once the shell runs, and a command that
 // exists but answers the outage tells the operator more than "unknown
