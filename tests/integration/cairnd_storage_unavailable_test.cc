@@ -270,5 +270,49 @@ TEST_F(CairndStorageUnavailableTest, AFullPartitionAtFirstBootWaitsForSpaceThenS
   EXPECT_EQ(StopDaemon(), 0) << daemon_->Stderr();
 }
 
+// Two daemons must never share a directory: one waiting for its storage
+// that finds another cairnd holding the directory when it tries again ends
+// as a start would have (exit 1, the lock named), and the other serves on.
+// The waiting one sees the directory through a read-only bind mount, the
+// other through the writable tmpfs, so the other holds the lock before the
+// view turns writable: no race decides the order.
+TEST_F(CairndStorageUnavailableTest, AnotherCairndTakingTheDirectoryMeanwhileEndsTheWaitingOne) {
+  ASSERT_TRUE(Env::Default()->CreateDirs(data_dir_).ok());
+  const std::string writable_dir = data_dir_;
+  const std::string view = mount_point_ + "/view";
+  ASSERT_TRUE(Env::Default()->CreateDirs(view).ok());
+  ASSERT_EQ(::mount(writable_dir.c_str(), view.c_str(), nullptr, MS_BIND, nullptr), 0)
+      << std::strerror(errno);
+  ASSERT_EQ(::mount(nullptr, view.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr), 0)
+      << std::strerror(errno);
+  data_dir_ = view;
+  StartDaemon();  // waits without storage: not even its LOCK can be made
+  data_dir_ = writable_dir;
+
+  CairndProcess other(
+      {"--config", "none", "--data-dir", writable_dir, "--http-listen", "127.0.0.1:0", "--http-plain"},
+      dir_.PathOf("stderr-other"));
+  ASSERT_TRUE(other.started());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTimeoutMs);
+  while (!Contains(other.Stderr(), "listening on") && !other.WaitForExit(0) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(Contains(other.Stderr(), "listening on")) << other.Stderr();
+  ASSERT_EQ(::mount(nullptr, view.c_str(), nullptr, MS_REMOUNT | MS_BIND, nullptr), 0)
+      << std::strerror(errno);
+
+  const std::optional<int> status = daemon_->WaitForExit(kTimeoutMs);
+  ASSERT_TRUE(status.has_value()) << "the waiting cairnd shares the directory:\n" << daemon_->Stderr();
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 1) << DescribeWaitStatus(status);
+  EXPECT_TRUE(Contains(daemon_->Stderr(), "is in use by another cairnd (lock " + view + "/LOCK held)"))
+      << daemon_->Stderr();
+  EXPECT_FALSE(other.WaitForExit(0).has_value()) << other.Stderr();
+  EXPECT_TRUE(other.Signal(SIGTERM));
+  const std::optional<int> other_status = other.WaitForExit(kTimeoutMs);
+  EXPECT_TRUE(other_status && WIFEXITED(*other_status) && WEXITSTATUS(*other_status) == 0) << other.Stderr();
+  EXPECT_EQ(::umount2(view.c_str(), MNT_DETACH), 0) << std::strerror(errno);
+}
+
 }  // namespace
 }  // namespace cairn
