@@ -12,13 +12,17 @@
 #include "cairn/sync/sync_commands.h"
 #include "cairn/http/web_assets.h"
 
+#include "cairn/platform/process_id.h"
+
 #include "cairnd/config_tables.h"
+#include "cairnd/storage_outage.h"
 
 namespace cairn::cairnd {
 
 namespace {
 
 constexpr int64_t kNanosPerSecond = 1000000000;
+constexpr int64_t kNanosPerMilli = 1000000;
 
 // How long the main loop sleeps in one wait for signals: also how soon a
 // dead serial session is noticed.
@@ -38,28 +42,34 @@ Daemon::~Daemon() { (void)Stop(); }
 
 Status Daemon::Start() {
   const std::string& dir = options_.data_dir;
-  CAIRN_RETURN_IF_ERROR(env_->CreateDirs(dir).WithContext("cannot create data directory " + dir));
-  fresh_data_dir_ = !env_->FileExists(JoinPath(dir, "catalog.db"));
-  CAIRN_RETURN_IF_ERROR(OpenEngine());
-  CAIRN_RETURN_IF_ERROR(ApplyTableDeclarations(engine_.get(), options_.tables, log_));
-  CAIRN_RETURN_IF_ERROR(CreateDefaultTable());
-
-  CAIRN_RETURN_IF_ERROR(OpenTokens());
-
+  // Every command goes in before the registry is shared; those that need
+  // the engine find it through storage_ once it is open.
   CAIRN_RETURN_IF_ERROR(RegisterBuiltinCommands(&commands_));
   EngineCommandOptions command_options;
   command_options.data_dir = dir;
   command_options.device_tag = options_.device_tag;
-  CAIRN_RETURN_IF_ERROR(RegisterEngineCommands(&commands_, engine_.get(), env_, command_options));
-  CAIRN_RETURN_IF_ERROR(StartSync());
-  CAIRN_RETURN_IF_ERROR(RegisterSyncCommands(&commands_, sync_agent_.get(), engine_.get()));
-  CAIRN_RETURN_IF_ERROR(StartMqttInput());
+  CAIRN_RETURN_IF_ERROR(RegisterEngineCommands(&commands_, &storage_, env_, command_options));
+  CAIRN_RETURN_IF_ERROR(RegisterSyncCommands(&commands_, &storage_, [this] {
+    return current_sync_agent_.load(std::memory_order_acquire);
+  }));
+
+  // Judged before the first attempt: one that fails may leave a catalog
+  // file behind.
+  fresh_data_dir_ = !env_->FileExists(JoinPath(dir, "catalog.db"));
+  const Status opened = OpenEngine();
+  if (opened.Is(StatusCode::kBusy)) return opened;
+  if (!opened.ok()) EnterStorageOutage(opened);
+  // The tokens file lives in the data directory too: without the directory
+  // there is nothing to read, and the HTTP API waits for the storage.
+  if (env_->FileExists(dir)) CAIRN_RETURN_IF_ERROR(OpenTokens());
+  if (engine_ != nullptr) CAIRN_RETURN_IF_ERROR(StartOnStorage());
+
   std::string serving;
   if (!options_.serial_path.empty()) {
     CAIRN_RETURN_IF_ERROR(StartSerialShell());
     serving = ", serial shell on " + options_.serial_path + " at " + std::to_string(options_.baud) + " baud";
   }
-  CAIRN_RETURN_IF_ERROR(StartHttp());
+  if (tokens_ != nullptr) CAIRN_RETURN_IF_ERROR(StartHttp());
   if (http_server_ != nullptr) {
     const bool ipv6 = options_.http_address.find(':') != std::string::npos;
     serving += std::string(", listening on ") + (http_server_->tls() ? "https" : "http") + "://" +
@@ -70,8 +80,9 @@ Status Daemon::Start() {
   if (sync_agent_ != nullptr) {
     serving += ", syncing to " + options_.sync_broker + " as gateway " + options_.gateway_id;
   }
-  log_->Info("cairnd " + GetBuildInfo().version + " started: data directory " + dir + serving);
-  if (options_.http_enabled && http_server_ == nullptr) {
+  log_->Info("cairnd " + GetBuildInfo().version + " started: data directory " + dir +
+             (engine_ == nullptr ? " (storage unavailable)" : "") + serving);
+  if (options_.http_enabled && http_server_ == nullptr && tokens_ != nullptr) {
     log_->Warn(
         "the HTTP API is off: give --tls-cert and --tls-key for HTTPS, or --http-plain for plain HTTP");
   }
@@ -99,7 +110,12 @@ Status Daemon::OpenTokens() {
     std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(**loosened));
     log_->Warn(tokens_->file_path() + " was readable by others (mode " + mode + "); its mode is now 0600");
   }
-  if (env_->FileExists(tokens_->file_path())) return Status::Ok();
+  return Status::Ok();
+}
+
+Status Daemon::EnsureTokensFile() {
+  const std::string& dir = options_.data_dir;
+  if (!tokens_->damage().ok() || env_->FileExists(tokens_->file_path())) return Status::Ok();
   if (!fresh_data_dir_) {
     log_->Error(
         "the API tokens file " + tokens_->file_path() + " is missing although " + dir +
@@ -214,14 +230,19 @@ Status Daemon::StartHttp() {
                                               : ClientCertificateIdentity::kOff;
   Logger* log = log_;
   api_options.log = [log](const std::string& line) { log->Warn(line); };
-  api_options.extra_metrics = [agent = sync_agent_.get(), engine = engine_.get()]() -> std::string {
+  api_options.storage_retry_after_seconds = (options_.storage_retry_ms + 999) / 1000;
+  // Called for /metrics, which answers only once the engine is published.
+  api_options.extra_metrics = [storage = &storage_, current_agent = &current_sync_agent_]() -> std::string {
+    Engine* engine = storage->engine();
+    if (engine == nullptr) return "";
     std::string out = RenderQuotaMetrics(engine->QuotaStatus());
+    SyncAgent* agent = current_agent->load(std::memory_order_acquire);
     if (agent == nullptr) return out;
     Result<SyncStatus> status = agent->GetStatus();
     return status.ok() ? RenderSyncMetrics(*status) + out : out;
   };
   http_api_ = std::make_unique<HttpApi>(
-      engine_.get(), env_, &commands_, tokens_.get(), &auth_throttle_, &api_metrics_, api_options,
+      &storage_, env_, &commands_, tokens_.get(), &auth_throttle_, &api_metrics_, api_options,
       [this] { return http_server_ ? http_server_->stats() : HttpServerStats(); });
   HttpServerOptions server_options;
   server_options.listen_address = options_.http_address;
@@ -246,8 +267,61 @@ Status Daemon::StartHttp() {
   return Status::Ok();
 }
 
+Status Daemon::StartOnStorage() {
+  CAIRN_RETURN_IF_ERROR(ApplyTableDeclarations(engine_.get(), options_.tables, log_));
+  CAIRN_RETURN_IF_ERROR(CreateDefaultTable());
+  if (tokens_ == nullptr) {
+    // The directory did not exist at start: the HTTP API comes up now.
+    CAIRN_RETURN_IF_ERROR(OpenTokens());
+    CAIRN_RETURN_IF_ERROR(EnsureTokensFile());
+    CAIRN_RETURN_IF_ERROR(StartHttp());
+  } else {
+    CAIRN_RETURN_IF_ERROR(EnsureTokensFile());
+  }
+  CAIRN_RETURN_IF_ERROR(StartSync());
+  current_sync_agent_.store(sync_agent_.get(), std::memory_order_release);
+  CAIRN_RETURN_IF_ERROR(StartMqttInput());
+  // Last: a shell or HTTP thread that sees the engine sees all of the above.
+  storage_.Publish(engine_.get());
+  return Status::Ok();
+}
+
+void Daemon::EnterStorageOutage(const Status& failure) {
+  EngineHolder::Outage outage = DescribeStorageOutage(failure, options_.data_dir, CurrentUserDescription());
+  // The same failure again is not news: logged once per distinct message.
+  if (outage.problem != last_storage_error_) {
+    log_->Error(outage.problem + "; " + outage.remedy + " (meanwhile the shell and the HTTP API answer and " +
+                "`health` says why; retrying every " + std::to_string(options_.storage_retry_ms) + " ms)");
+    last_storage_error_ = outage.problem;
+  }
+  storage_.SetUnavailable(std::move(outage));
+  next_storage_attempt_nanos_ =
+      env_->MonotonicNanos() + static_cast<int64_t>(options_.storage_retry_ms) * kNanosPerMilli;
+}
+
+Status Daemon::SuperviseStorage() {
+  if (engine_ != nullptr || env_->MonotonicNanos() < next_storage_attempt_nanos_) return Status::Ok();
+  const Status opened = OpenEngine();
+  // Another cairnd took the directory meanwhile: two must never share it,
+  // so this one ends as it would have at start.
+  if (opened.Is(StatusCode::kBusy)) return opened;
+  if (!opened.ok()) {
+    EnterStorageOutage(opened);
+    return Status::Ok();
+  }
+  // What a normal start would have done after opening the engine; a
+  // failure here is one a normal start exits with.
+  CAIRN_RETURN_IF_ERROR(StartOnStorage().WithContext("the data directory " + options_.data_dir +
+                                                     " opened, but cairnd cannot go on"));
+  log_->Info("storage is back: data directory " + options_.data_dir + " opened after " + last_storage_error_ +
+             "; every command and endpoint serves again");
+  last_storage_error_.clear();
+  return Status::Ok();
+}
+
 Status Daemon::OpenEngine() {
   const std::string& dir = options_.data_dir;
+  CAIRN_RETURN_IF_ERROR(env_->CreateDirs(dir).WithContext("cannot create data directory " + dir));
   RecoveryReport recovery;
   EngineOptions engine_options = options_.engine;
   // With sync on, a period file past retention waits for its archive lane.
@@ -259,15 +333,8 @@ Status Daemon::OpenEngine() {
       return Status::Busy("data directory " + dir + " is in use by another cairnd (lock " +
                           JoinPath(dir, "LOCK") + " held)");
     }
-    // Damage in a log segment is what the log repair mends: it keeps every
-    // intact record and reports the readings lost.
-    const bool in_the_log = status.message().find(JoinPath(dir, "log") + "/") != std::string::npos;
-    if (status.Is(StatusCode::kCorruption) && in_the_log) {
-      return Status::Corruption("cannot open data directory " + dir + ": " + status.message() +
-                                "; to mend the log, stop cairnd and run: cairnd --repair-log --data-dir " +
-                                dir);
-    }
-    return status.WithContext("cannot open data directory " + dir);
+    // Described with its remedy by DescribeStorageOutage.
+    return status;
   }
   engine_ = std::move(engine).value();
   for (const RecoveryReport::QuarantinedFile& file : recovery.quarantined) {
@@ -312,8 +379,10 @@ void Daemon::ReloadConfig() {
     log_->Error("SIGHUP: the configuration was not reread, nothing changed: " + reread.status().message());
     return;
   }
-  const Status tables = ApplyTableDeclarations(engine_.get(), reread->tables, log_);
-  if (!tables.ok()) log_->Error("SIGHUP: " + tables.message());
+  if (engine_ != nullptr) {
+    const Status tables = ApplyTableDeclarations(engine_.get(), reread->tables, log_);
+    if (!tables.ok()) log_->Error("SIGHUP: " + tables.message());
+  }
   for (const std::string& key : KeysNeedingRestart(options_, *reread)) {
     log_->Warn("SIGHUP: " + key + " changed; it needs a restart to take effect");
   }
@@ -328,7 +397,7 @@ Status Daemon::Run() {
         return Status::Ok();
       case ProcessSignal::kReload: {
         ReloadConfig();
-        Status reloaded = tokens_->ReloadIfChanged();
+        Status reloaded = tokens_ != nullptr ? tokens_->ReloadIfChanged() : Status::Ok();
         if (!reloaded.ok()) log_->Error("SIGHUP: the tokens were not reread: " + reloaded.message());
         if (options_.serial_path.empty()) {
           log_->Info("SIGHUP: tokens reread");
@@ -348,6 +417,7 @@ Status Daemon::Run() {
         break;
     }
     SuperviseSerialShell();
+    CAIRN_RETURN_IF_ERROR(SuperviseStorage());
   }
 }
 
@@ -422,6 +492,7 @@ Status Daemon::Stop() {
   }
   // Before the engine closes: the agent saves its ledger through it.
   if (sync_agent_ != nullptr) {
+    current_sync_agent_.store(nullptr, std::memory_order_release);
     sync_agent_->Stop();
     sync_agent_.reset();
   }

@@ -38,11 +38,35 @@
 // A serial session that ends by itself (the port failed) is logged and the
 // port is reopened every kSerialRetrySeconds until that succeeds.
 //
+// Storage unavailable. When the data directory cannot be created or the
+// engine cannot open it for any reason but another cairnd holding its lock
+// (a read-only or full partition at boot, a damaged log, wrong ownership),
+// Start() still succeeds: an operator on the serial console must learn why,
+// and an exit would only make the init system restart cairnd in a loop.
+// The outage and its remedy (storage_outage.h) are logged once per distinct
+// failure and kept in the EngineHolder (engine_holder.h) through which the
+// shell's commands and the HTTP API reach the engine: `help`, `version` and
+// `health` answer, `health` and /healthz say `unavailable` with the reason,
+// every other command answers "storage unavailable: ..." and every other
+// endpoint 503 with Retry-After. Run() tries to open the engine again every
+// --storage-retry-ms; once it opens, cairnd does what a normal start does
+// after opening it (the config's tables, the default table, the first admin
+// token of a fresh directory, sync, the MQTT input), then publishes the
+// engine to the shell and the API and logs "storage is back". A failure of
+// those later steps ends Run() with it, as it would have ended a start; so
+// does finding the directory taken by another cairnd meanwhile (Busy).
+// Why a holder rather than registering the engine commands late: the
+// registry is shared without a lock once the shell runs, and a command that
+// exists but answers the outage tells the operator more than "unknown
+// command". The tokens file lives in the data directory: when the directory
+// does not even exist the HTTP API starts once the storage does.
+//
 // Thread-safety: Start, Run and Stop are for the main thread. The caller
 // must have called TerminationSignals::Block() before Start(), because Start
 // starts threads that must not receive those signals.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -55,6 +79,7 @@
 #include "cairn/http/api_metrics.h"
 #include "cairn/http/auth_limiter.h"
 #include "cairn/shell/command_registry.h"
+#include "cairn/shell/engine_holder.h"
 #include "cairn/http/http_api.h"
 #include "cairn/http/http_server.h"
 #include "cairn/mqtt/mqtt_input.h"
@@ -91,14 +116,15 @@ class Daemon {
 
   // Opens the engine and starts the serial shell; call once. Busy, with the
   // message "data directory DIR is in use by another cairnd (lock DIR/LOCK
-  // held)", when another process holds the lock; Corruption naming the log
-  // segment and offset, and the `cairnd --repair-log` command line, when the
-  // log is damaged in the middle; any other failure names the step and the
-  // path. After a failure, Stop() releases what was taken.
+  // held)", when another process holds the lock. A data directory that
+  // cannot be opened otherwise is no failure: cairnd starts without storage
+  // (above). Any other failure names the step and the path. After a
+  // failure, Stop() releases what was taken.
   Status Start();
 
-  // Serves until SIGTERM or SIGINT arrives (returns OK) or waiting for
-  // signals fails. Precondition: Start() succeeded.
+  // Serves until SIGTERM or SIGINT arrives (returns OK), waiting for
+  // signals fails, or a step after the storage came back fails (the error a
+  // start would have ended with). Precondition: Start() succeeded.
   Status Run();
 
   // The HTTP port listened on (the chosen one for port 0); 0 without HTTP.
@@ -111,15 +137,27 @@ class Daemon {
   Status Stop();
 
  private:
-  // Opens the engine and logs what recovery found.
+  // Creates the data directory, opens the engine and logs what recovery
+  // found. Busy when another cairnd holds the directory.
   Status OpenEngine();
+  // After the engine opened: the config's tables, the default table, the
+  // tokens file, sync, the MQTT input; then publishes the engine.
+  Status StartOnStorage();
+  // Records and logs (once per distinct failure) why the engine cannot be
+  // opened, and when to try again.
+  void EnterStorageOutage(const Status& failure);
+  // Run()'s retry while the storage is unavailable; fails only when a step
+  // of StartOnStorage fails after the engine opened.
+  Status SuperviseStorage();
+  // On a fresh data directory creates the first admin token; elsewhere a
+  // missing tokens file is logged with the command that makes one.
+  Status EnsureTokensFile();
   // SIGHUP: rereads the config file, applies its tables and logs the keys
   // that need a restart.
   void ReloadConfig();
   // Creates kDefaultTable when the engine holds no table at all.
   Status CreateDefaultTable();
-  // Opens the token store; on a fresh data directory creates the admin
-  // token and logs it once.
+  // Opens the token store (a damaged file is served as no token, logged).
   Status OpenTokens();
   // Starts the sync agent when --sync-broker is given.
   Status StartSync();
@@ -139,7 +177,13 @@ class Daemon {
   ConfigReloader reloader_;
 
   // Declared before the registry and the shell, whose commands use it.
+  // engine_ is the main thread's alone; other threads reach the engine
+  // through storage_ once it is published.
   std::unique_ptr<Engine> engine_;
+  EngineHolder storage_;
+  // The sync agent for the `sync` command's threads: set before the engine
+  // is published, cleared before the agent stops.
+  std::atomic<SyncAgent*> current_sync_agent_{nullptr};
   CommandRegistry commands_;
   std::unique_ptr<SyncAgent> sync_agent_;
   std::unique_ptr<MqttInput> mqtt_input_;
@@ -162,6 +206,10 @@ class Daemon {
   int64_t next_serial_attempt_nanos_ = 0;
   // The last failure to open the port, logged once; empty while it is up.
   std::string last_serial_error_;
+  // While the storage is unavailable: when to try again, and the failure
+  // last logged.
+  int64_t next_storage_attempt_nanos_ = 0;
+  std::string last_storage_error_;
 };
 
 }  // namespace cairn::cairnd

@@ -280,6 +280,8 @@ constexpr FlagSpec kFlags[] = {
     {"--clock", "SPEC", "storage.clock",
      [](std::string_view, std::string_view v, P* p) { return ParseClockOption(v, &p->options.engine.clock); },
      ShowClock},
+    {"--storage-retry-ms", "MS", "storage.retry_ms", SetPositive<&D::storage_retry_ms>,
+     ShowNumber<&D::storage_retry_ms>},
     {"--device-tag", "TAG", "ingest.device_tag", SetText<&D::device_tag>, ShowText<&D::device_tag>},
     {"--auto-create-tables", "", "ingest.auto_create_tables", SetTrue<&D::auto_create_tables>,
      ShowBool<&D::auto_create_tables>},

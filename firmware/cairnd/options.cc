@@ -120,7 +120,7 @@ Status ApplyFlagWords(std::span<const char* const> words, ParsedCommandLine* par
 // One literal, long by nature: the help text reads here as the user sees it.
 std::string UsageText() {
   return std::string(
-             "usage: cairnd [--config FILE|none] [--data-dir DIR]\n"
+             "usage: cairnd [--config FILE|none] [--data-dir DIR] [--storage-retry-ms MS]\n"
              "              [--serial PATH [--baud N] [--serial-output-timeout-ms MS]]\n"
              "              [--http-listen ADDR:PORT|off] [--tls-cert FILE --tls-key FILE\n"
              "              [--tls-client-ca FILE [--tls-client-identity off|cn|san]] | --http-plain]\n"
@@ -146,6 +146,9 @@ std::string UsageText() {
              "                      (cairnd config show lists them) and the flags override it\n"
              "  --data-dir DIR      data directory, created if missing (default /var/lib/cairn);\n"
              "                      only one cairnd may use it at a time\n"
+             "  --storage-retry-ms MS  while DIR cannot be opened (read-only, damaged, ...) the\n"
+             "                      shell and the API answer, `health` says why, and cairnd\n"
+             "                      tries again every MS (default 10000)\n"
              "  --serial PATH       tty of the command shell, e.g. /dev/ttyAMA0 or /dev/ttyUSB0\n"
              "  --baud N            serial line speed (default 115200)\n"
              "  --serial-output-timeout-ms MS  output the serial line takes no byte of for MS is\n"

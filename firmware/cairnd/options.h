@@ -1,6 +1,7 @@
 // cairnd's command line and config file.
 //
-//   cairnd [--config FILE|none] [--data-dir DIR] [--serial PATH [--baud N]]
+//   cairnd [--config FILE|none] [--data-dir DIR] [--storage-retry-ms MS]
+//          [--serial PATH [--baud N]]
 //          [--http-listen ADDR:PORT|off] [--tls-cert FILE --tls-key FILE
 //          [--tls-client-ca FILE [--tls-client-identity off|cn|san]] | --http-plain]
 //          [--http-max-connections N] [--http-max-connections-per-address N]
@@ -76,6 +77,9 @@ struct DaemonOptions {
   size_t http_max_body_bytes = 8 << 20;
   // A serial write making no progress this long is dropped (SerialShell).
   int serial_output_timeout_ms = 2'000;
+  // While the data directory cannot be opened, how often cairnd tries
+  // again (its shell and API answer meanwhile; daemon.h).
+  int storage_retry_ms = 10'000;
   std::string device_tag = "device";
   bool auto_create_tables = false;
   // --durability, --seal-records, --max-series and the --sync-quota flags;

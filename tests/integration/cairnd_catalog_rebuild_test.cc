@@ -97,7 +97,8 @@ TEST_F(CairndCatalogRebuildTest, AnUnreadableCatalogIsMovedAsideAndRebuilt) {
 }
 
 // Two period files that disagree about a series id cannot be trusted to
-// rebuild from: cairnd refuses, naming the file and what to do.
+// rebuild from: cairnd refuses to open the storage, naming the file and
+// what to do, and keeps its API up to say so.
 TEST_F(CairndCatalogRebuildTest, ARebuildThatCannotBeTrustedRefusesNamingTheFile) {
   WriteKillAndLoseCatalog(/*garbage=*/false);
   std::vector<std::string> files = TableFiles("plant", ".db");
@@ -118,17 +119,19 @@ TEST_F(CairndCatalogRebuildTest, ARebuildThatCannotBeTrustedRefusesNamingTheFile
                        "dimensions) values(" + id.substr(0, id.find('\n')) + ", 'intruder', 'env', 0, '{}', '{}')\"")
                 .first,
             0);
-  ++starts_;
-  CairndProcess refused({"--data-dir", dir_.PathOf("data"), "--http-listen", "127.0.0.1:0", "--http-plain"},
-                        dir_.PathOf("stderr-refused"));
-  ASSERT_TRUE(refused.started());
-  const std::optional<int> status = refused.WaitForExit(kCairndTimeoutMs);
-  ASSERT_TRUE(status.has_value()) << "cairnd started on a catalog it could not rebuild";
-  EXPECT_FALSE(ExitedWith(status, 0));
-  const std::string text = refused.Stderr();
+  // cairnd comes up without storage and says why, in its log and health.
+  StartDaemon({"--http-plain"});
+  const std::string text = daemon_->Stderr();
   EXPECT_TRUE(Contains(text, "cannot be rebuilt")) << text;
   EXPECT_TRUE(Contains(text, ".db")) << text;
   EXPECT_TRUE(Contains(text, "Move that file out of the data directory")) << text;
+  const std::string health = HealthDetails();
+  EXPECT_TRUE(Contains(health, "\"status\":\"unavailable\"")) << health;
+  EXPECT_TRUE(Contains(health, "Move that file out of the data directory")) << health;
+  Result<HttpTestResponse> tables = Get("/v1/tables", admin_);
+  ASSERT_TRUE(tables.ok());
+  EXPECT_EQ(tables->status, 503) << "cairnd serves a catalog it could not rebuild: " << tables->body;
+  StopDaemon();
   EXPECT_FALSE(Env::Default()->FileExists(dir_.PathOf("data") + "/catalog.db"));
 }
 

@@ -388,6 +388,11 @@ TEST_P(CairndCorruptionTest, NoAcknowledgedReadingIsSilentlyLost) {
   if (TryStart({})) {
     readable = ReadBack(&incomplete);
     if (!readable && c.kind == FileKind::kTokens) told = daemon_->Stderr();
+    if (!readable && c.kind != FileKind::kTokens) {
+      // Up without storage: the health details name the damage and the fix.
+      Result<HttpTestResponse> health = Request("GET", "/healthz");
+      if (health.ok() && Contains(health->body, "\"status\":\"unavailable\"")) told = health->body;
+    }
     if (readable && readable->size() < acknowledged_.size()) {
       Result<HttpTestResponse> health = Request("GET", "/healthz");
       told = health.ok() ? health->body : "";

@@ -265,11 +265,13 @@ TEST(EngineCommandsRegistrationTest, RefusesAMissingDataDirectoryAndBadLimits) {
   CommandRegistry registry;
   ManualClockEnv clock(Env::Default());
   EngineCommandOptions options;
-  EXPECT_TRUE(RegisterEngineCommands(&registry, nullptr, &clock, options).Is(StatusCode::kInvalidArgument));
+  EXPECT_TRUE(RegisterEngineCommands(&registry, static_cast<Engine*>(nullptr), &clock, options)
+                  .Is(StatusCode::kInvalidArgument));
   options.data_dir = "/tmp";
   options.default_limit = 10;
   options.max_limit = 5;
-  EXPECT_TRUE(RegisterEngineCommands(&registry, nullptr, &clock, options).Is(StatusCode::kInvalidArgument));
+  EXPECT_TRUE(RegisterEngineCommands(&registry, static_cast<Engine*>(nullptr), &clock, options)
+                  .Is(StatusCode::kInvalidArgument));
   EXPECT_TRUE(registry.Commands().empty());
 }
 

@@ -153,7 +153,7 @@ HttpResponse HttpApi::Write(Call* call, std::string_view table_parameter) {
 }
 
 std::optional<HttpResponse> HttpApi::EnsureWriteTable(const std::string& table, const std::string& peer) {
-  Result<TableInfo> existing = engine_->GetTable(table);
+  Result<TableInfo> existing = engine()->GetTable(table);
   if (existing.ok()) return std::nullopt;
   if (existing.status().code() != StatusCode::kNotFound) return ErrorFor(existing.status());
   if (!options_.auto_create_tables) {
@@ -163,7 +163,7 @@ std::optional<HttpResponse> HttpApi::EnsureWriteTable(const std::string& table, 
                                    table + " or the shell's create-table",
                                "NotFound");
   }
-  Status created = engine_->CreateTable(table, TableOptions());
+  Status created = engine()->CreateTable(table, TableOptions());
   if (!created.ok() && created.code() != StatusCode::kAlreadyExists) return ErrorFor(created);
   return std::nullopt;
 }
@@ -181,7 +181,7 @@ HttpResponse HttpApi::StoreLines(const std::string& table, const std::string& pe
     std::vector<Record> records;
     records.reserve(batch->records.size());
     for (LineProtocolRecord& line : batch->records) records.push_back(std::move(line.record));
-    Result<WriteResult> result = engine_->Write(table, records);
+    Result<WriteResult> result = engine()->Write(table, records);
     if (!result.ok()) {
       log_.Log("write", "http: refused a write of " + std::to_string(records.size()) + " records to table '" +
                             table + "' from " + peer + ": " + result.status().message());

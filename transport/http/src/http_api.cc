@@ -59,7 +59,20 @@ struct HttpApi::Route {
 HttpApi::HttpApi(Engine* engine, Env* env, const CommandRegistry* commands, TokenStore* tokens,
                  AuthThrottle* throttle, ApiMetrics* metrics, HttpApiOptions options,
                  std::function<HttpServerStats()> server_stats)
-    : engine_(engine),
+    : HttpApi(std::make_shared<const EngineHolder>(engine), env, commands, tokens, throttle, metrics,
+              std::move(options), std::move(server_stats)) {}
+
+HttpApi::HttpApi(const EngineHolder* storage, Env* env, const CommandRegistry* commands, TokenStore* tokens,
+                 AuthThrottle* throttle, ApiMetrics* metrics, HttpApiOptions options,
+                 std::function<HttpServerStats()> server_stats)
+    // Not owned: an aliasing pointer without an owner.
+    : HttpApi(std::shared_ptr<const EngineHolder>(std::shared_ptr<void>(), storage), env, commands, tokens,
+              throttle, metrics, std::move(options), std::move(server_stats)) {}
+
+HttpApi::HttpApi(std::shared_ptr<const EngineHolder> storage, Env* env, const CommandRegistry* commands,
+                 TokenStore* tokens, AuthThrottle* throttle, ApiMetrics* metrics, HttpApiOptions options,
+                 std::function<HttpServerStats()> server_stats)
+    : storage_(std::move(storage)),
       env_(env),
       commands_(commands),
       tokens_(tokens),
@@ -184,7 +197,33 @@ HttpResponse HttpApi::Dispatch(Call* call, std::string* route_name) {
   *route_name = std::string(route->path);
   if (auto refused = CheckMethod(*route, request.method)) return *refused;
   if (auto denied = CheckGuard(*route, *call)) return *denied;
+  if (auto unavailable = CheckStorage(*route)) return *unavailable;
   return (this->*route->handle)(call);
+}
+
+namespace {
+
+// 503 for `why`, with Retry-After: the client may come back when the
+// daemon has tried to open the storage again.
+HttpResponse StorageUnavailable(int status, std::string body, int retry_after_seconds) {
+  HttpResponse response = HttpResponse::Json(status, std::move(body));
+  response.headers.emplace_back("Retry-After", std::to_string(std::max(1, retry_after_seconds)));
+  return response;
+}
+
+}  // namespace
+
+std::optional<HttpResponse> HttpApi::CheckStorage(const Route& route) const {
+  // The routes that answer without the engine: the page, the probe and
+  // the health routes, which report the outage themselves.
+  if (route.handle == &HttpApi::Index || route.handle == &HttpApi::Ping || route.handle == &HttpApi::Healthz ||
+      route.handle == &HttpApi::Health) {
+    return std::nullopt;
+  }
+  Status available = storage_->Check();
+  if (available.ok()) return std::nullopt;
+  HttpResponse error = ErrorFor(available);
+  return StorageUnavailable(error.status, std::move(error.body), options_.storage_retry_after_seconds);
 }
 
 std::optional<HttpResponse> HttpApi::CheckMethod(const Route& route, const std::string& method) {
@@ -467,7 +506,15 @@ HttpResponse HttpApi::Aggregate(Call* call) {
 }
 
 HttpResponse HttpApi::HealthLevelOnly() {
-  HealthLevel level = engine_->Health().level;
+  if (engine() == nullptr) {
+    JsonWriter json;
+    json.BeginObject();
+    json.Key("status");
+    json.String(kStorageUnavailableStatus);
+    json.EndObject();
+    return StorageUnavailable(503, json.text(), options_.storage_retry_after_seconds);
+  }
+  HealthLevel level = engine()->Health().level;
   // A damaged tokens file leaves the store serving no token: the API is
   // down for every client, which a monitor must see.
   if (level == HealthLevel::kOk && !tokens_->damage().ok()) level = HealthLevel::kDegraded;
@@ -482,7 +529,11 @@ HttpResponse HttpApi::HealthLevelOnly() {
 
 HttpResponse HttpApi::HealthDetails(Call* call) {
   HttpResponse response = RunCommand(call, "health", {}, {}, "");
-  if (response.status == 200 && engine_->Health().level == HealthLevel::kFailing) response.status = 503;
+  if (response.status != 200) return response;
+  if (engine() == nullptr) {
+    return StorageUnavailable(503, std::move(response.body), options_.storage_retry_after_seconds);
+  }
+  if (engine()->Health().level == HealthLevel::kFailing) response.status = 503;
   return response;
 }
 
@@ -493,10 +544,10 @@ HttpResponse HttpApi::Metrics(Call* call) {
   HttpResponse response;
   response.content_type = "text/plain; version=0.0.4; charset=utf-8";
   response.body = metrics_->RenderPrometheus(
-      engine_->Stats(), server_stats_ ? server_stats_() : HttpServerStats(), free.ok() ? *free : 0,
+      engine()->Stats(), server_stats_ ? server_stats_() : HttpServerStats(), free.ok() ? *free : 0,
       resident.ok() ? std::optional<uint64_t>(*resident) : std::nullopt);
-  response.body += RenderClockMetrics(engine_->Clock());
-  response.body += RenderFlashWearMetrics(engine_->FlashWear());
+  response.body += RenderClockMetrics(engine()->Clock());
+  response.body += RenderFlashWearMetrics(engine()->FlashWear());
   if (options_.extra_metrics) response.body += options_.extra_metrics();
   return response;
 }

@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdio>
 #include <functional>
-#include <iterator>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -18,7 +16,7 @@
 #include "cairn/text/time_argument.h"
 
 #include "aggregate_arguments.h"
-#include "flash_wear_entries.h"
+#include "status_commands.h"
 #include "table_commands.h"
 #include "cairn/shell/record_table.h"
 
@@ -68,25 +66,17 @@ void AddSkippedNotes(const std::vector<SkippedDamage>& skipped, CommandResult* r
   result->AddNote("skipped", what, "");
 }
 
-std::string FormatBytes(uint64_t bytes) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  double value = static_cast<double>(bytes);
-  size_t unit = 0;
-  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
-    value /= 1024;
-    ++unit;
-  }
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, unit == 0 ? "%.0f %s" : "%.1f %s", value, kUnits[unit]);
-  return buffer;
-}
-
 // ---- the commands -------------------------------------------------------------
 
 class EngineCommands {
  public:
-  EngineCommands(Engine* engine, Env* env, EngineCommandOptions options)
-      : engine_(engine), env_(env), options_(std::move(options)) {}
+  EngineCommands(std::shared_ptr<const EngineHolder> storage, Env* env, EngineCommandOptions options)
+      : storage_(std::move(storage)), env_(env), options_(std::move(options)) {}
+
+  // Whether the engine is there; a handler runs only after this said OK, and
+  // a published engine stays (engine_holder.h), so engine() is not null in
+  // a handler.
+  Status CheckStorage() const { return storage_->Check(); }
 
   // The --tags filter of the read commands; empty when not given.
   static Result<TagMap> TagsOption(const CommandInvocation& invocation) {
@@ -96,7 +86,7 @@ class EngineCommands {
   }
 
   CommandResult Devices(const CommandInvocation& invocation) {
-    Result<std::vector<DeviceInfo>> devices = engine_->ListDevices(invocation.arguments()[0]);
+    Result<std::vector<DeviceInfo>> devices = engine()->ListDevices(invocation.arguments()[0]);
     if (!devices.ok()) return CommandResult::Error(ExplainTableError(devices.status()));
     std::vector<CommandResult::Row> rows;
     for (const DeviceInfo& device : *devices) {
@@ -111,7 +101,7 @@ class EngineCommands {
   }
 
   CommandResult Measures(const CommandInvocation& invocation) {
-    Result<std::vector<MeasureInfo>> measures = engine_->ListMeasures(invocation.arguments()[0]);
+    Result<std::vector<MeasureInfo>> measures = engine()->ListMeasures(invocation.arguments()[0]);
     if (!measures.ok()) return CommandResult::Error(ExplainTableError(measures.status()));
     std::vector<CommandResult::Row> rows;
     for (const MeasureInfo& measure : *measures) {
@@ -137,7 +127,7 @@ class EngineCommands {
     Result<TagMap> tags = TagsOption(invocation);
     if (!tags.ok()) return CommandResult::Error(tags.status());
     Result<std::vector<RecordRow>> rows =
-        engine_->Latest(args[0], args[1], args.size() > 2 ? args[2] : "", *tags);
+        engine()->Latest(args[0], args[1], args.size() > 2 ? args[2] : "", *tags);
     if (!rows.ok()) return CommandResult::Error(ExplainTableError(rows.status()));
     return RecordTable(*rows);
   }
@@ -149,7 +139,7 @@ class EngineCommands {
     const std::string measure(invocation.Value("measure").value_or(""));
     Result<TagMap> tags = TagsOption(invocation);
     if (!tags.ok()) return CommandResult::Error(tags.status());
-    Result<std::vector<RecordRow>> rows = engine_->LatestBatch(args[0], devices, measure, *tags);
+    Result<std::vector<RecordRow>> rows = engine()->LatestBatch(args[0], devices, measure, *tags);
     if (!rows.ok()) return CommandResult::Error(ExplainTableError(rows.status()));
     CommandResult records = RecordTable(*rows);
     std::vector<std::string> columns = {"device"};
@@ -207,7 +197,7 @@ class EngineCommands {
     if (std::optional<std::string_view> page = invocation.Value("page"))
       query.page_token = std::string(*page);
 
-    Result<RangeResult> result = engine_->Range(query);
+    Result<RangeResult> result = engine()->Range(query);
     if (!result.ok()) {
       Status status = ExplainTableError(result.status());
       if (!query.page_token.empty() && status.message() == "malformed page token") {
@@ -307,19 +297,19 @@ class EngineCommands {
     if (remainder < 0) remainder += query.step;
     int64_t aligned = 0;
     if (remainder == 0 || __builtin_sub_overflow(query.from, remainder, &aligned)) {
-      return engine_->Aggregate(query);
+      return engine()->Aggregate(query);
     }
     int64_t first_end = 0;
     if (__builtin_add_overflow(aligned, query.step, &first_end) || first_end > query.to) first_end = query.to;
     AggregateQuery first = query;
     first.to = first_end;
     first.step = first_end - query.from;
-    CAIRN_ASSIGN_OR_RETURN(AggregateResult result, engine_->Aggregate(first));
+    CAIRN_ASSIGN_OR_RETURN(AggregateResult result, engine()->Aggregate(first));
     for (AggregateBucket& bucket : result.buckets) bucket.start = aligned;
     if (first_end < query.to) {
       AggregateQuery rest = query;
       rest.from = first_end;
-      CAIRN_ASSIGN_OR_RETURN(AggregateResult more, engine_->Aggregate(rest));
+      CAIRN_ASSIGN_OR_RETURN(AggregateResult more, engine()->Aggregate(rest));
       for (AggregateBucket& bucket : more.buckets) result.buckets.push_back(std::move(bucket));
       for (SkippedDamage& damage : more.skipped) result.skipped.push_back(std::move(damage));
       // Each group's first bucket came from the first query.
@@ -349,7 +339,7 @@ class EngineCommands {
           Status::InvalidArgument("put: the line holds no point (it is blank or a comment)"));
     }
     const Record& point = **record;
-    Result<WriteResult> written = engine_->Write(table, {point});
+    Result<WriteResult> written = engine()->Write(table, {point});
     if (!written.ok()) return CommandResult::Error(ExplainTableError(written.status()));
     const RecordResult& outcome = written->records.at(0);
     switch (outcome.outcome) {
@@ -385,70 +375,10 @@ class EngineCommands {
     return CommandResult::KeyValues(std::move(entries));
   }
 
-  CommandResult Stats(const CommandInvocation&) {
-    const EngineStats stats = engine_->Stats();
-    const ClockStatus clock = engine_->Clock();
-    std::vector<CommandResult::Entry> entries = {
-        {"records_written", Count(stats.records_written)},
-        {"records_duplicate", Count(stats.records_duplicate)},
-        {"records_rejected", Count(stats.records_rejected)},
-        {"records_invalid", Count(stats.records_invalid)},
-        {"records_conflict", Count(stats.records_conflict)},
-        {"records_overwritten", Count(stats.records_overwritten)},
-        {"last_lsn", Count(stats.last_lsn)},
-        {"checkpoint_lsn", Count(stats.checkpoint_lsn)},
-        {"series", Count(stats.series)},
-        {"series_bytes", Count(stats.series_bytes)},
-        {"records_over_series_limit", Count(stats.records_over_series_limit)},
-        {"head_records", Count(stats.head_records)},
-        {"head_bytes", Count(stats.head_bytes)},
-        {"chunks_sealed", Count(stats.chunks_sealed)},
-        {"chunks_decoded", Count(stats.chunks_decoded)},
-        {"log_bytes", Count(stats.log_bytes)},
-        {"period_file_bytes", Count(stats.period_file_bytes)},
-        // Clock trust (cairn/core/clock.h): readings without a timestamp
-        // waiting for a trusted clock, and what became of those that waited.
-        {"clock_trusted", clock.trusted ? "yes" : "no"},
-        {"clock_held_readings", Count(clock.held_readings)},
-        {"clock_readings_restamped", Count(clock.readings_restamped)},
-        {"clock_readings_estimated", Count(clock.readings_estimated)},
-        {"clock_restamps_refused", Count(clock.restamps_refused)},
-        {"clock_timestamps_refused", Count(clock.timestamps_refused)},
-    };
-    AppendFlashWearEntries(engine_->FlashWear(), /*full=*/true, &entries);
-    return CommandResult::KeyValues(std::move(entries));
-  }
-
-  CommandResult Health(const CommandInvocation&) {
-    Result<std::vector<TableInfo>> tables = engine_->ListTables();
-    if (!tables.ok()) return CommandResult::Error(tables.status().WithContext("health: engine"));
-    Result<uint64_t> free = env_->FreeSpace(options_.data_dir);
-    if (!free.ok()) {
-      return CommandResult::Error(
-          free.status().WithContext("health: cannot read the free space of " + options_.data_dir));
-    }
-    const EngineHealth health = engine_->Health();
-    std::vector<CommandResult::Entry> entries = {
-        {"status", std::string(HealthLevelName(health.level))},
-        {"data_dir", options_.data_dir},
-        {"free_bytes", Count(*free)},
-        {"free", FormatBytes(*free)},
-        {"tables", Count(tables->size())},
-        {"problems", Count(health.problems.size())},
-    };
-    AppendFlashWearEntries(engine_->FlashWear(), /*full=*/false, &entries);
-    // One entry per open problem, named by its key, so that a script can
-    // test for a condition and a person reads what to do.
-    for (const HealthProblem& problem : health.problems) {
-      std::string text = std::string(HealthLevelName(problem.level)) + ": " + problem.message;
-      if (!problem.remedy.empty()) text += " (fix: " + problem.remedy + ")";
-      entries.emplace_back("problem." + problem.key, std::move(text));
-    }
-    return CommandResult::KeyValues(std::move(entries));
-  }
-
  private:
-  Engine* const engine_;
+  Engine* engine() const { return storage_->engine(); }
+
+  const std::shared_ptr<const EngineHolder> storage_;
   Env* const env_;
   const EngineCommandOptions options_;
 };
@@ -538,44 +468,42 @@ Status RegisterWriteCommands(const AddCommand& add, const EngineCommandOptions& 
              &EngineCommands::Put);
 }
 
-// stats, health: the engine's counters and condition.
-Status RegisterStatusCommands(const AddCommand& add) {
-  CAIRN_RETURN_IF_ERROR(add({.name = "stats",
-                             .arguments = "",
-                             .summary = "engine counters: records, LSNs, head, chunks, bytes on disk",
-                             .options = {},
-                             .min_arguments = 0,
-                             .max_arguments = 0},
-                            &EngineCommands::Stats));
-  return add({.name = "health",
-              .arguments = "",
-              .summary = "ok when the engine answers, and the data directory's free space",
-              .options = {},
-              .min_arguments = 0,
-              .max_arguments = 0},
-             &EngineCommands::Health);
+// Registers every engine command over `storage`, which the handlers share
+// (and keep alive when it is theirs alone).
+Status RegisterOverHolder(CommandRegistry* registry, const std::shared_ptr<const EngineHolder>& storage,
+                          Env* env, const EngineCommandOptions& options) {
+  if (options.data_dir.empty()) return Status::InvalidArgument("engine commands need the data directory");
+  if (options.default_limit == 0 || options.default_limit > options.max_limit) {
+    return Status::InvalidArgument("engine commands: default_limit must be from 1 to max_limit");
+  }
+  auto commands = std::make_shared<EngineCommands>(storage, env, options);
+  const AddCommand add = [registry, commands](CommandSpec spec, Handler handler) {
+    return registry->Register(std::move(spec), [commands, handler](const CommandInvocation& invocation) {
+      if (Status storage = commands->CheckStorage(); !storage.ok()) return CommandResult::Error(storage);
+      return ((*commands).*handler)(invocation);
+    });
+  };
+  // tables, create-table, alter-table, drop-table (table_commands.cc).
+  CAIRN_RETURN_IF_ERROR(RegisterTableCommands(registry, storage));
+  CAIRN_RETURN_IF_ERROR(RegisterCatalogCommands(add));
+  CAIRN_RETURN_IF_ERROR(RegisterReadCommands(add, options));
+  CAIRN_RETURN_IF_ERROR(RegisterWriteCommands(add, options));
+  // stats, health (status_commands.cc).
+  return RegisterStatusCommands(registry, storage, env, options.data_dir);
 }
 
 }  // namespace
 
 Status RegisterEngineCommands(CommandRegistry* registry, Engine* engine, Env* env,
                               const EngineCommandOptions& options) {
-  if (options.data_dir.empty()) return Status::InvalidArgument("engine commands need the data directory");
-  if (options.default_limit == 0 || options.default_limit > options.max_limit) {
-    return Status::InvalidArgument("engine commands: default_limit must be from 1 to max_limit");
-  }
-  auto commands = std::make_shared<EngineCommands>(engine, env, options);
-  const AddCommand add = [registry, commands](CommandSpec spec, Handler handler) {
-    return registry->Register(std::move(spec), [commands, handler](const CommandInvocation& invocation) {
-      return ((*commands).*handler)(invocation);
-    });
-  };
-  // tables, create-table, alter-table, drop-table (table_commands.cc).
-  CAIRN_RETURN_IF_ERROR(RegisterTableCommands(registry, engine));
-  CAIRN_RETURN_IF_ERROR(RegisterCatalogCommands(add));
-  CAIRN_RETURN_IF_ERROR(RegisterReadCommands(add, options));
-  CAIRN_RETURN_IF_ERROR(RegisterWriteCommands(add, options));
-  return RegisterStatusCommands(add);
+  return RegisterOverHolder(registry, std::make_shared<const EngineHolder>(engine), env, options);
+}
+
+Status RegisterEngineCommands(CommandRegistry* registry, const EngineHolder* storage, Env* env,
+                              const EngineCommandOptions& options) {
+  // Not owned: an aliasing pointer without an owner.
+  return RegisterOverHolder(registry, std::shared_ptr<const EngineHolder>(std::shared_ptr<void>(), storage),
+                            env, options);
 }
 
 }  // namespace cairn

@@ -56,10 +56,13 @@ Result<uint64_t> MaxSeriesOption(const CommandInvocation& invocation, uint64_t f
 
 class TableCommands {
  public:
-  explicit TableCommands(Engine* engine) : engine_(engine) {}
+  explicit TableCommands(std::shared_ptr<const EngineHolder> storage) : storage_(std::move(storage)) {}
+
+  // Run before every handler, which then has the engine (engine_holder.h).
+  Status CheckStorage() const { return storage_->Check(); }
 
   CommandResult Tables(const CommandInvocation&) {
-    Result<std::vector<TableInfo>> tables = engine_->ListTables();
+    Result<std::vector<TableInfo>> tables = engine()->ListTables();
     if (!tables.ok()) return CommandResult::Error(tables.status());
     std::vector<CommandResult::Row> rows;
     for (const TableInfo& table : *tables) {
@@ -86,20 +89,20 @@ class TableCommands {
     if (Status changed = ApplyChangeableOptions(invocation, &table_options); !changed.ok()) {
       return CommandResult::Error(changed);
     }
-    Status created = engine_->CreateTable(name, table_options);
+    Status created = engine()->CreateTable(name, table_options);
     if (!created.ok()) return CommandResult::Error(created);
     return DescribeTable("created", name, table_options);
   }
 
   CommandResult AlterTable(const CommandInvocation& invocation) {
     const std::string& name = invocation.arguments()[0];
-    Result<TableInfo> table = engine_->GetTable(name);
+    Result<TableInfo> table = engine()->GetTable(name);
     if (!table.ok()) return CommandResult::Error(ExplainTableError(table.status()));
     TableOptions table_options = table->options;
     if (Status changed = ApplyChangeableOptions(invocation, &table_options); !changed.ok()) {
       return CommandResult::Error(changed);
     }
-    Status altered = engine_->AlterTable(name, table_options);
+    Status altered = engine()->AlterTable(name, table_options);
     if (!altered.ok()) return CommandResult::Error(ExplainTableError(altered));
     return DescribeTable("altered", name, table_options);
   }
@@ -152,13 +155,15 @@ class TableCommands {
 
   CommandResult DropTable(const CommandInvocation& invocation) {
     const std::string& name = invocation.arguments()[0];
-    Status dropped = engine_->DropTable(name);
+    Status dropped = engine()->DropTable(name);
     if (!dropped.ok()) return CommandResult::Error(ExplainTableError(dropped));
     return CommandResult::KeyValues({{"dropped", name}});
   }
 
  private:
-  Engine* const engine_;
+  Engine* engine() const { return storage_->engine(); }
+
+  const std::shared_ptr<const EngineHolder> storage_;
 };
 
 using Handler = CommandResult (TableCommands::*)(const CommandInvocation&);
@@ -172,10 +177,11 @@ Status ExplainTableError(const Status& status) {
   return status;
 }
 
-Status RegisterTableCommands(CommandRegistry* registry, Engine* engine) {
-  auto commands = std::make_shared<TableCommands>(engine);
+Status RegisterTableCommands(CommandRegistry* registry, std::shared_ptr<const EngineHolder> storage) {
+  auto commands = std::make_shared<TableCommands>(std::move(storage));
   const auto add = [&](CommandSpec spec, Handler handler) {
     return registry->Register(std::move(spec), [commands, handler](const CommandInvocation& invocation) {
+      if (Status storage = commands->CheckStorage(); !storage.ok()) return CommandResult::Error(storage);
       return ((*commands).*handler)(invocation);
     });
   };

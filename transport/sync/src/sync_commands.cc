@@ -151,7 +151,8 @@ std::string LabelValue(std::string_view text) {
 
 }  // namespace
 
-Status RegisterSyncCommands(CommandRegistry* registry, SyncAgent* agent, Engine* engine) {
+Status RegisterSyncCommands(CommandRegistry* registry, const EngineHolder* storage,
+                            std::function<SyncAgent*()> current_agent) {
   return registry->Register(
       {.name = "sync",
        .arguments = "[batches|quota]",
@@ -160,7 +161,11 @@ Status RegisterSyncCommands(CommandRegistry* registry, SyncAgent* agent, Engine*
        .options = {},
        .min_arguments = 0,
        .max_arguments = 1},
-      [agent, engine](const CommandInvocation& invocation) -> CommandResult {
+      [storage, current_agent = std::move(current_agent)](
+          const CommandInvocation& invocation) -> CommandResult {
+        if (Status available = storage->Check(); !available.ok()) return CommandResult::Error(available);
+        Engine* engine = storage->engine();
+        SyncAgent* agent = current_agent ? current_agent() : nullptr;
         if (!invocation.arguments().empty() && invocation.arguments()[0] == "quota") {
           return Quota(engine->QuotaStatus());
         }

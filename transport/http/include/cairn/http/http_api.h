@@ -6,11 +6,12 @@
 // Without a token:
 //   GET  /                    the web page (its data comes from /v1 with a token)
 //   GET  /healthz             {"status":"ok"} or {"status":"degraded"} (200), {"status":"failing"}
-//                             (503): the engine's health level, and degraded while the tokens file
+//                             or {"status":"unavailable"} (503, below): the engine's health level, and degraded while the tokens file
 //                             is damaged. Nothing else without a token: no path, no figures. With
 //                             a token that has a read scope, the details of GET /v1/health, with
 //                             the same status codes
-//   GET  /ping                204 (InfluxDB clients probe it)
+//   GET  /ping                204 (InfluxDB clients probe it): the process answers, whatever
+//                             the storage's state
 // InfluxDB-compatible writes (scope write:<table>):
 //   POST /write?db=T&precision=ns|us|ms|s          InfluxDB 1.x
 //   POST /api/v2/write?bucket=T&precision=...      InfluxDB 2.x
@@ -52,6 +53,15 @@
 // Every error is {"error":{"code":...,"message":...}} with the status of
 // HttpStatusFor (http_message.h), or 404/405 for an unknown route or method.
 //
+// Storage unavailable (the EngineHolder is still empty: cairnd could not
+// open its data directory): /, /ping and the health routes answer; /healthz
+// says {"status":"unavailable"} with 503, and the details (/v1/health, or
+// /healthz with a read token) name the outage and its remedy as
+// problem.storage, also with 503. Every other route, once its token and
+// scope pass, answers 503 {"error":{"code":"Unavailable","message":"storage
+// unavailable: PROBLEM; REMEDY"}}. Every such 503 carries Retry-After
+// (HttpApiOptions::storage_retry_after_seconds).
+//
 // Thread-safety: Handle may run concurrently on many threads.
 #pragma once
 
@@ -68,6 +78,7 @@
 #include "cairn/http/api_metrics.h"
 #include "cairn/http/auth_limiter.h"
 #include "cairn/shell/command_registry.h"
+#include "cairn/shell/engine_holder.h"
 #include "cairn/http/http_message.h"
 #include "cairn/http/rate_limited_log.h"
 #include "cairn/http/token_store.h"
@@ -101,6 +112,9 @@ struct HttpApiOptions {
   ClientCertificateIdentity client_certificate_identity = ClientCertificateIdentity::kOff;
   // Lines about lockouts and rejected writes (rate-limited); may be empty.
   std::function<void(const std::string&)> log;
+  // Retry-After of a 503 while the storage is unavailable: how often the
+  // daemon tries to open it again.
+  int storage_retry_after_seconds = 10;
 };
 
 class HttpApi {
@@ -109,6 +123,11 @@ class HttpApi {
   // the builtin and engine commands (RegisterEngineCommands). `server_stats`
   // (may be empty) feeds /metrics with the server's connection counts.
   HttpApi(Engine* engine, Env* env, const CommandRegistry* commands, TokenStore* tokens,
+          AuthThrottle* throttle, ApiMetrics* metrics, HttpApiOptions options,
+          std::function<HttpServerStats()> server_stats = {});
+  // The same over a holder whose engine may come later (engine_holder.h);
+  // `commands` must then be registered over the same holder.
+  HttpApi(const EngineHolder* storage, Env* env, const CommandRegistry* commands, TokenStore* tokens,
           AuthThrottle* throttle, ApiMetrics* metrics, HttpApiOptions options,
           std::function<HttpServerStats()> server_stats = {});
   ~HttpApi();
@@ -123,6 +142,11 @@ class HttpApi {
   struct Route;
   class Call;
 
+  // What the public constructors delegate to.
+  HttpApi(std::shared_ptr<const EngineHolder> storage, Env* env, const CommandRegistry* commands,
+          TokenStore* tokens, AuthThrottle* throttle, ApiMetrics* metrics, HttpApiOptions options,
+          std::function<HttpServerStats()> server_stats);
+
   // The endpoint `path` (split) leads to, or null.
   static const Route* FindRoute(const std::vector<std::string>& path);
   // Routes the request; sets `route_name` once a route is found.
@@ -131,6 +155,8 @@ class HttpApi {
   // the route's guard.
   static std::optional<HttpResponse> CheckMethod(const Route& route, const std::string& method);
   static std::optional<HttpResponse> CheckGuard(const Route& route, Call& call);
+  // 503 with Retry-After while the route needs the engine and there is none.
+  std::optional<HttpResponse> CheckStorage(const Route& route) const;
   HttpResponse RunCommand(Call* call, std::string_view command, std::vector<std::string> arguments,
                           const std::vector<std::pair<std::string, std::string>>& options,
                           std::string_view rows_member);
@@ -169,7 +195,12 @@ class HttpApi {
   std::optional<HttpResponse> EnsureWriteTable(const std::string& table, const std::string& peer);
   HttpResponse StoreLines(const std::string& table, const std::string& peer, LineProtocolBatch* batch);
 
-  Engine* const engine_;
+  // Null while the storage is unavailable; a handler of a route that needs
+  // it runs only after CheckStorage found it.
+  Engine* engine() const { return storage_->engine(); }
+
+  // Owned only when the API was given an Engine rather than a holder.
+  const std::shared_ptr<const EngineHolder> storage_;
   Env* const env_;
   const CommandRegistry* const commands_;
   TokenStore* const tokens_;

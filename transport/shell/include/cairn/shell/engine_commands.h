@@ -15,7 +15,14 @@
 //   agg TABLE DEVICE MEASURE FIELD --step D [--fn F,...] [--from T] [--to T]
 //   put [--precision P] TABLE LINE             one line-protocol point (line_protocol.h)
 //   stats                                      engine counters
-//   health                                     ok / degraded / failing, the open problems, free space
+//   health                                     ok / degraded / failing / unavailable, the open problems,
+//                                              free space
+//
+// Over an EngineHolder that is still empty (cairnd could not open its data
+// directory, engine_holder.h) every command but `health` answers the error
+// "storage unavailable: PROBLEM; REMEDY" (StatusCode::kUnavailable), and
+// `health` says status `unavailable`, names the outage and its remedy as
+// problem.storage, and the free space where the file system answers.
 //
 // Times (T) are RFC 3339 (`2026-11-21T09:41:07Z`, `2026-11-21T10:41:07.25+01:00`,
 // `2026-11-21` for midnight UTC), integer nanoseconds since the epoch, `now`,
@@ -49,6 +56,7 @@
 #include "cairn/platform/env.h"
 #include "cairn/platform/status.h"
 #include "cairn/shell/command_registry.h"
+#include "cairn/shell/engine_holder.h"
 
 namespace cairn {
 
@@ -68,10 +76,18 @@ struct EngineCommandOptions {
   size_t max_limit = 1000;
 };
 
+// The `status` of `health` while the storage is unavailable.
+inline constexpr std::string_view kStorageUnavailableStatus = "unavailable";
+
 // Registers the commands above in `registry`. `engine` and `env` are not
 // owned and must outlive every use of the registry. InvalidArgument for an
 // empty data_dir or inconsistent limits; AlreadyExists if a name is taken.
 Status RegisterEngineCommands(CommandRegistry* registry, Engine* engine, Env* env,
+                              const EngineCommandOptions& options);
+
+// The same over a holder whose engine may come later (engine_holder.h).
+// `storage` is not owned and must outlive every use of the registry.
+Status RegisterEngineCommands(CommandRegistry* registry, const EngineHolder* storage, Env* env,
                               const EngineCommandOptions& options);
 
 }  // namespace cairn

@@ -18,19 +18,25 @@
 // any thread.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "cairn/core/engine.h"
 #include "cairn/platform/status.h"
 #include "cairn/shell/command_registry.h"
+#include "cairn/shell/engine_holder.h"
 #include "cairn/sync/sync_agent.h"
 
 namespace cairn {
 
-// Registers `sync`. `agent` may be null (sync not configured): the command
-// then says so, except for `sync quota`. A non-null agent and `engine` must
-// outlive the registry.
-Status RegisterSyncCommands(CommandRegistry* registry, SyncAgent* agent, Engine* engine);
+// Registers `sync`. While `storage` holds no engine the command answers its
+// outage (engine_holder.h). `current_agent` gives the agent (asked on every
+// run, so that it may start after the registry is shared) or null (sync not
+// configured or not started): the command then says so, except for
+// `sync quota`. `storage` and every agent returned must outlive the
+// registry.
+Status RegisterSyncCommands(CommandRegistry* registry, const EngineHolder* storage,
+                            std::function<SyncAgent*()> current_agent);
 
 // The sync gauges and counters in Prometheus text format, one family per
 // quantity, labelled by table and lane: cairn_sync_connected,
