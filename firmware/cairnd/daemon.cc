@@ -66,8 +66,18 @@ Status Daemon::Start() {
 
   std::string serving;
   if (!options_.serial_path.empty()) {
-    CAIRN_RETURN_IF_ERROR(StartSerialShell());
+    // A missing tty is no reason to stop: a USB adapter may be plugged in
+    // later, and on a gateway whose init restarts cairnd a fatal error here
+    // would also take the HTTP API down in a restart loop. The port is
+    // retried like one whose session ended.
+    const Status serial = StartSerialShell();
     serving = ", serial shell on " + options_.serial_path + " at " + std::to_string(options_.baud) + " baud";
+    if (!serial.ok()) {
+      log_->Warn(serial.message() + "; retrying every " + std::to_string(kSerialRetrySeconds) + " s");
+      last_serial_error_ = serial.message();
+      next_serial_attempt_nanos_ = env_->MonotonicNanos() + kSerialRetrySeconds * kNanosPerSecond;
+      serving += " (waiting for the device)";
+    }
   }
   if (tokens_ != nullptr) CAIRN_RETURN_IF_ERROR(StartHttp());
   if (http_server_ != nullptr) {

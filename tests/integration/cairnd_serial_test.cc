@@ -209,6 +209,31 @@ TEST_F(CairndSerialTest, SighupReopensTheSerialPort) {
       << daemon->Stderr();
 }
 
+// A tty that is not there at start (a USB adapter not yet plugged in, a
+// board whose UART has another name) does not stop cairnd: it says so and
+// opens the port once it appears.
+TEST_F(CairndSerialTest, WaitsForASerialDeviceThatAppearsLater) {
+  const std::string later = temp_.PathOf("ttyUSB-later");
+  auto daemon = StartDaemon(later, "cairnd.log");
+  ASSERT_TRUE(daemon->started()) << "posix_spawn: " << daemon->spawn_error();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTimeoutMs);
+  while (!Contains(daemon->Stderr(), "(waiting for the device)") && std::chrono::steady_clock::now() < deadline) {
+    ASSERT_FALSE(daemon->WaitForExit(50).has_value()) << "cairnd exited:\n" << daemon->Stderr();
+  }
+  EXPECT_TRUE(Contains(daemon->Stderr(), "cannot open serial port " + later)) << daemon->Stderr();
+  EXPECT_TRUE(Contains(daemon->Stderr(), "retrying every 5 s")) << daemon->Stderr();
+
+  ASSERT_EQ(::symlink(pty_->slave_path().c_str(), later.c_str()), 0);
+  const std::string greeting = AwaitPrompt(daemon.get());
+  ASSERT_TRUE(Contains(greeting, kPrompt));
+  EXPECT_TRUE(Contains(Type("version"), "version      " + GetBuildInfo().version));
+  EXPECT_TRUE(Contains(daemon->Stderr(), "serial shell on " + later + " is back")) << daemon->Stderr();
+
+  ASSERT_TRUE(daemon->Signal(SIGTERM));
+  const std::optional<int> status = daemon->WaitForExit(kTimeoutMs);
+  EXPECT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << DescribeWaitStatus(status);
+}
+
 TEST_F(CairndSerialTest, SurvivesTheTerminalHangingUp) {
   auto daemon = StartDaemon(pty_->slave_path(), "cairnd.log");
   ASSERT_TRUE(daemon->started()) << "posix_spawn: " << daemon->spawn_error();
