@@ -96,11 +96,63 @@ def check_bad_config(boot, machine, work):
     return error.strip()
 
 
+DATA_OFFSET_MIB = {"arm64": 31, "armhf": 21}  # build-image.sh: 1 MiB + the boot partition
+
+
+def with_data_partition(disk, arch, work, change):
+    """Runs change(path) on the card's data partition, copied out and back."""
+    part = os.path.join(work, "data.ext4")
+    offset = DATA_OFFSET_MIB[arch]
+    subprocess.run(["dd", "if=" + disk, "of=" + part, "bs=1M", "skip=%d" % offset, "status=none"], check=True)
+    change(part)
+    subprocess.run(["dd", "if=" + part, "of=" + disk, "bs=1M", "seek=%d" % offset, "conv=notrunc", "status=none"],
+                   check=True)
+    os.unlink(part)
+
+
+def fill(part):
+    """Leaves the file system no free block: one file takes them all."""
+    header = subprocess.run(["dumpe2fs", "-h", part], capture_output=True, text=True, check=True).stdout
+    free = int(re.search(r"^Free blocks:\s+(\d+)", header, re.M).group(1))
+    filler = part + ".filler"
+    with open(filler, "wb") as f:  # real bytes: debugfs copies holes as holes
+        for _ in range(free):
+            f.write(b"\xa5" * 4096)
+    subprocess.run(["debugfs", "-w", "-R", "write %s filler" % filler, part], capture_output=True, check=True)
+    os.unlink(filler)
+
+
+def read_only(part):
+    """Marks ext4 read-only, as a card at the end of its life may force."""
+    subprocess.run(["tune2fs", "-O", "read-only", part], capture_output=True, check=True)
+
+
+def check_bad_disk(boot, machine, work):
+    """A full, then a read-only data partition: the shell comes up and says so."""
+    said = []
+    for name, change, pattern in (("full", fill, r"full|space"), ("read-only", read_only, r"read-only")):
+        disk = os.path.join(work, "%s.img" % name)
+        shutil.copy(boot.image, disk)
+        with_data_partition(disk, boot.arch, work, change)
+        with Gateway(boot, disk, machine=machine).start() as gateway:
+            gateway.wait_ready(120)
+            answer = gateway.command("health")
+            expect(not re.search(r"^status\s+ok$", answer, re.M), "health is ok on a %s data partition" % name,
+                   answer)
+            expect(re.search(pattern, answer), "health does not name the %s data partition" % name, answer)
+            put = gateway.command("put sensors env,device=uart temp=1 %d" % (int(time.time()) * 10**9))
+            expect(put.startswith("error:"), "put on a %s data partition did not answer an error" % name, put)
+            problem = [line for line in answer.splitlines() if line.startswith(("status", "problem"))]
+            said.append("%s data partition: health says %s" % (name, " / ".join(" ".join(l.split()) for l in problem)))
+    return said
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--arch", required=True, choices=["arm64", "armhf"])
     parser.add_argument("--machine", default="virt", choices=["virt", "raspi3b"])
     parser.add_argument("--bad-config", action="store_true")
+    parser.add_argument("--bad-disk", action="store_true")
     parser.add_argument("image_dir")
     args = parser.parse_args()
     boot = BootFiles(args.image_dir, args.arch)
@@ -113,6 +165,9 @@ def main():
         if args.bad_config:
             print("%s on %s: a bad cairn.toml on the boot partition: the UART says: %s"
                   % (args.arch, args.machine, check_bad_config(boot, args.machine, work)))
+        if args.bad_disk:
+            for line in check_bad_disk(boot, args.machine, work):
+                print("%s on %s: a %s" % (args.arch, args.machine, line))
     return 0
 
 
