@@ -68,7 +68,7 @@ def check_influx_and_v1(gateway, token):
     records = json.loads(body)["records"] if code == 200 else None
     if code != 200 or sorted(r["temp"] for r in records) != [20.0, 21.0, 22.0]:
         raise GatewayError("/v1 readings: %d %s" % (code, body))
-    code, body = curl(gateway, token, "/v1/tables/sensors/devices/gw-http/latest?measure=env&tags=room=lab")
+    code, body = curl(gateway, token, "/v1/tables/sensors/devices/gw-http/latest?measure=env&tag.room=lab")
     if code != 200 or [r["temp"] for r in json.loads(body)["records"]] != [21.0]:
         raise GatewayError("/v1 latest with a tag: %d %s" % (code, body))
     code, body = curl(gateway, token, "/metrics")
