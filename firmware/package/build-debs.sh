@@ -94,7 +94,7 @@ stage_binary() { # source dest triplet
   install -D -m 0755 "$1" "$2"
   "$strip" --strip-unneeded --remove-section=.comment --remove-section=.note "$2"
   printf 'file(RPATH_REMOVE FILE "%s")\n' "$2" >"$2.cmake"
-  cmake -P "$2.cmake" && rm "$2.cmake"
+  cmake -P "$2.cmake" >/dev/null && rm "$2.cmake"
 }
 
 # Man page from the binary's --help, run under qemu-user for ARM builds.
@@ -180,7 +180,7 @@ build_cairn() { # builddir arch triplet version runner
     "$pkgroot/usr/share/man/man8/cairnd.8.gz" "$4" cairnd
   write_doc "$pkgroot" cairn "$4"
   write_scripts "$pkgroot" cairn cairn cairnd.service /var/lib/cairn dialout
-  finish_deb "$pkgroot" cairn "$4" "$2" "adduser, $(shlib_depends "$pkgroot/usr/sbin/cairnd" "$2")" \
+  finish_deb "$pkgroot" cairn "$4" "$2" "adduser, procps, $(shlib_depends "$pkgroot/usr/sbin/cairnd" "$2")" \
     "time-series store for ARM sensor gateways (daemon)" \
 " cairnd keeps sensor readings on a gateway's SD card, safe across power
  cuts, and serves them over an InfluxDB-compatible HTTP API and a command
