@@ -35,7 +35,7 @@ HOST_PACKAGES=(
   libzstd-dev libhttp-parser-dev zlib1g-dev libgtest-dev libgmock-dev libtomlplusplus-dev
   curl openssl python3-influxdb python3-pil chromium
   mosquitto mosquitto-clients postgresql libpq-dev
-  lintian mmdebstrap help2man fakeroot
+  lintian mmdebstrap help2man fakeroot systemd-container
 )
 
 # Debian packages extracted into each ARM sysroot: the -dev packages cairn

@@ -39,9 +39,11 @@ done
 work=$(mktemp -d /tmp/cairn-package-test.XXXXXX)
 chroot_dir=$work/root
 cairnd_pid=""
+nspawn_pid=""
 cleanup() {
   local status=$?
   if [ -n "$cairnd_pid" ]; then kill -KILL "$cairnd_pid" 2>/dev/null || true; fi
+  if [ -n "$nspawn_pid" ]; then stop_boot; fi
   for m in dev/pts dev proc; do
     mountpoint -q "$chroot_dir/$m" 2>/dev/null && umount -l "$chroot_dir/$m"
   done
@@ -50,6 +52,18 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+
+# Ends the booted root: SIGTERM asks systemd-nspawn for a clean shutdown;
+# killing the root's init ends every process in its pid namespace.
+stop_boot() {
+  kill -TERM "$nspawn_pid" 2>/dev/null || true
+  timeout 30 tail --pid="$nspawn_pid" -f /dev/null 2>/dev/null || {
+    [ -n "${init_pid:-}" ] && kill -KILL "$init_pid" 2>/dev/null
+    kill -KILL "$nspawn_pid" 2>/dev/null || true
+  }
+  wait "$nspawn_pid" 2>/dev/null || true
+  nspawn_pid=""
+}
 
 in_root() { chroot "$chroot_dir" "$@"; }
 apt_in_root() {
@@ -209,6 +223,52 @@ grep -qx "listen = '127.0.0.1:$port'" "$chroot_dir/etc/cairn/cairn.toml" || fail
 grep -qx '\[tables.sensors\]' "$chroot_dir/etc/cairn/cairn.toml" || fail "the upgrade lost the config edit"
 start_cairnd
 latest | grep -q '21.5' || fail "the reading is gone after the upgrade: $(latest || true)"
+stop_cairnd
+
+step "cairnd.service under systemd (systemd-nspawn --boot)"
+# The unit's sandbox, user and state directory for real: systemd as PID 1 of
+# the root starts the enabled unit at boot.
+umount "$chroot_dir/dev" "$chroot_dir/proc"
+systemd-nspawn --quiet --boot --register=no --keep-unit --directory="$chroot_dir" \
+  >"$work/nspawn.log" 2>&1 </dev/null &
+nspawn_pid=$!
+in_boot() { nsenter --target "$init_pid" --all "$@"; }
+init_pid=""
+for i in $(seq 1 300); do
+  init_pid=$(pgrep -P "$nspawn_pid" -x systemd || true)
+  [ -n "$init_pid" ] && in_boot systemctl is-active --quiet cairnd 2>/dev/null && break
+  kill -0 "$nspawn_pid" 2>/dev/null || { cat "$work/nspawn.log" >&2; fail "systemd-nspawn exited"; }
+  sleep 0.2
+done
+in_boot systemctl is-active --quiet cairnd || {
+  in_boot journalctl -u cairnd --no-pager >&2 || true; fail "cairnd.service is not active after boot"
+}
+main_pid=$(in_boot systemctl show -P MainPID cairnd)
+# The unit's cairnd as seen from here: its innermost pid is the unit's MainPID.
+host_pid=$(for p in $(pgrep -x cairnd); do [ "$(awk '/^NSpid:/ {print $NF}' "/proc/$p/status")" = "$main_pid" ] && echo "$p"; done | head -1)
+[ -n "$host_pid" ] || fail "no cairnd process of the unit"
+grep -q '^NoNewPrivs:[[:space:]]*1' "/proc/$host_pid/status" || fail "the unit's cairnd may gain privileges"
+grep -q '^CapBnd:[[:space:]]*0000000000000000' "/proc/$host_pid/status" || fail "the unit's cairnd keeps capabilities"
+grep -q '^Seccomp:[[:space:]]*2' "/proc/$host_pid/status" || fail "the unit's cairnd has no system call filter"
+[ "$(stat -c %u "/proc/$host_pid")" = "$(in_root id -u cairn)" ] || fail "the unit's cairnd does not run as cairn"
+latest | grep -q '21.5' || fail "the unit's cairnd does not serve the reading: $(latest || true)"
+curl -sf -H "Authorization: Token $token" --data-binary "climate,device=gw-test temperature=22.5 $(date +%s)" \
+  "http://127.0.0.1:$port/write?db=sensors&precision=s" || fail "POST /write to the unit's cairnd"
+in_boot systemctl reload cairnd || fail "systemctl reload cairnd"
+for i in $(seq 1 50); do in_boot journalctl -u cairnd --no-pager | grep -q 'SIGHUP' && break; sleep 0.1; done
+in_boot journalctl -u cairnd --no-pager | grep -q 'SIGHUP' || fail "systemctl reload did not reach cairnd"
+in_boot systemctl stop cairnd
+[ "$(in_boot systemctl show -P Result cairnd)" = success ] && [ "$(in_boot systemctl show -P ExecMainStatus cairnd)" = 0 ] || {
+  in_boot journalctl -u cairnd --no-pager >&2; fail "cairnd.service did not stop cleanly"
+}
+in_boot systemctl poweroff 2>/dev/null || true
+timeout 60 tail --pid="$nspawn_pid" -f /dev/null || fail "the booted root did not power off"
+wait "$nspawn_pid" || true
+nspawn_pid=""
+mount -t proc proc "$chroot_dir/proc"
+mount --bind /dev "$chroot_dir/dev"
+start_cairnd
+latest | grep -q '22.5' || fail "the reading written under systemd is gone: $(latest || true)"
 stop_cairnd
 
 step "purge cairn"
