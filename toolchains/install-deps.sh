@@ -52,6 +52,10 @@ SYSROOT_PACKAGES=(
   zlib1g-dev zlib1g
   libtomlplusplus-dev
   libgtest-dev libgmock-dev
+  # libpq, for cairn-ingest's PostgreSQL sink, and the libraries it links
+  libpq-dev libpq5 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libcom-err2
+  libkeyutils1 libldap-2.5-0 libsasl2-2 libsasl2-modules-db libdb5.3 libgnutls30 libgmp10
+  libhogweed6 libnettle8 libidn2-0 libp11-kit0 libffi8 libtasn1-6 libunistring2
 )
 
 apt_update() {
