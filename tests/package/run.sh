@@ -255,7 +255,7 @@ latest | grep -q '21.5' || fail "the unit's cairnd does not serve the reading: $
 curl -sf -H "Authorization: Token $token" --data-binary "climate,device=gw-test temperature=22.5 $(date +%s)" \
   "http://127.0.0.1:$port/write?db=sensors&precision=s" || fail "POST /write to the unit's cairnd"
 in_boot systemctl reload cairnd || fail "systemctl reload cairnd"
-for i in $(seq 1 50); do in_boot journalctl -u cairnd --no-pager | grep -q 'SIGHUP' && break; sleep 0.1; done
+for _ in $(seq 1 50); do in_boot journalctl -u cairnd --no-pager | grep -q 'SIGHUP' && break; sleep 0.1; done
 in_boot journalctl -u cairnd --no-pager | grep -q 'SIGHUP' || fail "systemctl reload did not reach cairnd"
 in_boot systemctl stop cairnd
 [ "$(in_boot systemctl show -P Result cairnd)" = success ] && [ "$(in_boot systemctl show -P ExecMainStatus cairnd)" = 0 ] || {
