@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tests the Debian packages the way a gateway owner uses them:
 #
-#   bash tests/package/run.sh          (as root; needs build/host and network to the apt mirror)
+#   bash tests/package/run.sh          (as root; needs build/host and the apt mirror)
 #
 # 1. builds every package that has a build directory (firmware/package/build-debs.sh)
 #    and a second cairn amd64 package one Debian revision up, for the upgrade;
@@ -12,9 +12,13 @@
 #    - `systemd-analyze verify` of the installed unit;
 #    - the packaged user cairn (in group dialout) runs the installed cairnd with
 #      the packaged config on /var/lib/cairn: a reading written over HTTP on
-#      loopback reads back, and SIGTERM stops it with status 0;
+#      loopback reads back, and SIGTERM stops it with status 0; its serial
+#      shell on a terminal that only group dialout may open answers `version`
+#      (tests/package/serial_session.py);
 #    - an upgrade over itself (revision + 1, --force-confold) keeps the edited
 #      /etc/cairn/cairn.toml and the data: the reading is still there;
+#    - booted with systemd-nspawn, cairnd.service runs under its sandbox as
+#      cairn, serves the data, takes `systemctl reload` and stops cleanly;
 #    - purge removes /usr/sbin/cairnd, the unit, /etc/cairn and /var/lib/cairn
 #      and keeps the system user (firmware/package/README.md says why);
 # 4. the same install, verify, run (--help) and purge for cairn-ingest;
@@ -31,7 +35,7 @@ fail() { echo "tests/package: FAIL: $*" >&2; exit 1; }
 step() { printf '\n== package: %s\n' "$*"; }
 
 [ "$(id -u)" -eq 0 ] || fail "must run as root (mmdebstrap, chroot, mounts)"
-for tool in mmdebstrap lintian curl python3 dpkg-deb; do
+for tool in mmdebstrap lintian curl python3 dpkg-deb systemd-nspawn nsenter; do
   command -v "$tool" >/dev/null || fail "$tool is missing: run toolchains/install-deps.sh"
 done
 [ -x "$ROOT/build/host/firmware/cairnd" ] || fail "build/host has no cairnd: cmake --build build/host --target cairnd cairn-ingest"
@@ -149,6 +153,7 @@ mkdir -p "$chroot_dir"
 tar -C "$chroot_dir" -xf "$tarball"
 mount -t proc proc "$chroot_dir/proc"
 mount --bind /dev "$chroot_dir/dev"
+mount --bind /dev/pts "$chroot_dir/dev/pts"
 cp /etc/resolv.conf "$chroot_dir/etc/resolv.conf" 2>/dev/null || true
 
 step "install cairn ($(basename "$cairn_deb"))"
@@ -179,8 +184,8 @@ start_cairnd() {
   chroot "$chroot_dir" setpriv --reuid=cairn --regid=cairn --init-groups --inh-caps=-all \
     /usr/sbin/cairnd --config /etc/cairn/cairn.toml >>"$work/cairnd.log" 2>&1 &
   cairnd_pid=$!
-  local i
-  for i in $(seq 1 100); do
+  local _
+  for _ in $(seq 1 100); do
     curl -s -o /dev/null "http://127.0.0.1:$port/ping" && return 0
     kill -0 "$cairnd_pid" 2>/dev/null || { cat "$work/cairnd.log" >&2; fail "cairnd exited at start"; }
     sleep 0.1
@@ -213,6 +218,10 @@ curl -sf -H "Authorization: Token $token" --data-binary "climate,device=gw-test 
   "http://127.0.0.1:$port/write?db=sensors&precision=s" || fail "POST /write"
 latest | grep -q '21.5' || fail "the reading does not read back: $(latest || true)"
 stop_cairnd
+# The serial shell on a terminal of group dialout, which only the group reaches.
+timeout 120 python3 "$ROOT/tests/package/serial_session.py" "$dialout" -- \
+  chroot "$chroot_dir" setpriv --reuid=cairn --regid=cairn --init-groups --inh-caps=-all \
+  /usr/sbin/cairnd --config /etc/cairn/cairn.toml || fail "the serial shell as user cairn"
 [ "$(find "$chroot_dir/var/lib/cairn" ! -user "$(in_root id -u cairn)" | wc -l)" -eq 0 ] ||
   fail "files in /var/lib/cairn not owned by cairn"
 
@@ -228,13 +237,13 @@ stop_cairnd
 step "cairnd.service under systemd (systemd-nspawn --boot)"
 # The unit's sandbox, user and state directory for real: systemd as PID 1 of
 # the root starts the enabled unit at boot.
-umount "$chroot_dir/dev" "$chroot_dir/proc"
+umount "$chroot_dir/dev/pts" "$chroot_dir/dev" "$chroot_dir/proc"
 systemd-nspawn --quiet --boot --register=no --keep-unit --directory="$chroot_dir" \
   >"$work/nspawn.log" 2>&1 </dev/null &
 nspawn_pid=$!
 in_boot() { nsenter --target "$init_pid" --all "$@"; }
 init_pid=""
-for i in $(seq 1 300); do
+for _ in $(seq 1 300); do
   init_pid=$(pgrep -P "$nspawn_pid" -x systemd || true)
   [ -n "$init_pid" ] && in_boot systemctl is-active --quiet cairnd 2>/dev/null && break
   kill -0 "$nspawn_pid" 2>/dev/null || { cat "$work/nspawn.log" >&2; fail "systemd-nspawn exited"; }
@@ -267,6 +276,7 @@ wait "$nspawn_pid" || true
 nspawn_pid=""
 mount -t proc proc "$chroot_dir/proc"
 mount --bind /dev "$chroot_dir/dev"
+mount --bind /dev/pts "$chroot_dir/dev/pts"
 start_cairnd
 latest | grep -q '22.5' || fail "the reading written under systemd is gone: $(latest || true)"
 stop_cairnd
