@@ -4,7 +4,7 @@
 #   bash firmware/package/build-debs.sh [PRESET...]
 #
 # PRESET is host (amd64), aarch64 (arm64) or armhf; without one, every preset
-# whose build directory exists. For each: build/debs/cairn_<version>_<arch>.deb
+# whose build directory has cairnd built. For each: build/debs/cairn_<version>_<arch>.deb
 # (cairnd) and, where the build has it, build/debs/cairn-ingest_<version>_<arch>.deb.
 # <version> is the CMake project version plus a Debian revision
 # (CAIRN_DEB_REVISION, default 1). Build the binaries first, e.g.
@@ -217,8 +217,8 @@ build_ingest() { # builddir arch triplet version runner
 
 presets=("$@")
 if [ ${#presets[@]} -eq 0 ]; then
-  for p in host aarch64 armhf; do [ -f "$root/build/$p/CMakeCache.txt" ] && presets+=("$p"); done
-  [ ${#presets[@]} -gt 0 ] || die "no build directory under build/: build a preset first"
+  for p in host aarch64 armhf; do [ -x "$root/build/$p/firmware/cairnd" ] && presets+=("$p"); done
+  [ ${#presets[@]} -gt 0 ] || die "no build/<preset>/firmware/cairnd: build a preset first"
 fi
 
 umask 022
