@@ -54,8 +54,9 @@ arch_runner() {
 # extracted into /opt/cairn/sysroot/<arch> (toolchains/install-deps.sh). So
 # each DT_NEEDED soname maps to the bookworm package and minimum version that
 # dpkg-shlibdeps gives for the same library on amd64 (the symbols files behind
-# those versions are the same on every architecture). A soname missing here
-# fails the build rather than going unlisted.
+# those versions are the same on every architecture), except libgcc-s1,
+# whose armhf symbols need 3.5. A soname missing here fails the build rather
+# than going unlisted.
 declare -A cross_depends=(
   [libc.so.6]="libc6 (>= 2.34)" [libm.so.6]="libc6 (>= 2.34)"
   [ld-linux-aarch64.so.1]="libc6 (>= 2.34)" [ld-linux-armhf.so.3]="libc6 (>= 2.34)"
