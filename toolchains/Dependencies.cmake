@@ -45,21 +45,21 @@ if(CAIRN_BUILD_TESTS)
 endif()
 
 # libpq, for the cloud-side ingest service's PostgreSQL sink (cairn-ingest)
-# and the PostgreSQL test harness (tests/support/postgres_cluster). Host
-# only: cairn-ingest runs in the cloud and the ARM sysroots carry no libpq.
-# Optional for a plain build (dep_libpq exists only when found); required
-# when the tests are built, whose integration tests start PostgreSQL. Debian
-# keeps its header in postgresql/.
-if(NOT CMAKE_CROSSCOMPILING)
-  find_path(dep_libpq_INCLUDE_DIR libpq-fe.h PATH_SUFFIXES postgresql)
-  find_library(dep_libpq_LIBRARY NAMES pq)
-  if(dep_libpq_INCLUDE_DIR AND dep_libpq_LIBRARY)
-    add_library(dep_libpq UNKNOWN IMPORTED GLOBAL)
-    set_target_properties(dep_libpq PROPERTIES
-      IMPORTED_LOCATION "${dep_libpq_LIBRARY}"
-      INTERFACE_SYSTEM_INCLUDE_DIRECTORIES "${dep_libpq_INCLUDE_DIR}"
-      INTERFACE_INCLUDE_DIRECTORIES "${dep_libpq_INCLUDE_DIR}")
-  elseif(CAIRN_BUILD_TESTS)
-    message(FATAL_ERROR "libpq (libpq-fe.h and libpq) not found; the integration tests need it")
-  endif()
+# and the PostgreSQL test harness (tests/support/postgres_cluster). The ARM
+# sysroots carry it too (toolchains/install-deps.sh), so cairn-ingest is
+# packaged for every architecture; the harness and the tests that start a
+# PostgreSQL server stay host-only (tests/CMakeLists.txt). Optional for a
+# plain build (dep_libpq exists only when found); required when the host
+# tests are built, whose integration tests start PostgreSQL. Debian keeps its
+# header in postgresql/.
+find_path(dep_libpq_INCLUDE_DIR libpq-fe.h PATH_SUFFIXES postgresql)
+find_library(dep_libpq_LIBRARY NAMES pq)
+if(dep_libpq_INCLUDE_DIR AND dep_libpq_LIBRARY)
+  add_library(dep_libpq UNKNOWN IMPORTED GLOBAL)
+  set_target_properties(dep_libpq PROPERTIES
+    IMPORTED_LOCATION "${dep_libpq_LIBRARY}"
+    INTERFACE_SYSTEM_INCLUDE_DIRECTORIES "${dep_libpq_INCLUDE_DIR}"
+    INTERFACE_INCLUDE_DIRECTORIES "${dep_libpq_INCLUDE_DIR}")
+elseif(CAIRN_BUILD_TESTS AND NOT CMAKE_CROSSCOMPILING)
+  message(FATAL_ERROR "libpq (libpq-fe.h and libpq) not found; the integration tests need it")
 endif()

@@ -35,6 +35,7 @@ HOST_PACKAGES=(
   libzstd-dev libhttp-parser-dev zlib1g-dev libgtest-dev libgmock-dev libtomlplusplus-dev
   curl openssl python3-influxdb python3-pil chromium
   mosquitto mosquitto-clients postgresql libpq-dev
+  lintian mmdebstrap help2man fakeroot systemd-container
 )
 
 # Debian packages extracted into each ARM sysroot: the -dev packages cairn
@@ -51,6 +52,10 @@ SYSROOT_PACKAGES=(
   zlib1g-dev zlib1g
   libtomlplusplus-dev
   libgtest-dev libgmock-dev
+  # libpq, for cairn-ingest's PostgreSQL sink, and the libraries it links
+  libpq-dev libpq5 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libcom-err2
+  libkeyutils1 libldap-2.5-0 libsasl2-2 libsasl2-modules-db libdb5.3 libgnutls30 libgmp10
+  libhogweed6 libnettle8 libidn2-0 libp11-kit0 libffi8 libtasn1-6 libunistring2
 )
 
 apt_update() {
@@ -118,6 +123,9 @@ build_sysroot() {
     grep '=(none)$\|=$' <<<"$want" >&2
     exit 1
   fi
+  # The layout line makes sysroots extracted before the merged-/usr step
+  # below be extracted again.
+  want=$(printf '%s\nlayout=merged-usr\n' "$want")
   have=$(cat "$dir/.versions" 2>/dev/null || true)
   if [ "$want" = "$have" ]; then
     log "sysroot $dir is current"
@@ -133,6 +141,15 @@ build_sysroot() {
   rm -rf "$dir.new" && mkdir -p "$dir.new"
   for deb in "$work"/*.deb; do dpkg-deb -x "$deb" "$dir.new"; done
   rm -rf "$work"
+  # Lay it out merged-/usr like a bookworm system, and point absolute links
+  # inside the sysroot: zlib1g-dev's libz.so -> /lib/<triplet>/libz.so.1 would
+  # dangle, and the linker would then take libz.a into cairnd.
+  if [ -d "$dir.new/lib" ]; then
+    cp -a "$dir.new/lib/." "$dir.new/usr/lib/" && rm -rf "$dir.new/lib" && ln -s usr/lib "$dir.new/lib"
+  fi
+  find "$dir.new" -type l -lname '/*' | while read -r link; do
+    ln -sfn "$(realpath -m --relative-to="$(dirname "$link")" "$dir.new$(readlink "$link")")" "$link"
+  done
   printf '%s\n' "$want" >"$dir.new/.versions"
   rm -rf "$dir" && mv "$dir.new" "$dir"
 }
