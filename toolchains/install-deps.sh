@@ -36,6 +36,7 @@ HOST_PACKAGES=(
   curl openssl python3-influxdb python3-pil chromium
   mosquitto mosquitto-clients postgresql libpq-dev
   lintian mmdebstrap help2man fakeroot systemd-container
+  qemu-system-arm qemu-utils dosfstools mtools fdisk cpio kmod device-tree-compiler e2fsprogs
 )
 
 # Debian packages extracted into each ARM sysroot: the -dev packages cairn
