@@ -90,7 +90,8 @@ copy_with_libraries() {
 }
 
 # Modules for the boards the image boots on: virtio (QEMU virt), the Pi's SD
-# host and USB Ethernet, ext4 and FAT. Their dependencies come from depmod.
+# host, USB and Ethernet, ext4 and FAT; init loads those of the board it is
+# on. Their dependencies come from depmod.
 # crc32c_generic is what ext4 and jbd2 ask the crypto API for at mount time
 # (a soft dependency modules.dep does not list); nls_ascii and nls_cp437 are
 # FAT's default character sets in Debian's kernels.
@@ -108,7 +109,6 @@ copy_modules() {
     for dep in $(grep -E "^${path#"$kernel_tree"/lib/modules/$release/}:" "$kernel_tree/lib/modules/$release/modules.dep" | cut -d: -f2); do
       want+=("lib/modules/$release/$dep")
     done
-    echo "$module" >>"$rootfs/etc/cairn-modules"
   done
   for path in $(printf '%s\n' "${want[@]}" | sort -u); do
     mkdir -p "$rootfs/$(dirname "$path")"
@@ -137,7 +137,6 @@ build_initramfs() {
   printf 'root:x:0:0:root:/root:/bin/false\n' >"$rootfs/etc/passwd"
   printf 'root:x:0:\ndialout:x:20:\n' >"$rootfs/etc/group"
   printf '%s\n' "$version" >"$rootfs/etc/cairn-version"
-  : >"$rootfs/etc/cairn-modules"
   copy_modules "$work/kernel" "$KERNEL_RELEASE"
   (cd "$rootfs" && find . -print0 | LC_ALL=C sort -z | cpio --null -o -H newc --owner=0:0 --quiet) |
     gzip -9 -n >"$work/initrd.img"
