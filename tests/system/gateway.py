@@ -18,6 +18,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 
@@ -185,3 +186,12 @@ class Gateway:
     @property
     def http_url(self):
         return "http://127.0.0.1:%d" % self.http_port
+
+
+def run_test(main):
+    """Runs a system test's main(): exit status 0, or 1 with the failure said."""
+    try:
+        sys.exit(main())
+    except GatewayError as error:
+        print("FAIL: %s" % error, file=sys.stderr)
+        sys.exit(1)

@@ -25,7 +25,7 @@ from influxdb import InfluxDBClient
 from influxdb.exceptions import InfluxDBClientError
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gateway import BootFiles, Gateway, GatewayError  # noqa: E402
+from gateway import BootFiles, Gateway, GatewayError, run_test  # noqa: E402
 
 SERIES = 10000
 
@@ -134,8 +134,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except GatewayError as error:
-        print("FAIL: %s" % error, file=sys.stderr)
-        sys.exit(1)
+    run_test(main)

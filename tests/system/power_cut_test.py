@@ -30,7 +30,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import logwrites  # noqa: E402
-from gateway import BootFiles, Gateway, GatewayError  # noqa: E402
+from gateway import BootFiles, Gateway, GatewayError, run_test  # noqa: E402
 
 BATCH = 50
 DATA_OFFSET_MIB_ARM64 = 31  # 1 MiB alignment + the 30 MiB boot partition (build-image.sh)
@@ -168,8 +168,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except GatewayError as error:
-        print("FAIL: %s" % error, file=sys.stderr)
-        sys.exit(1)
+    run_test(main)

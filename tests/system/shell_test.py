@@ -22,7 +22,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gateway import BootFiles, Gateway, GatewayError  # noqa: E402
+from gateway import BootFiles, Gateway, GatewayError, run_test  # noqa: E402
 
 ARCH_NAMES = {"arm64": "aarch64", "armhf": "armv7l"}
 
@@ -172,8 +172,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except GatewayError as error:
-        print("FAIL: %s" % error, file=sys.stderr)
-        sys.exit(1)
+    run_test(main)

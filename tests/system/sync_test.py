@@ -25,7 +25,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cloud_peers import Ingest, Mosquitto, Postgres  # noqa: E402
-from gateway import BootFiles, Gateway, GatewayError  # noqa: E402
+from gateway import BootFiles, Gateway, GatewayError, run_test  # noqa: E402
 from power_cut_test import http, wait_http  # noqa: E402
 
 GATEWAY_ID = "gw-system"
@@ -141,8 +141,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except GatewayError as error:
-        print("FAIL: %s" % error, file=sys.stderr)
-        sys.exit(1)
+    run_test(main)
