@@ -269,4 +269,18 @@ Result<ParsedCommandLine> LoadConfiguration(Env* env, std::span<const char* cons
   return parsed;
 }
 
+Result<std::string> ResolveDataDir(Env* env, const std::optional<std::string>& data_dir_flag,
+                                   const std::string& config_path, bool config_named) {
+  if (data_dir_flag) return *data_dir_flag;
+  CAIRN_ASSIGN_OR_RETURN(const std::optional<ConfigText> config,
+                         ReadConfigFile(env, config_path, config_named));
+  if (!config) return DaemonOptions{}.data_dir;
+  // Only the keys: whether the file would start a daemon (something to
+  // serve, flags that go together) is no business of a file subcommand.
+  ParsedCommandLine parsed;
+  std::set<std::string_view> seen;
+  CAIRN_RETURN_IF_ERROR(ApplyConfigText(*config, &parsed, &seen));
+  return parsed.options.data_dir;
+}
+
 }  // namespace cairn::cairnd

@@ -33,8 +33,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <span>
+#include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -145,6 +146,16 @@ Result<ParsedCommandLine> ParseCommandLine(std::span<const char* const> words,
 // through `env` and parses the words over it. NotFound for a named file that
 // is missing; InvalidArgument for a bad file or command line.
 Result<ParsedCommandLine> LoadConfiguration(Env* env, std::span<const char* const> words);
+
+// The data directory of a subcommand that works on a stopped cairnd's files
+// (token, verify): `data_dir_flag` when --data-dir was given, else the
+// config file's storage.data_dir, else the default. `config_path` and
+// `config_named` are as in ParsedCommandLine (--config FILE|none, default
+// /etc/cairn/cairn.toml when it exists), so that on an installed gateway
+// `cairnd token list` finds the directory cairnd serves. NotFound for a
+// named config file that is missing; InvalidArgument for a bad one.
+Result<std::string> ResolveDataDir(Env* env, const std::optional<std::string>& data_dir_flag,
+                                   const std::string& config_path, bool config_named);
 
 // The text of `cairnd --help`.
 std::string UsageText();

@@ -26,7 +26,10 @@ enum class Subcommand { kCreate, kList, kRevoke, kRepair, kHelp };
 
 struct TokenCommandLine {
   Subcommand subcommand = Subcommand::kHelp;
-  std::string data_dir = DaemonOptions{}.data_dir;
+  std::string data_dir;  // resolved: --data-dir, the config file's, or the default
+  std::optional<std::string> data_dir_flag;
+  std::string config_path = std::string(kDefaultConfigPath);
+  bool config_named = false;
   std::string name;                 // create
   std::vector<std::string> scopes;  // create
   std::string id_or_name;           // revoke
@@ -40,10 +43,11 @@ struct FlagSpec {
 };
 
 constexpr FlagSpec kCreateFlags[] = {
-    {"--name", true, false}, {"--scope", true, true}, {"--data-dir", true, false}};
-constexpr FlagSpec kListFlags[] = {{"--json", false, false}, {"--data-dir", true, false}};
-constexpr FlagSpec kRevokeFlags[] = {{"--data-dir", true, false}};
-constexpr FlagSpec kRepairFlags[] = {{"--data-dir", true, false}};
+    {"--name", true, false}, {"--scope", true, true}, {"--data-dir", true, false}, {"--config", true, false}};
+constexpr FlagSpec kListFlags[] = {
+    {"--json", false, false}, {"--data-dir", true, false}, {"--config", true, false}};
+constexpr FlagSpec kRevokeFlags[] = {{"--data-dir", true, false}, {"--config", true, false}};
+constexpr FlagSpec kRepairFlags[] = {{"--data-dir", true, false}, {"--config", true, false}};
 
 std::span<const FlagSpec> FlagsOf(Subcommand subcommand) {
   switch (subcommand) {
@@ -142,7 +146,10 @@ Result<TokenCommandLine> ParseTokenCommandLine(std::span<const char* const> word
                            TakeFlagValue(words, &i, flag_word, flag->takes_value, ""));
 
     if (flag->name == "--data-dir") {
-      parsed.data_dir = std::string(value);
+      parsed.data_dir_flag = std::string(value);
+    } else if (flag->name == "--config") {
+      parsed.config_path = value == "none" ? "" : std::string(value);
+      parsed.config_named = true;
     } else if (flag->name == "--name") {
       CAIRN_RETURN_IF_ERROR(ValidateTokenName(value));
       parsed.name = std::string(value);
@@ -254,6 +261,8 @@ std::string TokenCommandUsage() {
          "       cairnd token repair [--data-dir DIR]\n"
          "       cairnd token --help\n"
          "\n"
+         "Every form also takes --config FILE|none.\n"
+         "\n"
          "Manages the API tokens of cairnd's HTTP shell, kept in DIR/tokens as hashes only.\n"
          "Safe while cairnd runs: it takes the change up within a second or on SIGHUP. Run it\n"
          "as the user cairnd runs as, so that both can go on changing the token files.\n"
@@ -272,9 +281,14 @@ std::string TokenCommandUsage() {
          "                    write:TABLE    writes to TABLE (does not include read)\n"
          "                    TABLE may be * for every table; repeat --scope or separate\n"
          "                    scopes with commas to give several\n"
-         "  --data-dir DIR    cairnd's data directory (default " +
+         "  --data-dir DIR    cairnd's data directory (default: storage.data_dir of the\n"
+         "                    config file, else " +
          DaemonOptions{}.data_dir +
          "); must exist\n"
+         "  --config FILE     the config file that names it (default " +
+         std::string(kDefaultConfigPath) +
+         "\n"
+         "                    when it exists; none: do not read one)\n"
          "  --json            list as JSON\n"
          "\n"
          "Exit status: 0 done, 1 failed, 2 usage error.\n";
@@ -282,6 +296,15 @@ std::string TokenCommandUsage() {
 
 int RunTokenCommand(Env* env, std::span<const char* const> words, std::string* out, std::string* err) {
   Result<TokenCommandLine> parsed = ParseTokenCommandLine(words);
+  if (parsed.ok() && parsed->subcommand != Subcommand::kHelp) {
+    Result<std::string> data_dir =
+        ResolveDataDir(env, parsed->data_dir_flag, parsed->config_path, parsed->config_named);
+    if (!data_dir.ok()) {
+      parsed = data_dir.status();
+    } else {
+      parsed->data_dir = std::move(data_dir).value();
+    }
+  }
   if (!parsed.ok()) {
     *err +=
         std::string(kProgram) + ": " + parsed.status().message() + "\nTry 'cairnd token --help' for usage.\n";

@@ -1,5 +1,7 @@
 #include "cairnd/verify_command.h"
 
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "cairn/core/engine.h"
@@ -12,29 +14,57 @@ namespace cairn::cairnd {
 namespace {
 
 struct VerifyCommandLine {
-  std::string data_dir = DaemonOptions{}.data_dir;
+  std::string data_dir;  // resolved: --data-dir, the config file's, or the default
   bool repair = false;
   bool help = false;
 };
 
-Result<VerifyCommandLine> ParseVerifyCommandLine(std::span<const char* const> words) {
+// The value of `--NAME VALUE` or `--NAME=VALUE` at words[*i], advancing *i
+// past it; nullopt when words[*i] is another word.
+Result<std::optional<std::string>> FlagValue(std::span<const char* const> words, size_t* i,
+                                             std::string_view name, std::string_view what) {
+  const std::string_view word = words[*i];
+  if (word == name) {
+    if (*i + 1 >= words.size() || std::string_view(words[*i + 1]).empty()) {
+      return Status::InvalidArgument(std::string(name) + " needs " + std::string(what));
+    }
+    return std::optional<std::string>(words[++*i]);
+  }
+  if (word.starts_with(name) && word.size() > name.size() && word[name.size()] == '=') {
+    if (word.size() == name.size() + 1)
+      return Status::InvalidArgument(std::string(name) + " needs " + std::string(what));
+    return std::optional<std::string>(word.substr(name.size() + 1));
+  }
+  return std::optional<std::string>();
+}
+
+Result<VerifyCommandLine> ParseVerifyCommandLine(Env* env, std::span<const char* const> words) {
   VerifyCommandLine parsed;
+  std::optional<std::string> data_dir;
+  std::string config_path(kDefaultConfigPath);
+  bool config_named = false;
   for (size_t i = 0; i < words.size(); ++i) {
     const std::string_view word = words[i];
-    if (word == "--help" || word == "-h") {
+    CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> dir, FlagValue(words, &i, "--data-dir", "a directory"));
+    if (dir) {
+      data_dir = std::move(dir);
+      continue;
+    }
+    CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> config,
+                           FlagValue(words, &i, "--config", "a file or none"));
+    if (config) {
+      config_path = *config == "none" ? "" : *config;
+      config_named = true;
+    } else if (word == "--help" || word == "-h") {
       parsed.help = true;
     } else if (word == "--repair") {
       parsed.repair = true;
-    } else if (word == "--data-dir") {
-      if (i + 1 >= words.size()) return Status::InvalidArgument("--data-dir needs a directory");
-      parsed.data_dir = words[++i];
-    } else if (word.starts_with("--data-dir=")) {
-      parsed.data_dir = std::string(word.substr(11));
     } else {
       return Status::InvalidArgument("unknown argument '" + std::string(word) + "'");
     }
   }
-  if (parsed.data_dir.empty()) return Status::InvalidArgument("--data-dir needs a directory");
+  if (parsed.help) return parsed;
+  CAIRN_ASSIGN_OR_RETURN(parsed.data_dir, ResolveDataDir(env, data_dir, config_path, config_named));
   return parsed;
 }
 
@@ -101,7 +131,7 @@ bool Mended(const VerifiedFile& file) {
 }  // namespace
 
 std::string VerifyCommandUsage() {
-  return "usage: cairnd verify [--repair] [--data-dir DIR]\n"
+  return "usage: cairnd verify [--repair] [--data-dir DIR] [--config FILE|none]\n"
          "\n"
          "Checks every file of a stopped data directory: catalog.db (SQLite integrity,\n"
          "tables, checkpoint), each period file (SQLite integrity, meta, every chunk's\n"
@@ -116,16 +146,21 @@ std::string VerifyCommandUsage() {
          "                  the file is kept there, the log is mended as --repair-log\n"
          "                  does, the tokens file keeps its intact tokens; prints the\n"
          "                  readings lost. Delete the quarantine to accept the loss.\n"
-         "  --data-dir DIR  the data directory (default " +
+         "  --data-dir DIR  the data directory (default: storage.data_dir of the config\n"
+         "                  file, else " +
          DaemonOptions{}.data_dir +
          ")\n"
+         "  --config FILE   the config file that names it (default " +
+         std::string(kDefaultConfigPath) +
+         " when it\n"
+         "                  exists; none: do not read one)\n"
          "\n"
          "Exit status: 0 nothing damaged (or --repair mended all of it), 1 damage\n"
          "remains or DIR could not be checked, 2 usage error.\n";
 }
 
 int RunVerifyCommand(Env* env, std::span<const char* const> words, std::string* out, std::string* err) {
-  Result<VerifyCommandLine> parsed = ParseVerifyCommandLine(words);
+  Result<VerifyCommandLine> parsed = ParseVerifyCommandLine(env, words);
   if (!parsed.ok()) {
     *err += "cairnd verify: " + parsed.status().message() + "\nTry 'cairnd verify --help' for usage.\n";
     return 2;

@@ -488,6 +488,18 @@ TEST_F(CairndHttpTest, VerifyRefusesWhileCairndRunsAndPassesAnIntactDirectory) {
   EXPECT_EQ(status, 0) << report;
   EXPECT_TRUE(Contains(report, "ok       " + dir_.PathOf("data/catalog.db"))) << report;
   EXPECT_TRUE(Contains(report, "result: ok\n")) << report;
+  // Without --data-dir, the config file's storage.data_dir is checked.
+  const std::string config = dir_.PathOf("cairn.toml");
+  ASSERT_TRUE(Env::Default()
+                  ->WriteFileAtomically(config, "[storage]\ndata_dir = '" + dir_.PathOf("data") + "'\n")
+                  .ok());
+  auto [config_status, config_report] = RunCommand(CairndCommandLine() + " verify --config " + config);
+  EXPECT_EQ(config_status, 0) << config_report;
+  EXPECT_TRUE(Contains(config_report, "cairnd verify: " + dir_.PathOf("data") + "\n")) << config_report;
+  auto [missing_status, missing] =
+      RunCommand(CairndCommandLine() + " verify --config " + dir_.PathOf("no.toml"));
+  EXPECT_EQ(missing_status, 2) << missing;
+  EXPECT_TRUE(Contains(missing, "no.toml")) << missing;
   auto [help_status, help] = RunCommand(CairndCommandLine() + " --help");
   EXPECT_EQ(help_status, 0);
   EXPECT_TRUE(Contains(help, "verify [--repair]")) << help;

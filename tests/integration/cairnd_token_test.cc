@@ -97,9 +97,30 @@ TEST_F(CairndTokenTest, HelpDescribesEverySubcommandAndTheDefaultDirectory) {
   const std::string usage = TokenCommandUsage();
   for (std::string_view part :
        {"cairnd token create --name NAME --scope SCOPE", "cairnd token list", "cairnd token revoke ID|NAME",
-        "read:TABLE", "write:TABLE", "admin", "(default /var/lib/cairn)"}) {
+        "read:TABLE", "write:TABLE", "admin", "else /var/lib/cairn)", "--config FILE"}) {
     EXPECT_TRUE(Contains(usage, part)) << part;
   }
+}
+
+// On an installed gateway the data directory is the config file's: the
+// token commands find it there unless --data-dir says otherwise.
+TEST_F(CairndTokenTest, TheConfigFileNamesTheDataDirectory) {
+  Env* env = Env::Default();
+  const std::string config = temp_.PathOf("cairn.toml");
+  ASSERT_TRUE(env->WriteFileAtomically(config, "[storage]\ndata_dir = '" + data_dir_ + "'\n").ok());
+  CommandOutcome created = Run({"create", "--name", "from-config", "--scope", "admin", "--config", config});
+  ASSERT_EQ(created.exit_status, 0) << created.err;
+  EXPECT_TRUE(Contains(Run({"list", "--config", config}).out, "from-config"));
+
+  const std::string other = temp_.PathOf("other");
+  ASSERT_TRUE(env->CreateDirs(other).ok());
+  CommandOutcome elsewhere = Run({"list", "--config", config, "--data-dir", other});
+  EXPECT_EQ(elsewhere.exit_status, 0) << elsewhere.err;
+  EXPECT_FALSE(Contains(elsewhere.out, "from-config")) << elsewhere.out;
+
+  ExpectUsageError({"list", "--config", temp_.PathOf("missing.toml")}, "missing.toml");
+  ASSERT_TRUE(env->WriteFileAtomically(config, "[storage]\ndata_dir = 7\n").ok());
+  ExpectUsageError({"list", "--config", config}, "cairn.toml:2:");
 }
 
 TEST_F(CairndTokenTest, UsageErrorsExitWithTwo) {
