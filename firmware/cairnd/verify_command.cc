@@ -19,23 +19,23 @@ struct VerifyCommandLine {
   bool help = false;
 };
 
-// The value of `--NAME VALUE` or `--NAME=VALUE` at words[*i], advancing *i
-// past it; nullopt when words[*i] is another word.
-Result<std::optional<std::string>> FlagValue(std::span<const char* const> words, size_t* i,
-                                             std::string_view name, std::string_view what) {
+// Whether words[*i] is `NAME VALUE` or `NAME=VALUE`; if so, sets *value
+// and moves *i to the flag's last word.
+Result<bool> TakeFlag(std::span<const char* const> words, size_t* i, std::string_view name,
+                      std::string_view what, std::string* value) {
   const std::string_view word = words[*i];
-  if (word == name) {
-    if (*i + 1 >= words.size() || std::string_view(words[*i + 1]).empty()) {
-      return Status::InvalidArgument(std::string(name) + " needs " + std::string(what));
-    }
-    return std::optional<std::string>(words[++*i]);
+  const bool separate = word == name;
+  const bool joined = word.starts_with(name) && word.size() > name.size() && word[name.size()] == '=';
+  if (!separate && !joined) return false;
+  if (separate && *i + 1 < words.size()) {
+    *value = words[++*i];
+  } else if (joined) {
+    *value = std::string(word.substr(name.size() + 1));
+  } else {
+    value->clear();
   }
-  if (word.starts_with(name) && word.size() > name.size() && word[name.size()] == '=') {
-    if (word.size() == name.size() + 1)
-      return Status::InvalidArgument(std::string(name) + " needs " + std::string(what));
-    return std::optional<std::string>(word.substr(name.size() + 1));
-  }
-  return std::optional<std::string>();
+  if (value->empty()) return Status::InvalidArgument(std::string(name) + " needs " + std::string(what));
+  return true;
 }
 
 Result<VerifyCommandLine> ParseVerifyCommandLine(Env* env, std::span<const char* const> words) {
@@ -45,15 +45,15 @@ Result<VerifyCommandLine> ParseVerifyCommandLine(Env* env, std::span<const char*
   bool config_named = false;
   for (size_t i = 0; i < words.size(); ++i) {
     const std::string_view word = words[i];
-    CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> dir, FlagValue(words, &i, "--data-dir", "a directory"));
-    if (dir) {
-      data_dir = std::move(dir);
+    std::string value;
+    CAIRN_ASSIGN_OR_RETURN(const bool is_data_dir, TakeFlag(words, &i, "--data-dir", "a directory", &value));
+    if (is_data_dir) {
+      data_dir = value;
       continue;
     }
-    CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> config,
-                           FlagValue(words, &i, "--config", "a file or none"));
-    if (config) {
-      config_path = *config == "none" ? "" : *config;
+    CAIRN_ASSIGN_OR_RETURN(const bool is_config, TakeFlag(words, &i, "--config", "a file or none", &value));
+    if (is_config) {
+      config_path = value == "none" ? "" : value;
       config_named = true;
     } else if (word == "--help" || word == "-h") {
       parsed.help = true;
