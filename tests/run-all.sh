@@ -99,7 +99,9 @@ for preset in aarch64 armhf; do
   [[ " ${built[*]} " == *" $preset "* ]] || continue
   step "system: $preset image under qemu-system"
   step_started=$(date +%s)
-  ctest --test-dir "build/$preset" -L system --output-on-failure 2>&1 | tee "$log_dir/system-$preset-test.log"
+  # Verbose: the tests print what the issue asks to see (boot-to-ready,
+  # the power-cut table, memory in the guest), pass or fail.
+  ctest --test-dir "build/$preset" -L system -V 2>&1 | tee "$log_dir/system-$preset-test.log"
   rc=${PIPESTATUS[0]}
   count_tests "$log_dir/system-$preset-test.log"
   [ "$rc" -eq 0 ] || failed+=("system-$preset (tests)")
