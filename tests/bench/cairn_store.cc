@@ -80,13 +80,20 @@ class CairnStore final : public BenchStore {
     query.to = to;
     query.limit = 0;
     RangeSummary summary;
+    // The columnar read: what the HTTP and export paths serialise from.
     while (true) {
-      CAIRN_ASSIGN_OR_RETURN(RangeResult result, engine_->Range(query));
-      for (const RecordRow& row : result.rows) {
-        ++summary.rows;
-        summary.timestamp_sum += static_cast<uint64_t>(row.timestamp);
-        summary.temperature_centidegrees_sum +=
-            std::llround(DoubleOr(FindField(row, "temperature"), 0) * 100);
+      CAIRN_ASSIGN_OR_RETURN(ColumnarRangeResult result, engine_->RangeColumnar(query));
+      const RangeColumns& columns = result.columns;
+      const ValueColumn* temperature = nullptr;
+      for (const ValueColumn& column : columns.columns) {
+        if (column.name == "temperature" && column.type == FieldType::kDouble) temperature = &column;
+      }
+      summary.rows += columns.size();
+      for (size_t i = 0; i < columns.size(); ++i) {
+        summary.timestamp_sum += static_cast<uint64_t>(columns.timestamps[i]);
+        if (temperature != nullptr && temperature->present[i]) {
+          summary.temperature_centidegrees_sum += std::llround(temperature->doubles[i] * 100);
+        }
       }
       if (result.next_page_token.empty()) break;
       query.page_token = std::move(result.next_page_token);

@@ -2,6 +2,8 @@
 // - DecodeChunk either fails with Corruption or yields a valid chunk;
 // - a decoded chunk re-encodes, and decoding that gives the same chunk;
 // - DecodeChunkFields agrees with DecodeChunk on the columns it returns;
+// - DecodeChunkTyped fails exactly when DecodeChunk does and otherwise holds
+//   the same values in its typed columns;
 // - the chunk's statistics survive their own serialisation.
 // Each input is tried as given and with its checksum made valid, so that
 // mutations reach the parser behind the CRC.
@@ -35,8 +37,24 @@ void RequireSameChunk(const DecodedChunk& a, const DecodedChunk& b) {
   for (size_t c = 0; c < a.columns.size(); ++c) RequireSameColumn(a.columns[c], b.columns[c]);
 }
 
+void RequireSameAsTyped(const DecodedChunk& values, const DecodedChunk& typed) {
+  Require(values.timestamps == typed.timestamps, "typed timestamps equal");
+  Require(values.versions == typed.versions && values.ttls == typed.ttls, "typed versions and ttls equal");
+  Require(values.columns.size() == typed.columns.size(), "typed column counts equal");
+  for (size_t c = 0; c < values.columns.size(); ++c) {
+    const ValueColumn& column = typed.columns[c].typed;
+    Require(column.present == values.columns[c].present, "typed presence equal");
+    for (size_t i = 0; i < column.size(); ++i) {
+      Require(SameValue(column.ValueAt(i), values.columns[c].values[i]), "typed values equal");
+    }
+  }
+}
+
 void CheckChunk(std::string_view bytes) {
   Result<DecodedChunk> decoded = DecodeChunk(bytes);
+  Result<DecodedChunk> typed = DecodeChunkTyped(bytes, nullptr);
+  Require(decoded.ok() == typed.ok(), "typed decode fails exactly when decode does");
+  if (decoded.ok()) RequireSameAsTyped(*decoded, *typed);
   if (!decoded.ok()) {
     Require(decoded.status().Is(StatusCode::kCorruption), "decode failures are Corruption");
     return;

@@ -38,6 +38,9 @@ class ForwardingEngine : public Engine {
     return target_->Get(table, device_id, measure_name, timestamp, dimensions);
   }
   Result<RangeResult> Range(const RangeQuery& query) override { return target_->Range(query); }
+  Result<ColumnarRangeResult> RangeColumnar(const RangeQuery& query) override {
+    return target_->RangeColumnar(query);
+  }
   Result<std::vector<RecordRow>> Latest(const std::string& table, const std::string& device_id,
                                         const std::string& measure_name, const TagMap& tags) override {
     return target_->Latest(table, device_id, measure_name, tags);

@@ -238,7 +238,8 @@ Status DecodeOptionalIntegers(ByteReader* reader, bool stored, size_t count, con
 }
 
 // Decodes a chunk; with `wanted` non-null only the columns named there.
-Result<DecodedChunk> DecodeChunkImpl(std::string_view bytes, const std::vector<std::string>* wanted) {
+Result<DecodedChunk> DecodeChunkImpl(std::string_view bytes, const std::vector<std::string>* wanted,
+                                     bool typed) {
   CAIRN_ASSIGN_OR_RETURN(std::string_view payload, VerifiedPayload(bytes));
   ByteReader reader(payload);
   ChunkHeader header;
@@ -267,7 +268,7 @@ Result<DecodedChunk> DecodeChunkImpl(std::string_view bytes, const std::vector<s
     if (wanted != nullptr && std::find(wanted->begin(), wanted->end(), field.name) == wanted->end()) continue;
     ChunkColumn& column = chunk.columns.emplace_back();
     column.field = std::move(field);
-    status = DecodeColumn(body, count, &column, &scratch);
+    status = typed ? DecodeColumnTyped(body, count, &column, &scratch) : DecodeColumn(body, count, &column, &scratch);
     if (!status.ok())
       return Status::Corruption("chunk column \"" + column.field.name + "\": " + status.message());
   }
@@ -344,10 +345,14 @@ Result<std::string> EncodeChunk(const std::vector<ChunkField>& schema, std::span
   return out;
 }
 
-Result<DecodedChunk> DecodeChunk(std::string_view bytes) { return DecodeChunkImpl(bytes, nullptr); }
+Result<DecodedChunk> DecodeChunk(std::string_view bytes) { return DecodeChunkImpl(bytes, nullptr, false); }
 
 Result<DecodedChunk> DecodeChunkFields(std::string_view bytes, const std::vector<std::string>& field_names) {
-  return DecodeChunkImpl(bytes, &field_names);
+  return DecodeChunkImpl(bytes, &field_names, false);
+}
+
+Result<DecodedChunk> DecodeChunkTyped(std::string_view bytes, const std::vector<std::string>* field_names) {
+  return DecodeChunkImpl(bytes, field_names, true);
 }
 
 Result<std::vector<ChunkField>> DecodeChunkSchema(std::string_view bytes) {

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cairn/core/range_columns.h"
 #include "cairn/core/record.h"
 #include "cairn/platform/status.h"
 #include "model/exact_sum.h"
@@ -79,6 +80,8 @@ struct ChunkColumn {
   ChunkField field;
   std::vector<uint8_t> present;
   std::vector<Value> values;
+  // Filled instead of `values` by DecodeChunkTyped.
+  ValueColumn typed;
 };
 
 // A decoded chunk: timestamps (strictly ascending), versions and ttls have
@@ -120,6 +123,11 @@ Result<DecodedChunk> DecodeChunk(std::string_view bytes);
 // chunk lacks are not an error and yield no column (an older chunk may
 // predate a field). Timestamps, versions and ttls are always decoded.
 Result<DecodedChunk> DecodeChunkFields(std::string_view bytes, const std::vector<std::string>& field_names);
+
+// Like DecodeChunkFields (all columns when `field_names` is null), but each
+// column's values land in ChunkColumn::typed, typed arrays with a slot per
+// record, and ChunkColumn::values stays empty.
+Result<DecodedChunk> DecodeChunkTyped(std::string_view bytes, const std::vector<std::string>* field_names);
 
 // The schema stored in a chunk, without decoding any column. Checks the
 // checksum; Corruption as for DecodeChunk.

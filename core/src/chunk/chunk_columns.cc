@@ -394,4 +394,74 @@ Status DecodeColumn(std::string_view body, size_t count, ChunkColumn* column, De
   return Status::Corruption("unknown field type");
 }
 
+namespace {
+
+// Spreads the present values `src` over one slot per record of `out`
+// (zero where absent).
+template <typename T>
+void Scatter(const std::vector<uint8_t>& present, const T* src, std::vector<T>* out) {
+  out->assign(present.size(), T{});
+  size_t j = 0;
+  for (size_t i = 0; i < present.size(); ++i) {
+    if (present[i]) (*out)[i] = src[j++];
+  }
+}
+
+}  // namespace
+
+Status DecodeColumnTyped(std::string_view body, size_t count, ChunkColumn* column, DecodeScratch* scratch) {
+  ValueColumn& typed = column->typed;
+  typed.name = column->field.name;
+  typed.type = column->field.type;
+  if (column->field.type == FieldType::kString) {
+    // Dictionary strings are materialised either way: decode as values and
+    // move them.
+    CAIRN_RETURN_IF_ERROR(DecodeColumn(body, count, column, scratch));
+    typed.present = column->present;
+    typed.strings.assign(count, std::string());
+    for (size_t i = 0; i < count; ++i) {
+      if (column->present[i]) typed.strings[i] = std::move(std::get<std::string>(column->values[i]));
+    }
+    column->values.clear();
+    return Status::Ok();
+  }
+  ByteReader reader(body);
+  size_t present_count = 0;
+  CAIRN_RETURN_IF_ERROR(DecodePresence(&reader, count, &typed.present, &present_count));
+  column->present = typed.present;
+  const bool all = present_count == count;
+  switch (column->field.type) {
+    case FieldType::kDouble: {
+      if (present_count == 0) {
+        typed.doubles.assign(count, 0);
+        return ExpectConsumed(reader);
+      }
+      std::vector<double>& target = all ? typed.doubles : scratch->doubles;
+      target.resize(present_count);
+      CAIRN_RETURN_IF_ERROR(chunk_coding::DecodeDoubles(&reader, target, &scratch->decimal_integers));
+      if (!all) Scatter(typed.present, scratch->doubles.data(), &typed.doubles);
+      return Status::Ok();
+    }
+    case FieldType::kInt64:
+    case FieldType::kTimestamp: {
+      std::vector<int64_t>& target = all ? typed.integers : scratch->integers;
+      target.resize(present_count);
+      if (present_count > 0) CAIRN_RETURN_IF_ERROR(chunk_coding::DecodeIntegerSequence(&reader, target));
+      CAIRN_RETURN_IF_ERROR(ExpectConsumed(reader));
+      if (!all) Scatter(typed.present, scratch->integers.data(), &typed.integers);
+      return Status::Ok();
+    }
+    case FieldType::kBool: {
+      size_t ignored;
+      if (present_count > 0) CAIRN_RETURN_IF_ERROR(ReadBitmap(&reader, present_count, &scratch->bits, &ignored));
+      CAIRN_RETURN_IF_ERROR(ExpectConsumed(reader));
+      Scatter(typed.present, scratch->bits.data(), &typed.bools);
+      return Status::Ok();
+    }
+    case FieldType::kString:
+      break;
+  }
+  return Status::Corruption("unknown field type");
+}
+
 }  // namespace cairn

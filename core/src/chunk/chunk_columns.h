@@ -51,4 +51,9 @@ Status DecodeIntegerColumn(std::string_view body, size_t count, int64_t* out);
 // bounds the decoded string bytes of the whole chunk (kMaxChunkStringBytes).
 Status DecodeColumn(std::string_view body, size_t count, ChunkColumn* column, DecodeScratch* scratch);
 
+// Like DecodeColumn, but into column->typed (and column->present), leaving
+// column->values empty: what columnar reads copy from without a Value per
+// cell.
+Status DecodeColumnTyped(std::string_view body, size_t count, ChunkColumn* column, DecodeScratch* scratch);
+
 }  // namespace cairn

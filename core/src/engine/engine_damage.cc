@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "engine/engine_impl.h"
+#include "engine/query/series_columns.h"
 #include "engine/health/quarantine.h"
 
 namespace cairn {
@@ -138,32 +139,7 @@ Result<std::vector<ChunkRecord>> EngineImpl::ReadSealed(const std::string& table
                      skipped);
       continue;
     }
-    DecodedChunk& decoded = *decoded_or;
-    std::vector<int> column_to_field;
-    for (const ChunkColumn& column : decoded.columns) {
-      auto it = std::find_if(fields.begin(), fields.end(),
-                             [&](const ChunkField& f) { return f.name == column.field.name; });
-      column_to_field.push_back(it == fields.end() ? -1
-                                                          : static_cast<int>(it - fields.begin()));
-    }
-    const auto begin = std::lower_bound(decoded.timestamps.begin(), decoded.timestamps.end(), from);
-    const auto end = std::lower_bound(begin, decoded.timestamps.end(), to);
-    out.reserve(out.size() + static_cast<size_t>(end - begin));
-    for (size_t i = static_cast<size_t>(begin - decoded.timestamps.begin());
-         i < static_cast<size_t>(end - decoded.timestamps.begin()); ++i) {
-      ChunkRecord& r = out.emplace_back();
-      r.timestamp = decoded.timestamps[i];
-      r.version = decoded.versions[i];
-      r.ttl = decoded.ttls[i];
-      r.lsn = i < chunk.lsns.size() ? chunk.lsns[i] : 0;  // the file checks their count on reading
-      r.values.resize(fields.size());
-      for (size_t c = 0; c < decoded.columns.size(); ++c) {
-        if (column_to_field[c] >= 0 && decoded.columns[c].present[i]) {
-          // Decoded values are consumed exactly once: move, do not copy.
-          r.values[static_cast<size_t>(column_to_field[c])] = std::move(decoded.columns[c].values[i]);
-        }
-      }
-    }
+    AppendChunkRecords(std::move(*decoded_or), chunk.lsns, fields, from, to, &out);
   }
   return out;
 }

@@ -43,6 +43,7 @@
 #include "engine/head/head.h"
 #include "engine/health/health_board.h"
 #include "engine/query/aggregate_bucket.h"
+#include "engine/query/series_columns.h"
 #include "engine/sealing/period_files.h"
 #include "engine/reclaim/reclaimer.h"
 #include "engine/sealing/sealer.h"
@@ -88,6 +89,7 @@ class EngineImpl final : public Engine {
                                        const std::string& measure_name, int64_t timestamp,
                                        const TagMap& dimensions) override;
   Result<RangeResult> Range(const RangeQuery& query) override;
+  Result<ColumnarRangeResult> RangeColumnar(const RangeQuery& query) override;
   Result<std::vector<RecordRow>> Latest(const std::string& table, const std::string& device_id,
                                         const std::string& measure_name, const TagMap& tags) override;
   Result<std::vector<RecordRow>> LatestBatch(const std::string& table,
@@ -232,6 +234,26 @@ class EngineImpl final : public Engine {
   Result<std::vector<ChunkRecord>> CollectSeries(const std::string& table, const SeriesSnapshot& series,
                                                  int64_t from, int64_t to, Order order, size_t limit,
                                                  int64_t now_ns, std::vector<SkippedDamage>* skipped);
+  // The visible rows of one series for a columnar range, in the scan's
+  // order (engine_range_columns.cc). Reads chunk rows first and decodes only
+  // the chunks it takes rows from when the series' chunks and head records
+  // do not overlap in time (the common case: nothing to merge); otherwise
+  // collects through CollectSeries.
+  Result<SeriesColumns> CollectSeriesColumns(const std::string& table, const SeriesSnapshot& series,
+                                             const SeriesScan& scan, std::vector<SkippedDamage>* skipped);
+  // CollectSeriesColumns' streaming merge; false (nothing reported) when the
+  // series needs CollectSeries: a chunk it listed went away, or a file could
+  // not list its chunks.
+  Result<bool> CollectMergedColumns(const std::string& table, const SeriesSnapshot& series,
+                                    const SeriesScan& scan, SeriesColumns* out,
+                                    std::vector<SkippedDamage>* skipped);
+  // Fetches and decodes (only `fields`, all when empty) one chunk a listing
+  // named. Nothing when it is damaged (noted: NoteReadDamage); an error
+  // when it cannot be fetched.
+  Result<std::optional<DecodedChunk>> FetchChunk(const std::string& table, const SeriesSnapshot& series,
+                                                 int64_t period_start, const ChunkRow& row,
+                                                 const std::vector<std::string>& fields,
+                                                 std::vector<SkippedDamage>* skipped);
   // The records of one series in one period file within [from, to), laid
   // out along `fields` (engine_damage.cc).
   Result<std::vector<ChunkRecord>> ReadSealed(const std::string& table, Period period, int64_t period_start,

@@ -1,4 +1,6 @@
-// Reads: get, range, latest, listings (aggregates are engine_aggregate.cc).
+// Reads: get, latest, listings, and the merging read of one series that
+// ranges fall back on (ranges are engine_range.cc, aggregates
+// engine_aggregate.cc).
 // Every read merges the head with sealed chunks, keeps the highest version of
 // each timestamp and hides records whose ttl has passed (series_snapshot.h).
 #include <algorithm>
@@ -14,127 +16,6 @@
 #include "engine/query/series_snapshot.h"
 
 namespace cairn {
-
-namespace {
-
-// Page tokens are "<timestamp>:<dimensions key in hex>:<measure_name>" of
-// the last row returned: the hex never holds ':', the measure may.
-std::string MakePageToken(int64_t timestamp, const std::string& dimensions_key, const std::string& measure) {
-  std::string token = std::to_string(timestamp) + ":";
-  util::AppendHex(dimensions_key, &token);
-  return token + ":" + measure;
-}
-
-Status ParsePageToken(const std::string& token, int64_t* timestamp, std::string* dimensions_key,
-                      std::string* measure) {
-  const Status malformed = Status::InvalidArgument("malformed page token");
-  const size_t colon = token.find(':');
-  const size_t second = colon == std::string::npos ? colon : token.find(':', colon + 1);
-  if (second == std::string::npos) return malformed;
-  auto [end, ec] = std::from_chars(token.data(), token.data() + colon, *timestamp);
-  if (ec != std::errc() || end != token.data() + colon) return malformed;
-  std::optional<std::string> key = util::HexDecode(std::string_view(token).substr(colon + 1, second - colon - 1));
-  if (!key) return malformed;
-  *dimensions_key = std::move(*key);
-  *measure = token.substr(second + 1);
-  return Status::Ok();
-}
-
-bool MeasureMatches(const std::string& measure, const std::string& exact, const std::string& prefix) {
-  if (!exact.empty()) return measure == exact;
-  if (!prefix.empty()) return measure.compare(0, prefix.size(), prefix) == 0;
-  return true;
-}
-
-// Where a paged query resumes: the last row of the page before.
-struct PageStart {
-  bool paged = false;
-  int64_t timestamp = 0;
-  std::string dimensions_key, measure;
-};
-
-// Reads the query's page token into `page` and narrows [from, to) to the
-// rows at or after (before, descending) the row it names.
-Status ResumePage(const RangeQuery& query, PageStart* page, int64_t* from, int64_t* to) {
-  page->paged = !query.page_token.empty();
-  if (!page->paged) return Status::Ok();
-  CAIRN_RETURN_IF_ERROR(ParsePageToken(query.page_token, &page->timestamp, &page->dimensions_key, &page->measure));
-  if (query.order == Order::kAscending) {
-    *from = std::max(*from, page->timestamp);
-  } else if (page->timestamp < INT64_MAX) {
-    *to = std::min(*to, page->timestamp + 1);
-  }
-  return Status::Ok();
-}
-
-// A record of a range query and the index of its series' snapshot.
-struct RangeCandidate {
-  size_t series;
-  ChunkRecord record;
-};
-
-// Rows are ordered by (timestamp, measure, dimensions), the dimensions as
-// their sorted (name, value) lists.
-struct RowKey {
-  int64_t timestamp;
-  const std::string* measure;
-  const TagMap* dimensions;
-  bool operator<(const RowKey& o) const {
-    if (timestamp != o.timestamp) return timestamp < o.timestamp;
-    if (int c = measure->compare(*o.measure); c != 0) return c < 0;
-    return *dimensions < *o.dimensions;
-  }
-};
-
-// The functions below are templates so that they take the engine's own
-// snapshot type.
-template <typename Snapshot>
-RowKey KeyOf(const std::vector<Snapshot>& snapshots, const RangeCandidate& c) {
-  const Snapshot& s = snapshots[c.series];
-  return RowKey{c.record.timestamp, &s.measure_name, &s.dimensions};
-}
-
-// Puts the candidates of several series into the query's order; one
-// series comes out of CollectSeries in order already.
-template <typename Snapshot>
-void SortCandidates(const std::vector<Snapshot>& snapshots, bool ascending,
-                    std::vector<RangeCandidate>* candidates) {
-  if (snapshots.size() <= 1) return;
-  std::sort(candidates->begin(), candidates->end(), [&](const RangeCandidate& a, const RangeCandidate& b) {
-    return ascending ? KeyOf(snapshots, a) < KeyOf(snapshots, b) : KeyOf(snapshots, b) < KeyOf(snapshots, a);
-  });
-}
-
-// The candidates (in order) of the page: those past the row `page` names,
-// at most query.limit of them. Sets `next_page_token` when more follow.
-template <typename Snapshot>
-Result<std::vector<const RangeCandidate*>> SelectPage(const RangeQuery& query, const PageStart& page,
-                                                      const std::vector<Snapshot>& snapshots,
-                                                      const std::vector<RangeCandidate>& candidates,
-                                                      std::string* next_page_token) {
-  const bool ascending = query.order == Order::kAscending;
-  TagMap token_tags;
-  if (page.paged) {
-    Result<TagMap> decoded = DecodeTagMap(page.dimensions_key);
-    if (!decoded.ok()) return Status::InvalidArgument("malformed page token");
-    token_tags = std::move(decoded).value();
-  }
-  const RowKey token_key{page.timestamp, &page.measure, &token_tags};
-  std::vector<const RangeCandidate*> selected;
-  for (const RangeCandidate& c : candidates) {
-    if (page.paged && !(ascending ? token_key < KeyOf(snapshots, c) : KeyOf(snapshots, c) < token_key)) continue;
-    if (query.limit != 0 && selected.size() == query.limit) {
-      const RangeCandidate* last = selected.back();
-      const Snapshot& s = snapshots[last->series];
-      *next_page_token = MakePageToken(last->record.timestamp, s.dimensions_key, s.measure_name);
-      break;
-    }
-    selected.push_back(&c);
-  }
-  return selected;
-}
-
-}  // namespace
 
 Result<std::vector<ChunkRecord>> EngineImpl::CollectSeries(const std::string& table,
                                                            const SeriesSnapshot& series, int64_t from,
@@ -244,49 +125,6 @@ RecordRow EngineImpl::MakeRow(const SeriesSnapshot& series, const ChunkRecord& r
     }
   }
   return row;
-}
-
-Result<RangeResult> EngineImpl::Range(const RangeQuery& query) {
-  if (!query.measure_name.empty() && !query.measure_prefix.empty()) {
-    return Status::InvalidArgument("give a measure name or a measure prefix, not both");
-  }
-  CAIRN_RETURN_IF_ERROR(ValidateIdentifier("device_id", query.device_id, kMaxDeviceIdBytes));
-  int64_t from = query.from, to = query.to;
-  PageStart page;
-  CAIRN_RETURN_IF_ERROR(ResumePage(query, &page, &from, &to));
-  RangeResult result;
-  if (from >= to) return result;
-
-  std::vector<SeriesSnapshot> snapshots;
-  {
-    ReaderLock state(&state_mutex_);
-    auto table = tables_.find(query.table);
-    if (table == tables_.end()) return Status::NotFound("table '" + query.table + "' does not exist");
-    const auto& all = table->second->series;
-    for (auto it = all.lower_bound(SeriesKey{query.device_id, "", ""});
-         it != all.end() && it->first.device_id == query.device_id; ++it) {
-      if (MeasureMatches(it->first.measure_name, query.measure_name, query.measure_prefix) &&
-          TagsMatch(*it->second, query.tags)) {
-        snapshots.push_back(TakeSnapshot<SeriesSnapshot>(*table->second, *it->second, from, to));
-      }
-    }
-  }
-  const int64_t now = clock_->ExpiryNow();  // ttl by the deletion clock (clock_trust.h)
-  // One more than the limit per series, plus the row the token names.
-  const size_t per_series_limit = query.limit == 0 ? 0 : query.limit + 2;
-  std::vector<RangeCandidate> candidates;
-  for (size_t s = 0; s < snapshots.size(); ++s) {
-    CAIRN_ASSIGN_OR_RETURN(
-        std::vector<ChunkRecord> records,
-        CollectSeries(query.table, snapshots[s], from, to, query.order, per_series_limit, now, &result.skipped));
-    for (ChunkRecord& r : records) candidates.push_back(RangeCandidate{s, std::move(r)});
-  }
-  SortCandidates(snapshots, query.order == Order::kAscending, &candidates);
-  CAIRN_ASSIGN_OR_RETURN(const std::vector<const RangeCandidate*> selected,
-                         SelectPage(query, page, snapshots, candidates, &result.next_page_token));
-  result.rows.reserve(selected.size());
-  for (const RangeCandidate* c : selected) result.rows.push_back(MakeRow(snapshots[c->series], c->record));
-  return result;
 }
 
 Result<std::optional<RecordRow>> EngineImpl::Get(const std::string& table, const std::string& device_id,

@@ -118,6 +118,11 @@ class PeriodFile {
   // series or an empty range.
   Result<std::vector<ChunkRow>> ReadChunks(int64_t series_id, int64_t from, int64_t to, bool with_data);
 
+  // The data (EncodeChunk bytes) of the chunk `series_id`, `start_ns`, `seq`
+  // as ReadChunks(with_data=false) listed it: a read that decides from the
+  // rows which chunks it needs fetches only those. NotFound when the chunk is
+  // gone (compacted or replaced since it was listed).
+  Result<std::string> ReadChunkData(int64_t series_id, int64_t start_ns, int64_t seq);
   // The chunks holding any LSN in (after_lsn, through_lsn], ordered by
   // min_lsn: every chunk that began at or before after_lsn and reaches past
   // it, then at most `limit` chunks beginning inside the range. When that

@@ -99,6 +99,21 @@ Result<std::vector<ChunkRow>> PeriodFile::ReadChunks(int64_t series_id, int64_t 
   return ReadChunkRows(select, with_data);
 }
 
+Result<std::string> PeriodFile::ReadChunkData(int64_t series_id, int64_t start_ns, int64_t seq) {
+  CAIRN_RETURN_IF_ERROR(CheckOpen());
+  CAIRN_ASSIGN_OR_RETURN(Statement * select, db_->Prepare(kSelectChunkData));
+  CAIRN_RETURN_IF_ERROR(select->BindInt64(1, series_id));
+  CAIRN_RETURN_IF_ERROR(select->BindInt64(2, start_ns));
+  CAIRN_RETURN_IF_ERROR(select->BindInt64(3, seq));
+  StatementResetter reset(select);
+  CAIRN_ASSIGN_OR_RETURN(bool row, select->Step());
+  if (!row) {
+    return Status::NotFound(path_ + ": no chunk of series " + std::to_string(series_id) + " at " +
+                            std::to_string(start_ns) + " seq " + std::to_string(seq));
+  }
+  return select->ColumnBlob(0);
+}
+
 Result<std::vector<ChunkRow>> PeriodFile::ReadAllChunks(int64_t series_id) {
   CAIRN_ASSIGN_OR_RETURN(Statement * select, db_->Prepare(kSelectAllOfSeries));
   CAIRN_RETURN_IF_ERROR(select->BindInt64(1, series_id));

@@ -28,6 +28,7 @@
 #include "cairn/core/clock.h"
 #include "cairn/core/flash_wear.h"
 #include "cairn/core/health.h"
+#include "cairn/core/range_columns.h"
 #include "cairn/core/record.h"
 #include "cairn/core/sync_ledger.h"
 #include "cairn/core/table.h"
@@ -193,6 +194,9 @@ struct RangeQuery {
   Order order = Order::kAscending;
   size_t limit = 1000;     // at most this many rows; 0 = no limit
   std::string page_token;  // from a previous RangeResult to continue it
+  // Only these fields (empty = all). A record carrying none of them is not
+  // a row of the answer. Chunks are decoded for these columns only.
+  std::vector<std::string> fields;
 };
 
 // Stored data a read could not use and stepped over: a chunk that fails its
@@ -206,6 +210,13 @@ struct SkippedDamage {
   // Readings the skipped part holds as its chunk row counts them; 0 when
   // unknown (the rows themselves could not be read).
   uint64_t readings = 0;
+};
+
+// Range's answer as columns (cairn/core/range_columns.h).
+struct ColumnarRangeResult {
+  RangeColumns columns;
+  std::string next_page_token;          // as RangeResult::next_page_token
+  std::vector<SkippedDamage> skipped;   // as RangeResult::skipped
 };
 
 struct RangeResult {
@@ -490,7 +501,14 @@ class Engine {
                                                const std::string& measure_name, int64_t timestamp,
                                                const TagMap& dimensions = {}) = 0;
 
+  // The records of one device in [from, to) matching the query, in the
+  // query's order, at most `limit` of them (RangeResult). Work is bounded by
+  // the limit, not by the range: a limited read decodes the chunks it
+  // returns rows from and stops.
   virtual Result<RangeResult> Range(const RangeQuery& query) = 0;
+  // Range's rows (the same rows, order, paging and skipped damage) as typed
+  // columns: no object per reading. Serialisers and bulk readers use it.
+  virtual Result<ColumnarRangeResult> RangeColumnar(const RangeQuery& query) = 0;
 
   // The most recent unexpired record of each of the device's series (of
   // `measure_name`'s alone when non-empty; of those matching `tags` as
