@@ -127,6 +127,7 @@ AnswerLayout LayOut(const std::vector<SeriesColumns>& series, const std::vector<
 // moved rather than copied.
 void MoveRows(SeriesColumns&& series, size_t first, size_t count, RangeColumns* out) {
   const auto cut = [first, count](auto& v) {
+    if (v.empty()) return;  // versions and ttls when all are 0
     v.erase(v.begin() + static_cast<ptrdiff_t>(first + count), v.end());
     v.erase(v.begin(), v.begin() + static_cast<ptrdiff_t>(first));
   };
@@ -259,8 +260,6 @@ Result<ColumnarRangeResult> EngineImpl::RangeColumnar(const RangeQuery& query) {
   }
   out.row_series.reserve(selected.size());
   out.timestamps.reserve(selected.size());
-  out.versions.reserve(selected.size());
-  out.ttls.reserve(selected.size());
   out.columns.resize(layout.columns.size());
   for (size_t c = 0; c < layout.columns.size(); ++c) {
     out.columns[c].name = layout.columns[c].first;
@@ -271,8 +270,8 @@ Result<ColumnarRangeResult> EngineImpl::RangeColumnar(const RangeQuery& query) {
     const SeriesColumns& s = series[r.series];
     out.row_series.push_back(answer_series[r.series]);
     out.timestamps.push_back(s.timestamps[r.row]);
-    out.versions.push_back(s.versions[r.row]);
-    out.ttls.push_back(s.ttls[r.row]);
+    AppendMostlyZero(&out.versions, out.timestamps.size() - 1, s.version(r.row));
+    AppendMostlyZero(&out.ttls, out.timestamps.size() - 1, s.ttl(r.row));
     const std::vector<int>& field_of = layout.field_of_column[r.series];
     for (size_t c = 0; c < out.columns.size(); ++c) {
       if (field_of[c] < 0) {
@@ -301,8 +300,8 @@ Result<RangeResult> EngineImpl::Range(const RangeQuery& query) {
     row.attributes = s.attributes;
     row.shard = s.shard;
     row.timestamp = c.timestamps[i];
-    row.version = c.versions[i];
-    row.ttl = c.ttls[i];
+    row.version = c.version(i);
+    row.ttl = c.ttl(i);
     for (const ValueColumn& column : c.columns) {
       if (column.present[i]) row.fields.push_back(Field{column.name, column.ValueAt(i)});
     }

@@ -143,7 +143,8 @@ TEST_F(EngineRangeColumnsTest, RowsAndColumnsMatchTheModel) {
           // The same row as columns.
           EXPECT_EQ(c.timestamps[i], row.timestamp);
           EXPECT_EQ(c.series[c.row_series[i]].dimensions, row.dimensions);
-          EXPECT_EQ(c.versions[i], row.version);
+          EXPECT_EQ(c.version(i), row.version);
+          EXPECT_EQ(c.ttl(i), row.ttl);
           for (const ValueColumn& column : c.columns) {
             if (column.name == "a") {
               EXPECT_EQ(column.doubles[i], expected.record.a);

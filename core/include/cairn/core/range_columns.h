@@ -3,7 +3,7 @@
 // object per reading.
 //
 // Rows are those Engine::Range would return, in the same order. Row i is
-// (series[row_series[i]], timestamps[i], versions[i], ttls[i]) and carries
+// (series[row_series[i]], timestamps[i], version(i), ttl(i)) and carries
 // column c's value where columns[c].present[i] is 1. A column is one
 // (field name, type) pair: two series with a field of one name and two
 // types give two columns of that name, each present only in its own rows.
@@ -55,11 +55,15 @@ struct RangeColumns {
   std::vector<ColumnSeries> series;
   std::vector<uint32_t> row_series;  // per row, an index into `series`
   std::vector<int64_t> timestamps;   // per row, ns since epoch
-  std::vector<uint64_t> versions;    // per row
-  std::vector<int64_t> ttls;         // per row, Unix seconds; 0 = none
+  // Per row, or empty when every row's is 0 (most data is never
+  // rewritten and has no ttl: the common answer spends no memory on them).
+  std::vector<uint64_t> versions;
+  std::vector<int64_t> ttls;         // Unix seconds; 0 = none
   std::vector<ValueColumn> columns;  // sorted by (name, type)
 
   size_t size() const { return timestamps.size(); }
+  uint64_t version(size_t row) const { return versions.empty() ? 0 : versions[row]; }
+  int64_t ttl(size_t row) const { return ttls.empty() ? 0 : ttls[row]; }
 };
 
 }  // namespace cairn

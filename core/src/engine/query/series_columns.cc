@@ -17,8 +17,6 @@ SeriesColumns::SeriesColumns(const std::vector<ChunkField>& schema, const std::v
 
 void SeriesColumns::Reserve(size_t rows) {
   timestamps.reserve(rows);
-  versions.reserve(rows);
-  ttls.reserve(rows);
   for (size_t f = 0; f < fields.size(); ++f) {
     if (wanted[f]) fields[f].Reserve(rows);
   }
@@ -30,9 +28,9 @@ bool SeriesColumns::Append(const ChunkRecord& record) {
     any |= wanted[f] && !std::holds_alternative<std::monostate>(record.values[f]);
   }
   if (!any) return false;
+  AppendMostlyZero(&versions, timestamps.size(), record.version);
+  AppendMostlyZero(&ttls, timestamps.size(), record.ttl);
   timestamps.push_back(record.timestamp);
-  versions.push_back(record.version);
-  ttls.push_back(record.ttl);
   for (size_t f = 0; f < fields.size(); ++f) {
     if (!wanted[f]) continue;
     if (f < record.values.size()) {
@@ -51,9 +49,9 @@ bool SeriesColumns::AppendDecoded(const DecodedChunk& chunk, const std::vector<i
     any |= f >= 0 && wanted[static_cast<size_t>(f)] && chunk.columns[c].typed.present[i];
   }
   if (!any) return false;
+  AppendMostlyZero(&versions, timestamps.size(), chunk.versions[i]);
+  AppendMostlyZero(&ttls, timestamps.size(), chunk.ttls[i]);
   timestamps.push_back(chunk.timestamps[i]);
-  versions.push_back(chunk.versions[i]);
-  ttls.push_back(chunk.ttls[i]);
   const size_t row = timestamps.size();
   for (size_t c = 0; c < chunk.columns.size(); ++c) {
     const int f = column_to_field[c];
@@ -79,13 +77,26 @@ void AppendRun(const std::vector<T>& v, size_t begin, size_t end, bool ascending
   }
 }
 
+// AppendRun into a column kept empty while every value is zero; `rows` is
+// the number of rows before the run.
+template <typename T>
+void AppendRunMostlyZero(const std::vector<T>& v, size_t begin, size_t end, bool ascending, size_t rows,
+                         std::vector<T>* out) {
+  if (out->empty() && std::all_of(v.begin() + static_cast<ptrdiff_t>(begin), v.begin() + static_cast<ptrdiff_t>(end),
+                                  [](T x) { return x == T{}; })) {
+    return;
+  }
+  if (out->size() < rows) out->resize(rows, T{});
+  AppendRun(v, begin, end, ascending, out);
+}
+
 }  // namespace
 
 void SeriesColumns::AppendDecodedRun(const DecodedChunk& chunk, const std::vector<int>& column_to_field,
                                      size_t begin, size_t end, bool ascending) {
+  AppendRunMostlyZero(chunk.versions, begin, end, ascending, timestamps.size(), &versions);
+  AppendRunMostlyZero(chunk.ttls, begin, end, ascending, timestamps.size(), &ttls);
   AppendRun(chunk.timestamps, begin, end, ascending, &timestamps);
-  AppendRun(chunk.versions, begin, end, ascending, &versions);
-  AppendRun(chunk.ttls, begin, end, ascending, &ttls);
   const size_t rows = timestamps.size();
   for (size_t c = 0; c < chunk.columns.size(); ++c) {
     const int f = column_to_field[c];
@@ -103,19 +114,6 @@ void SeriesColumns::AppendDecodedRun(const DecodedChunk& chunk, const std::vecto
   }
   for (size_t f = 0; f < fields.size(); ++f) {
     while (wanted[f] && fields[f].size() < rows) fields[f].AppendAbsent();
-  }
-}
-
-void SeriesColumns::Reverse() {
-  std::reverse(timestamps.begin(), timestamps.end());
-  std::reverse(versions.begin(), versions.end());
-  std::reverse(ttls.begin(), ttls.end());
-  for (ValueColumn& column : fields) {
-    std::reverse(column.present.begin(), column.present.end());
-    std::reverse(column.doubles.begin(), column.doubles.end());
-    std::reverse(column.integers.begin(), column.integers.end());
-    std::reverse(column.bools.begin(), column.bools.end());
-    std::reverse(column.strings.begin(), column.strings.end());
   }
 }
 

@@ -29,8 +29,8 @@ struct SeriesScan {
 // has an empty column.
 struct SeriesColumns {
   std::vector<int64_t> timestamps;
-  std::vector<uint64_t> versions;
-  std::vector<int64_t> ttls;
+  std::vector<uint64_t> versions;  // empty while every row's is 0 (RangeColumns)
+  std::vector<int64_t> ttls;       // empty while every row's is 0
   std::vector<ValueColumn> fields;
   std::vector<uint8_t> wanted;  // parallel to `fields`
 
@@ -38,6 +38,8 @@ struct SeriesColumns {
   // when it is empty).
   SeriesColumns(const std::vector<ChunkField>& schema, const std::vector<std::string>& scan_fields);
   size_t size() const { return timestamps.size(); }
+  uint64_t version(size_t row) const { return versions.empty() ? 0 : versions[row]; }
+  int64_t ttl(size_t row) const { return ttls.empty() ? 0 : ttls[row]; }
   // Room for `rows` rows without moving what is there.
   void Reserve(size_t rows);
   // Appends `record` (values parallel to the schema) unless it carries no
@@ -52,8 +54,6 @@ struct SeriesColumns {
   // and none has expired.
   void AppendDecodedRun(const DecodedChunk& chunk, const std::vector<int>& column_to_field, size_t begin,
                         size_t end, bool ascending);
-  // Puts the rows in reverse order.
-  void Reverse();
 };
 
 // Appends the records of `chunk` within [from, to) to `out`, values laid out
@@ -63,5 +63,14 @@ struct SeriesColumns {
 void AppendChunkRecords(DecodedChunk&& chunk, const std::vector<uint64_t>& lsns,
                         const std::vector<ChunkField>& fields, int64_t from, int64_t to,
                         std::vector<ChunkRecord>* out);
+
+// Appends `value` as row `row` of a column that stays empty while every
+// value is zero (RangeColumns::versions, ttls).
+template <typename T>
+void AppendMostlyZero(std::vector<T>* column, size_t row, T value) {
+  if (column->empty() && value == T{}) return;
+  if (column->size() < row) column->resize(row, T{});
+  column->push_back(value);
+}
 
 }  // namespace cairn
