@@ -290,6 +290,11 @@ class DamagedReadsEngine : public ForwardingEngine {
     result.skipped.push_back(Damage());
     return result;
   }
+  Result<ColumnarRangeResult> RangeColumnar(const RangeQuery& query) override {
+    CAIRN_ASSIGN_OR_RETURN(ColumnarRangeResult result, target()->RangeColumnar(query));
+    result.skipped.push_back(Damage());
+    return result;
+  }
   Result<AggregateResult> Aggregate(const AggregateQuery& query) override {
     CAIRN_ASSIGN_OR_RETURN(AggregateResult result, target()->Aggregate(query));
     result.skipped.push_back(Damage());

@@ -197,7 +197,7 @@ class EngineCommands {
     if (std::optional<std::string_view> page = invocation.Value("page"))
       query.page_token = std::string(*page);
 
-    Result<RangeResult> result = engine()->Range(query);
+    Result<ColumnarRangeResult> result = engine()->RangeColumnar(query);
     if (!result.ok()) {
       Status status = ExplainTableError(result.status());
       if (!query.page_token.empty() && status.message() == "malformed page token") {
@@ -206,7 +206,7 @@ class EngineCommands {
       }
       return CommandResult::Error(status);
     }
-    CommandResult table = RecordTable(result->rows);
+    CommandResult table = RecordTable(result->columns);
     AddSkippedNotes(result->skipped, &table);
     if (!result->next_page_token.empty()) {
       table.AddNote("next_page", result->next_page_token,

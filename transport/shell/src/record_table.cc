@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -34,14 +35,43 @@ std::string UniqueColumnName(const std::string& name, std::set<std::string>* use
 }
 
 CommandResult RecordTable(const std::vector<RecordRow>& rows) {
+  RangeColumns columns;
+  std::map<std::pair<std::string, FieldType>, size_t> column_of;
+  for (const RecordRow& row : rows) {
+    for (const Field& field : row.fields) column_of.emplace(std::make_pair(field.name, TypeOf(field.value)), 0);
+  }
+  for (auto& [key, index] : column_of) {
+    index = columns.columns.size();
+    ValueColumn& column = columns.columns.emplace_back();
+    column.name = key.first;
+    column.type = key.second;
+  }
+  for (const RecordRow& row : rows) {
+    const size_t r = columns.size();
+    columns.row_series.push_back(static_cast<uint32_t>(columns.series.size()));
+    columns.series.push_back(ColumnSeries{row.device_id, row.measure_name, row.dimensions, row.attributes, row.shard});
+    columns.timestamps.push_back(row.timestamp);
+    columns.versions.push_back(row.version);
+    columns.ttls.push_back(row.ttl);
+    for (const Field& field : row.fields) columns.columns[column_of[{field.name, TypeOf(field.value)}]].Append(field.value);
+    for (ValueColumn& column : columns.columns) {
+      if (column.size() == r) column.AppendAbsent();
+    }
+  }
+  return RecordTable(columns);
+}
+
+CommandResult RecordTable(const RangeColumns& records) {
   std::set<std::string> tag_names, field_names;
   bool any_version = false, any_ttl = false;
-  for (const RecordRow& row : rows) {
-    for (const auto& [name, value] : row.dimensions) tag_names.insert(name);
-    for (const auto& [name, value] : row.attributes) tag_names.insert(name);
-    for (const Field& field : row.fields) field_names.insert(field.name);
-    any_version = any_version || row.version != 0;
-    any_ttl = any_ttl || row.ttl != 0;
+  for (const ColumnSeries& series : records.series) {
+    for (const auto& [name, value] : series.dimensions) tag_names.insert(name);
+    for (const auto& [name, value] : series.attributes) tag_names.insert(name);
+  }
+  for (const ValueColumn& column : records.columns) field_names.insert(column.name);
+  for (size_t i = 0; i < records.size(); ++i) {
+    any_version = any_version || records.version(i) != 0;
+    any_ttl = any_ttl || records.ttl(i) != 0;
   }
   std::vector<std::string> columns = {"time", "measure"};
   std::set<std::string> used(columns.begin(), columns.end());
@@ -66,19 +96,29 @@ CommandResult RecordTable(const std::vector<RecordRow>& rows) {
   const auto index_of = [](const std::vector<std::string>& sorted, const std::string& name) {
     return static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), name) - sorted.begin());
   };
-  std::vector<CommandResult::Row> table_rows;
-  table_rows.reserve(rows.size());
-  for (const RecordRow& row : rows) {
-    CommandResult::Row cells(columns.size());
-    cells[0] = TimeValue(row.timestamp);
-    cells[1] = row.measure_name;
-    for (const TagMap* tags : {&row.dimensions, &row.attributes}) {
-      for (const auto& [name, value] : *tags) cells[first_tag + index_of(ordered_tags, name)] = value;
+  // Where each series' tags and each value column land, worked out once.
+  std::vector<std::vector<std::pair<size_t, const std::string*>>> series_cells(records.series.size());
+  for (size_t s = 0; s < records.series.size(); ++s) {
+    for (const TagMap* tags : {&records.series[s].dimensions, &records.series[s].attributes}) {
+      for (const auto& [name, value] : *tags) series_cells[s].emplace_back(first_tag + index_of(ordered_tags, name), &value);
     }
+  }
+  std::vector<size_t> cell_of_column;
+  for (const ValueColumn& column : records.columns) cell_of_column.push_back(first_field + index_of(ordered_fields, column.name));
+  std::vector<CommandResult::Row> table_rows;
+  table_rows.reserve(records.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    CommandResult::Row cells(columns.size());
+    const uint32_t s = records.row_series[i];
+    cells[0] = TimeValue(records.timestamps[i]);
+    cells[1] = records.series[s].measure_name;
+    for (const auto& [cell, value] : series_cells[s]) cells[cell] = *value;
     size_t next = first_tag + ordered_tags.size();
-    if (any_version) cells[next++] = Count(row.version);
-    if (any_ttl) cells[next++] = ExpiryValue(row.ttl);
-    for (const Field& field : row.fields) cells[first_field + index_of(ordered_fields, field.name)] = field.value;
+    if (any_version) cells[next++] = Count(records.version(i));
+    if (any_ttl) cells[next++] = ExpiryValue(records.ttl(i));
+    for (size_t c = 0; c < records.columns.size(); ++c) {
+      if (records.columns[c].present[i]) cells[cell_of_column[c]] = records.columns[c].ValueAt(i);
+    }
     table_rows.push_back(std::move(cells));
   }
   std::string tag_columns;

@@ -23,6 +23,9 @@
 namespace cairn {
 
 CommandResult RecordTable(const std::vector<RecordRow>& rows);
+// The same table from a columnar range answer, without a row object per
+// record.
+CommandResult RecordTable(const RangeColumns& records);
 
 // `name` + " (field)", repeated until no name in `used` has it; the result
 // is added to `used`.
