@@ -33,6 +33,10 @@ std::string SerialBanner() {
   return "cairn " + build.version + " (" + build.target_arch + ") serial shell; type help for commands";
 }
 
+// Rows of one `range` page over HTTP at most (the serial console keeps
+// EngineCommandOptions' default).
+constexpr size_t kHttpMaxRangeRows = 10'000;
+
 }  // namespace
 
 Daemon::Daemon(Env* env, Logger* log, DaemonOptions options)
@@ -40,18 +44,26 @@ Daemon::Daemon(Env* env, Logger* log, DaemonOptions options)
 
 Daemon::~Daemon() { (void)Stop(); }
 
+Status Daemon::RegisterCommands(CommandRegistry* registry, const EngineCommandOptions& options) {
+  CAIRN_RETURN_IF_ERROR(RegisterBuiltinCommands(registry));
+  CAIRN_RETURN_IF_ERROR(RegisterEngineCommands(registry, &storage_, env_, options));
+  return RegisterSyncCommands(registry, &storage_,
+                              [this] { return current_sync_agent_.load(std::memory_order_acquire); });
+}
+
 Status Daemon::Start() {
   const std::string& dir = options_.data_dir;
   // Every command goes in before the registry is shared; those that need
   // the engine find it through storage_ once it is open.
-  CAIRN_RETURN_IF_ERROR(RegisterBuiltinCommands(&commands_));
+  // The serial console's `range` pages stay within its renderer's row cap
+  // (EngineCommandOptions); the HTTP API renders every row, so its pages
+  // may be ten times longer: an hour of 1 Hz readings in one request.
   EngineCommandOptions command_options;
   command_options.data_dir = dir;
   command_options.device_tag = options_.device_tag;
-  CAIRN_RETURN_IF_ERROR(RegisterEngineCommands(&commands_, &storage_, env_, command_options));
-  CAIRN_RETURN_IF_ERROR(RegisterSyncCommands(&commands_, &storage_, [this] {
-    return current_sync_agent_.load(std::memory_order_acquire);
-  }));
+  CAIRN_RETURN_IF_ERROR(RegisterCommands(&commands_, command_options));
+  command_options.max_limit = kHttpMaxRangeRows;
+  CAIRN_RETURN_IF_ERROR(RegisterCommands(&http_commands_, command_options));
 
   // Judged before the first attempt: one that fails may leave a catalog
   // file behind.
@@ -252,7 +264,7 @@ Status Daemon::StartHttp() {
     return status.ok() ? RenderSyncMetrics(*status) + out : out;
   };
   http_api_ = std::make_unique<HttpApi>(
-      &storage_, env_, &commands_, tokens_.get(), &auth_throttle_, &api_metrics_, api_options,
+      &storage_, env_, &http_commands_, tokens_.get(), &auth_throttle_, &api_metrics_, api_options,
       [this] { return http_server_ ? http_server_->stats() : HttpServerStats(); });
   HttpServerOptions server_options;
   server_options.listen_address = options_.http_address;

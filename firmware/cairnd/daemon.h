@@ -79,6 +79,7 @@
 #include "cairn/http/api_metrics.h"
 #include "cairn/http/auth_limiter.h"
 #include "cairn/shell/command_registry.h"
+#include "cairn/shell/engine_commands.h"
 #include "cairn/shell/engine_holder.h"
 #include "cairn/http/http_api.h"
 #include "cairn/http/http_server.h"
@@ -139,6 +140,8 @@ class Daemon {
  private:
   // Creates the data directory, opens the engine and logs what recovery
   // found. Busy when another cairnd holds the directory.
+  // Puts every shell command into `registry`, the engine's with `options`.
+  Status RegisterCommands(CommandRegistry* registry, const EngineCommandOptions& options);
   Status OpenEngine();
   // After the engine opened: the config's tables, the default table, the
   // tokens file, sync, the MQTT input; then publishes the engine.
@@ -184,7 +187,8 @@ class Daemon {
   // The sync agent for the `sync` command's threads: set before the engine
   // is published, cleared before the agent stops.
   std::atomic<SyncAgent*> current_sync_agent_{nullptr};
-  CommandRegistry commands_;
+  CommandRegistry commands_;       // the serial shell's
+  CommandRegistry http_commands_;  // the HTTP API's: the same commands, longer range pages
   std::unique_ptr<SyncAgent> sync_agent_;
   std::unique_ptr<MqttInput> mqtt_input_;
   std::unique_ptr<SerialShell> serial_shell_;

@@ -120,6 +120,44 @@ TEST_F(CairndHttpTest, AcknowledgedHttpWritesSurviveKill9) {
   StopDaemon();
 }
 
+// An hour of 1 Hz readings comes back in one HTTP page; the console's cap
+// (1 000 rows) does not apply to the API, and past 10 000 a page is refused.
+TEST_F(CairndHttpTest, AnHourOfReadingsIsOnePage) {
+  StartDaemon({"--http-plain"});
+  const std::string admin = FirstAdminToken();
+  ASSERT_FALSE(admin.empty());
+  const int64_t now_seconds = Env::Default()->NowUnixNanos() / 1'000'000'000;
+  std::string body;
+  for (int n = 0; n < 3600; ++n) {
+    body += "env,device=h1 temperature=" + std::to_string(n) + ",humidity=" + std::to_string(n % 100) + " " +
+            std::to_string(now_seconds - 7200 + n) + "\n";
+  }
+  Result<HttpTestClient> client = HttpTestClient::Connect("127.0.0.1", port_);
+  ASSERT_TRUE(client.ok());
+  Result<HttpTestResponse> written =
+      client->Request("POST", "/write?db=sensors&precision=s", {{"Authorization", "Token " + admin}}, body);
+  ASSERT_TRUE(written.ok());
+  ASSERT_EQ(written->status, 204) << written->body;
+
+  Result<HttpTestResponse> page = Get("/v1/tables/sensors/devices/h1/readings?limit=10000&from=-3h", admin);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->status, 200) << page->body;
+  Result<JsonValue> json = JsonValue::Parse(page->body);
+  ASSERT_TRUE(json.ok());
+  const std::vector<JsonValue>& records = json->Find("records")->elements();
+  ASSERT_EQ(records.size(), 3600u);
+  for (size_t n = 0; n < records.size(); ++n) {
+    ASSERT_EQ(records[n].Find("temperature")->number(), static_cast<double>(n));
+  }
+  EXPECT_EQ(json->Find("next_page"), nullptr);
+
+  Result<HttpTestResponse> too_long = Get("/v1/tables/sensors/devices/h1/readings?limit=10001", admin);
+  ASSERT_TRUE(too_long.ok());
+  EXPECT_EQ(too_long->status, 400) << too_long->body;
+  EXPECT_NE(too_long->body.find("from 1 to 10000"), std::string::npos) << too_long->body;
+  StopDaemon();
+}
+
 class CairndHttpsTest : public CairndHttpTest {
  protected:
   void SetUp() override {

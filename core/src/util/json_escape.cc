@@ -53,6 +53,18 @@ void AppendJsonStringForDisplay(std::string_view text, std::string* out) {
   out->push_back('"');
   size_t pos = 0;
   while (pos < text.size()) {
+    // Printable ASCII other than the quote and the backslash stands for
+    // itself: copy such runs whole (names, tags and most values are all of
+    // it), and decode only where something else begins.
+    size_t plain = pos;
+    while (plain < text.size()) {
+      const auto byte = static_cast<unsigned char>(text[plain]);
+      if (byte < 0x20 || byte >= 0x7F || byte == '"' || byte == '\\') break;
+      ++plain;
+    }
+    out->append(text.data() + pos, plain - pos);
+    pos = plain;
+    if (pos == text.size()) break;
     const Utf8Unit unit = DecodeUtf8(text, pos);
     const uint32_t c = unit.code_point;
     if (!unit.valid) {

@@ -54,34 +54,57 @@ CivilTime ToCivil(int64_t unix_nanos) {
   return t;
 }
 
-std::string FormatWithFraction(const CivilTime& t, const char* fraction) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%04lld-%02u-%02uT%02u:%02u:%02u%sZ", static_cast<long long>(t.year),
-                t.month, t.day, t.hour, t.minute, t.second, fraction);
-  return buffer;
+// Appends `value` as exactly `width` decimal digits. Precondition: it fits.
+void AppendDigits(uint64_t value, int width, std::string* out) {
+  char digits[20];
+  for (int i = width - 1; i >= 0; --i) {
+    digits[i] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  }
+  out->append(digits, static_cast<size_t>(width));
+}
+
+// YYYY-MM-DDTHH:MM:SS<fraction>Z, the fraction `fraction_digits` long (0, 3,
+// 6 or 9). Written digit by digit: timestamps fill every answer, and
+// printf-style formatting was most of the cost of serialising one.
+std::string FormatCivil(const CivilTime& t, int fraction_digits) {
+  std::string out;
+  out.reserve(32);
+  if (t.year >= 0 && t.year <= 9999) {
+    AppendDigits(static_cast<uint64_t>(t.year), 4, &out);
+  } else {
+    char year[24];
+    std::snprintf(year, sizeof(year), "%04lld", static_cast<long long>(t.year));
+    out += year;
+  }
+  out.push_back('-');
+  AppendDigits(t.month, 2, &out);
+  out.push_back('-');
+  AppendDigits(t.day, 2, &out);
+  out.push_back('T');
+  AppendDigits(t.hour, 2, &out);
+  out.push_back(':');
+  AppendDigits(t.minute, 2, &out);
+  out.push_back(':');
+  AppendDigits(t.second, 2, &out);
+  if (fraction_digits > 0) {
+    out.push_back('.');
+    uint64_t fraction = static_cast<uint64_t>(t.nanos);
+    for (int d = 9; d > fraction_digits; --d) fraction /= 10;
+    AppendDigits(fraction, fraction_digits, &out);
+  }
+  out.push_back('Z');
+  return out;
 }
 
 }  // namespace
 
 std::string FormatTimestampUtc(int64_t unix_nanos) {
   const CivilTime t = ToCivil(unix_nanos);
-  char fraction[32] = "";
-  if (t.nanos % 1000000 == 0) {
-    if (t.nanos != 0)
-      std::snprintf(fraction, sizeof(fraction), ".%03lld", static_cast<long long>(t.nanos / 1000000));
-  } else if (t.nanos % 1000 == 0) {
-    std::snprintf(fraction, sizeof(fraction), ".%06lld", static_cast<long long>(t.nanos / 1000));
-  } else {
-    std::snprintf(fraction, sizeof(fraction), ".%09lld", static_cast<long long>(t.nanos));
-  }
-  return FormatWithFraction(t, fraction);
+  const int digits = t.nanos == 0 ? 0 : t.nanos % 1000000 == 0 ? 3 : t.nanos % 1000 == 0 ? 6 : 9;
+  return FormatCivil(t, digits);
 }
 
-std::string FormatTimestampUtcMillis(int64_t unix_nanos) {
-  const CivilTime t = ToCivil(unix_nanos);
-  char fraction[32];
-  std::snprintf(fraction, sizeof(fraction), ".%03lld", static_cast<long long>(t.nanos / 1000000));
-  return FormatWithFraction(t, fraction);
-}
+std::string FormatTimestampUtcMillis(int64_t unix_nanos) { return FormatCivil(ToCivil(unix_nanos), 3); }
 
 }  // namespace cairn
