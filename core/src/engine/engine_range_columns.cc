@@ -80,29 +80,30 @@ Result<SeriesColumns> EngineImpl::CollectSeriesColumns(const std::string& table,
 }
 
 Result<std::optional<DecodedChunk>> EngineImpl::FetchChunk(const std::string& table, const SeriesSnapshot& series,
-                                                           int64_t period_start, const ChunkRow& row,
+                                                           int64_t period_start, ChunkRow* row,
                                                            const std::vector<std::string>& fields,
                                                            std::vector<SkippedDamage>* skipped) {
   CAIRN_ASSIGN_OR_RETURN(std::shared_ptr<PeriodHandle> handle,
                          GetPeriodFile(table, series.period, period_start, PeriodAccess::kRead));
-  Result<std::string> data = [&] {
+  {
     MutexLock file_lock(&handle->mutex);
-    return handle->file->ReadChunkData(row.series_id, row.start_ns, row.seq);
-  }();
-  CAIRN_RETURN_IF_ERROR(data.status());
+    CAIRN_RETURN_IF_ERROR(handle->file->ReadChunkBody(row));
+  }
   chunks_decoded_.fetch_add(1, std::memory_order_relaxed);
-  Result<DecodedChunk> decoded = DecodeChunkTyped(*data, fields.empty() ? nullptr : &fields);
-  if (decoded.ok() && decoded->size() != row.count) {
+  Result<DecodedChunk> decoded = DecodeChunkTyped(row->data, fields.empty() ? nullptr : &fields);
+  row->data.clear();
+  row->data.shrink_to_fit();  // decoded now: only the columns are kept
+  if (decoded.ok() && decoded->size() != row->count) {
     decoded = Status::Corruption("the chunk decodes to " + std::to_string(decoded->size()) +
-                                 " records, its row says " + std::to_string(row.count));
+                                 " records, its row says " + std::to_string(row->count));
   }
   if (!decoded.ok()) {
     // The other chunks are intact: serve them, say what is missing.
     NoteReadDamage(table,
                    SkippedDamage{PeriodPath(table, series.period, period_start),
-                                 "chunk of series " + std::to_string(row.series_id) + " from " +
-                                     std::to_string(row.start_ns) + " seq " + std::to_string(row.seq),
-                                 decoded.status().message(), row.count},
+                                 "chunk of series " + std::to_string(row->series_id) + " from " +
+                                     std::to_string(row->start_ns) + " seq " + std::to_string(row->seq),
+                                 decoded.status().message(), row->count},
                    skipped);
     return std::optional<DecodedChunk>();
   }
@@ -128,8 +129,7 @@ Result<bool> EngineImpl::CollectMergedColumns(const std::string& table, const Se
     }
     Result<std::vector<ChunkRow>> rows = [&] {
       MutexLock file_lock(&(*handle)->mutex);
-      return (*handle)->file->ReadChunks(series.id, std::max(scan.from, start), std::min(scan.to, end),
-                                         /*with_data=*/false);
+      return (*handle)->file->ListChunks(series.id, std::max(scan.from, start), std::min(scan.to, end));
     }();
     if (!rows.ok()) return false;
     for (ChunkRow& row : *rows) chunks.push_back(ListedChunk{start, std::move(row)});
@@ -169,9 +169,9 @@ Result<bool> EngineImpl::CollectMergedColumns(const std::string& table, const Se
       have = true;
     }
     if (next_pending < pending.size() && (!have || !before(next, reach(pending[next_pending])))) {
-      const ListedChunk& listed = chunks[pending[next_pending++]];
+      ListedChunk& listed = chunks[pending[next_pending++]];
       Result<std::optional<DecodedChunk>> decoded =
-          FetchChunk(table, series, listed.period_start, listed.row, scan.fields, skipped);
+          FetchChunk(table, series, listed.period_start, &listed.row, scan.fields, skipped);
       if (!decoded.ok()) return false;  // replaced meanwhile, or the file failed: merge and report
       if (!decoded->has_value()) continue;  // damaged: noted, the rest is served
       Source& source = active.emplace_back();

@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -118,11 +119,15 @@ class PeriodFile {
   // series or an empty range.
   Result<std::vector<ChunkRow>> ReadChunks(int64_t series_id, int64_t from, int64_t to, bool with_data);
 
-  // The data (EncodeChunk bytes) of the chunk `series_id`, `start_ns`, `seq`
-  // as ReadChunks(with_data=false) listed it: a read that decides from the
-  // rows which chunks it needs fetches only those. NotFound when the chunk is
+  // ReadChunks(with_data=false) without the chunk's schema, stats and LSNs:
+  // the identity, span, count and LSN, version and ttl bounds of each chunk,
+  // all a range needs to plan which chunks to fetch.
+  Result<std::vector<ChunkRow>> ListChunks(int64_t series_id, int64_t from, int64_t to);
+  // Fills `chunk`'s data (EncodeChunk bytes) and lsns, the chunk as
+  // ListChunks or ReadChunks listed it: a read that decides from the rows
+  // which chunks it needs fetches only those. NotFound when the chunk is
   // gone (compacted or replaced since it was listed).
-  Result<std::string> ReadChunkData(int64_t series_id, int64_t start_ns, int64_t seq);
+  Status ReadChunkBody(ChunkRow* chunk);
   // The chunks holding any LSN in (after_lsn, through_lsn], ordered by
   // min_lsn: every chunk that began at or before after_lsn and reaches past
   // it, then at most `limit` chunks beginning inside the range. When that
@@ -211,6 +216,10 @@ class PeriodFile {
   // Upserts `series`, then inserts `chunks` (seq assigned), a chunk without
   // fields taking its series'; the caller owns the transaction.
   Status InsertSeriesAndChunks(const std::vector<PeriodSeries>& series, std::vector<ChunkRow>& chunks);
+  // The lowest chunk start that can overlap `from` for the series (its
+  // chunks start at most max_span_ns before their end); nothing for a series
+  // the file does not know.
+  Result<std::optional<int64_t>> LowestOverlappingStart(int64_t series_id, int64_t from);
   Result<std::vector<ChunkRow>> ReadChunkRows(Statement* statement, bool with_data,
                                               bool with_data_bytes = false);
   Result<std::vector<ChunkRow>> ReadAllChunks(int64_t series_id);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "storage/period_columns.h"
@@ -74,44 +75,85 @@ Result<std::vector<ChunkRow>> PeriodFile::ReadChunkRows(Statement* statement, bo
   return rows;
 }
 
+Result<std::optional<int64_t>> PeriodFile::LowestOverlappingStart(int64_t series_id, int64_t from) {
+  CAIRN_ASSIGN_OR_RETURN(Statement * span_query, db_->Prepare(kSelectSeriesSpan));
+  CAIRN_RETURN_IF_ERROR(span_query->BindInt64(1, series_id));
+  StatementResetter reset(span_query);
+  CAIRN_ASSIGN_OR_RETURN(bool row, span_query->Step());
+  if (!row) return std::optional<int64_t>();
+  const int64_t max_span = span_query->ColumnInt64(0);
+  if (max_span < 0)
+    return Status::Corruption(path_ + ": series " + std::to_string(series_id) + " has a negative span");
+  return std::optional<int64_t>(from < std::numeric_limits<int64_t>::min() + max_span
+                                    ? std::numeric_limits<int64_t>::min()
+                                    : from - max_span);
+}
+
 Result<std::vector<ChunkRow>> PeriodFile::ReadChunks(int64_t series_id, int64_t from, int64_t to,
                                                      bool with_data) {
   CAIRN_RETURN_IF_ERROR(CheckOpen());
   if (from >= to) return std::vector<ChunkRow>();
-  CAIRN_ASSIGN_OR_RETURN(Statement * span_query, db_->Prepare(kSelectSeriesSpan));
-  CAIRN_RETURN_IF_ERROR(span_query->BindInt64(1, series_id));
-  int64_t max_span = 0;
-  {
-    StatementResetter reset(span_query);
-    CAIRN_ASSIGN_OR_RETURN(bool row, span_query->Step());
-    if (!row) return std::vector<ChunkRow>();
-    max_span = span_query->ColumnInt64(0);
-  }
-  if (max_span < 0)
-    return Status::Corruption(path_ + ": series " + std::to_string(series_id) + " has a negative span");
-  int64_t lowest_start = from < std::numeric_limits<int64_t>::min() + max_span ? std::numeric_limits<int64_t>::min() : from - max_span;
+  CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> lowest_start, LowestOverlappingStart(series_id, from));
+  if (!lowest_start) return std::vector<ChunkRow>();
   CAIRN_ASSIGN_OR_RETURN(Statement * select, db_->Prepare(with_data ? kSelectOverlappingWithData
                                                                     : kSelectOverlappingWithoutData));
   CAIRN_RETURN_IF_ERROR(select->BindInt64(1, series_id));
-  CAIRN_RETURN_IF_ERROR(select->BindInt64(2, lowest_start));
+  CAIRN_RETURN_IF_ERROR(select->BindInt64(2, *lowest_start));
   CAIRN_RETURN_IF_ERROR(select->BindInt64(3, to));
   CAIRN_RETURN_IF_ERROR(select->BindInt64(4, from));
   return ReadChunkRows(select, with_data);
 }
 
-Result<std::string> PeriodFile::ReadChunkData(int64_t series_id, int64_t start_ns, int64_t seq) {
+Status PeriodFile::ReadChunkBody(ChunkRow* chunk) {
   CAIRN_RETURN_IF_ERROR(CheckOpen());
-  CAIRN_ASSIGN_OR_RETURN(Statement * select, db_->Prepare(kSelectChunkData));
-  CAIRN_RETURN_IF_ERROR(select->BindInt64(1, series_id));
-  CAIRN_RETURN_IF_ERROR(select->BindInt64(2, start_ns));
-  CAIRN_RETURN_IF_ERROR(select->BindInt64(3, seq));
+  CAIRN_ASSIGN_OR_RETURN(Statement * select, db_->Prepare(kSelectChunkBody));
+  CAIRN_RETURN_IF_ERROR(select->BindInt64(1, chunk->series_id));
+  CAIRN_RETURN_IF_ERROR(select->BindInt64(2, chunk->start_ns));
+  CAIRN_RETURN_IF_ERROR(select->BindInt64(3, chunk->seq));
   StatementResetter reset(select);
   CAIRN_ASSIGN_OR_RETURN(bool row, select->Step());
-  if (!row) {
-    return Status::NotFound(path_ + ": no chunk of series " + std::to_string(series_id) + " at " +
-                            std::to_string(start_ns) + " seq " + std::to_string(seq));
+  const std::string where = " chunk of series " + std::to_string(chunk->series_id) + " at " +
+                            std::to_string(chunk->start_ns) + " seq " + std::to_string(chunk->seq);
+  if (!row) return Status::NotFound(path_ + ": no" + where);
+  chunk->data = select->ColumnBlob(0);
+  Result<std::vector<uint64_t>> lsns = DecodeLsns(select->ColumnBlob(1), *chunk);
+  if (!lsns.ok()) return lsns.status().WithContext(path_ + ":" + where);
+  chunk->lsns = std::move(lsns).value();
+  return Status::Ok();
+}
+
+Result<std::vector<ChunkRow>> PeriodFile::ListChunks(int64_t series_id, int64_t from, int64_t to) {
+  CAIRN_RETURN_IF_ERROR(CheckOpen());
+  if (from >= to) return std::vector<ChunkRow>();
+  CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> lowest_start, LowestOverlappingStart(series_id, from));
+  if (!lowest_start) return std::vector<ChunkRow>();
+  CAIRN_ASSIGN_OR_RETURN(Statement * select, db_->Prepare(kListOverlapping));
+  CAIRN_RETURN_IF_ERROR(select->BindInt64(1, series_id));
+  CAIRN_RETURN_IF_ERROR(select->BindInt64(2, *lowest_start));
+  CAIRN_RETURN_IF_ERROR(select->BindInt64(3, to));
+  CAIRN_RETURN_IF_ERROR(select->BindInt64(4, from));
+  std::vector<ChunkRow> rows;
+  StatementResetter reset(select);
+  for (;;) {
+    CAIRN_ASSIGN_OR_RETURN(bool row, select->Step());
+    if (!row) break;
+    ChunkRow& chunk = rows.emplace_back();
+    chunk.series_id = select->ColumnInt64(0);
+    chunk.start_ns = select->ColumnInt64(1);
+    chunk.seq = select->ColumnInt64(2);
+    chunk.end_ns = select->ColumnInt64(3);
+    const int64_t count = select->ColumnInt64(4);
+    if (count <= 0 || count > int64_t{std::numeric_limits<uint32_t>::max()}) {
+      return Status::Corruption(path_ + ": chunk of series " + std::to_string(chunk.series_id) + " at " +
+                                std::to_string(chunk.start_ns) + " has count " + std::to_string(count));
+    }
+    chunk.count = static_cast<uint32_t>(count);
+    chunk.min_lsn = FromStored(select->ColumnInt64(5));
+    chunk.max_lsn = FromStored(select->ColumnInt64(6));
+    chunk.max_version = FromStored(select->ColumnInt64(7));
+    chunk.min_ttl = select->ColumnInt64(8);
   }
-  return select->ColumnBlob(0);
+  return rows;
 }
 
 Result<std::vector<ChunkRow>> PeriodFile::ReadAllChunks(int64_t series_id) {

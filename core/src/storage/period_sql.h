@@ -92,8 +92,11 @@ constexpr const char* kSelectOverlappingWithoutData =
     "SELECT series_id, start_ns, seq, end_ns, count, min_lsn, max_lsn, max_version, min_ttl, "
     "schema_id, stats, lsns FROM chunks "
     "WHERE series_id = ?1 AND start_ns >= ?2 AND start_ns < ?3 AND end_ns >= ?4 ORDER BY start_ns, seq";
-constexpr const char* kSelectChunkData =
-    "SELECT data FROM chunks WHERE series_id = ?1 AND start_ns = ?2 AND seq = ?3";
+constexpr const char* kListOverlapping =
+    "SELECT series_id, start_ns, seq, end_ns, count, min_lsn, max_lsn, max_version, min_ttl FROM chunks "
+    "WHERE series_id = ?1 AND start_ns >= ?2 AND start_ns < ?3 AND end_ns >= ?4 ORDER BY start_ns, seq";
+constexpr const char* kSelectChunkBody =
+    "SELECT data, lsns FROM chunks WHERE series_id = ?1 AND start_ns = ?2 AND seq = ?3";
 constexpr const char* kSelectAllOfSeries =
     "SELECT series_id, start_ns, seq, end_ns, count, min_lsn, max_lsn, max_version, min_ttl, "
     "schema_id, stats, lsns, data FROM chunks WHERE series_id = ?1 ORDER BY start_ns, seq";
