@@ -35,6 +35,7 @@ HOST_PACKAGES=(
   libzstd-dev libhttp-parser-dev zlib1g-dev libgtest-dev libgmock-dev libtomlplusplus-dev
   curl openssl python3-influxdb python3-pil chromium
   mosquitto mosquitto-clients postgresql libpq-dev
+  influxdb influxdb-client
   lintian mmdebstrap help2man fakeroot systemd-container
   qemu-system-arm qemu-utils dosfstools mtools fdisk cpio kmod device-tree-compiler e2fsprogs
 )
@@ -103,6 +104,17 @@ if [ -n "$missing" ]; then
   log "installing host packages:" $missing
   # shellcheck disable=SC2086
   apt-get install -y -q --no-install-recommends $missing
+fi
+
+# influxd is a benchmark peer and a reference for answers, started by the
+# bench on loopback with its own directories. The package enables a service
+# on port 8086, where cairnd listens by default: on a machine that runs
+# systemd it is stopped and disabled, so that it neither takes the port nor
+# runs beside the measurements.
+if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ] &&
+   systemctl is-enabled influxdb >/dev/null 2>&1; then
+  log "disabling the influxdb service (cairn-bench starts its own influxd)"
+  systemctl disable --now influxdb >/dev/null 2>&1 || true
 fi
 
 # The integration tests run as root, but PostgreSQL refuses to: the test

@@ -82,6 +82,7 @@
 #include <string_view>
 
 #include "core_benchmark.h"
+#include "http_benchmark.h"
 #include "sync_benchmark.h"
 
 namespace {
@@ -96,6 +97,8 @@ struct Subcommand {
 constexpr Subcommand kSubcommands[] = {
     {"core", "storage engine vs. a naive SQLite table (ingest, size, flash writes, queries, memory)",
      cairn::bench::RunCoreBenchmark},
+    {"http", "cairnd vs. InfluxDB 1.x over HTTP (ingest, size, latest, range, aggregate, memory)",
+     cairn::bench::RunHttpBenchmark},
     {"sync",
      "store-and-forward sync through mosquitto vs. one MQTT message per record (rate, bytes, latency)",
      cairn::bench::RunSyncBenchmark},

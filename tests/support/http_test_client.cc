@@ -74,6 +74,10 @@ Result<HttpTestResponse> HttpTestClient::ReadResponse(bool head_request) {
   if (head_request || response.status == 204 || response.status == 304 || response.status / 100 == 1) {
     return response;
   }
+  if (response.Header("transfer-encoding").find("chunked") != std::string::npos) {
+    CAIRN_RETURN_IF_ERROR(ReadChunkedBody(&response.body));
+    return response;
+  }
   const std::string length_text = response.Header("content-length");
   if (length_text.empty()) {
     // Framed by the end of the connection.
@@ -94,6 +98,31 @@ Result<HttpTestResponse> HttpTestClient::ReadResponse(bool head_request) {
   response.body = buffer_.substr(0, length);
   buffer_.erase(0, length);
   return response;
+}
+
+Status HttpTestClient::ReadChunkedBody(std::string* body) {
+  for (;;) {
+    size_t line_end;
+    while ((line_end = buffer_.find("\r\n")) == std::string::npos) {
+      CAIRN_ASSIGN_OR_RETURN(bool more, Fill());
+      if (!more) return Status::Unavailable("the server closed the connection in a chunk size line");
+    }
+    size_t size = 0;
+    const auto [end, error] = std::from_chars(buffer_.data(), buffer_.data() + line_end, size, 16);
+    if (error != std::errc() || end == buffer_.data()) {
+      return Status::Corruption("bad chunk size line: " + buffer_.substr(0, std::min<size_t>(line_end, 40)));
+    }
+    buffer_.erase(0, line_end + 2);
+    // The chunk, then its CRLF; the last (size 0) ends with the trailer
+    // section, which these servers leave empty: one more CRLF.
+    while (buffer_.size() < size + 2) {
+      CAIRN_ASSIGN_OR_RETURN(bool more, Fill());
+      if (!more) return Status::Unavailable("the server closed the connection in the middle of a chunk");
+    }
+    body->append(buffer_, 0, size);
+    buffer_.erase(0, size + 2);
+    if (size == 0) return Status::Ok();
+  }
 }
 
 bool HttpTestClient::ServerClosed(int timeout_ms) {

@@ -1,7 +1,8 @@
 // HttpTestClient: the client side of HTTP/1.1 for tests, over any
 // TcpConnection (plain from Env::ConnectTcp, or TLS). It writes requests as
 // given, byte for byte, so tests can also send malformed or slow ones, and
-// reads responses framed by Content-Length (or by the end of the connection).
+// reads responses framed by Content-Length, by chunked transfer coding (as
+// InfluxDB sends them), or by the end of the connection.
 #pragma once
 
 #include <memory>
@@ -50,6 +51,8 @@ class HttpTestClient {
   TcpConnection* connection() { return connection_.get(); }
 
  private:
+  // Reads a body sent with Transfer-Encoding: chunked into `body`.
+  Status ReadChunkedBody(std::string* body);
   // Reads more bytes into buffer_; false at the end of the stream.
   Result<bool> Fill();
 
