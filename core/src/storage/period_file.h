@@ -220,6 +220,10 @@ class PeriodFile {
   // chunks start at most max_span_ns before their end); nothing for a series
   // the file does not know.
   Result<std::optional<int64_t>> LowestOverlappingStart(int64_t series_id, int64_t from);
+  // Fills the first nine columns every chunk query selects (series_id,
+  // start_ns, seq, end_ns, count, min_lsn, max_lsn, max_version, min_ttl)
+  // from the current row; Corruption on an impossible count.
+  Status ReadChunkFacts(const Statement& row, ChunkRow* chunk) const;
   Result<std::vector<ChunkRow>> ReadChunkRows(Statement* statement, bool with_data,
                                               bool with_data_bytes = false);
   Result<std::vector<ChunkRow>> ReadAllChunks(int64_t series_id);

@@ -37,6 +37,24 @@ Result<uint64_t> PeriodFile::MaxLsn() {
   return FromStored(select->ColumnInt64(0));
 }
 
+Status PeriodFile::ReadChunkFacts(const Statement& row, ChunkRow* chunk) const {
+  chunk->series_id = row.ColumnInt64(0);
+  chunk->start_ns = row.ColumnInt64(1);
+  chunk->seq = row.ColumnInt64(2);
+  chunk->end_ns = row.ColumnInt64(3);
+  const int64_t count = row.ColumnInt64(4);
+  if (count <= 0 || count > int64_t{std::numeric_limits<uint32_t>::max()}) {
+    return Status::Corruption(path_ + ": chunk of series " + std::to_string(chunk->series_id) + " at " +
+                              std::to_string(chunk->start_ns) + " has count " + std::to_string(count));
+  }
+  chunk->count = static_cast<uint32_t>(count);
+  chunk->min_lsn = FromStored(row.ColumnInt64(5));
+  chunk->max_lsn = FromStored(row.ColumnInt64(6));
+  chunk->max_version = FromStored(row.ColumnInt64(7));
+  chunk->min_ttl = row.ColumnInt64(8);
+  return Status::Ok();
+}
+
 Result<std::vector<ChunkRow>> PeriodFile::ReadChunkRows(Statement* statement, bool with_data,
                                                         bool with_data_bytes) {
   std::vector<ChunkRow> rows;
@@ -45,20 +63,7 @@ Result<std::vector<ChunkRow>> PeriodFile::ReadChunkRows(Statement* statement, bo
     CAIRN_ASSIGN_OR_RETURN(bool row, statement->Step());
     if (!row) break;
     ChunkRow chunk;
-    chunk.series_id = statement->ColumnInt64(0);
-    chunk.start_ns = statement->ColumnInt64(1);
-    chunk.seq = statement->ColumnInt64(2);
-    chunk.end_ns = statement->ColumnInt64(3);
-    int64_t count = statement->ColumnInt64(4);
-    if (count <= 0 || count > int64_t{std::numeric_limits<uint32_t>::max()}) {
-      return Status::Corruption(path_ + ": chunk of series " + std::to_string(chunk.series_id) + " at " +
-                                std::to_string(chunk.start_ns) + " has count " + std::to_string(count));
-    }
-    chunk.count = static_cast<uint32_t>(count);
-    chunk.min_lsn = FromStored(statement->ColumnInt64(5));
-    chunk.max_lsn = FromStored(statement->ColumnInt64(6));
-    chunk.max_version = FromStored(statement->ColumnInt64(7));
-    chunk.min_ttl = statement->ColumnInt64(8);
+    CAIRN_RETURN_IF_ERROR(ReadChunkFacts(*statement, &chunk));
     CAIRN_ASSIGN_OR_RETURN(chunk.fields, FieldsForSchemaId(statement->ColumnInt64(9)));
     chunk.stats = statement->ColumnBlob(10);
     Result<std::vector<uint64_t>> lsns = DecodeLsns(statement->ColumnBlob(11), chunk);
@@ -137,21 +142,7 @@ Result<std::vector<ChunkRow>> PeriodFile::ListChunks(int64_t series_id, int64_t 
   for (;;) {
     CAIRN_ASSIGN_OR_RETURN(bool row, select->Step());
     if (!row) break;
-    ChunkRow& chunk = rows.emplace_back();
-    chunk.series_id = select->ColumnInt64(0);
-    chunk.start_ns = select->ColumnInt64(1);
-    chunk.seq = select->ColumnInt64(2);
-    chunk.end_ns = select->ColumnInt64(3);
-    const int64_t count = select->ColumnInt64(4);
-    if (count <= 0 || count > int64_t{std::numeric_limits<uint32_t>::max()}) {
-      return Status::Corruption(path_ + ": chunk of series " + std::to_string(chunk.series_id) + " at " +
-                                std::to_string(chunk.start_ns) + " has count " + std::to_string(count));
-    }
-    chunk.count = static_cast<uint32_t>(count);
-    chunk.min_lsn = FromStored(select->ColumnInt64(5));
-    chunk.max_lsn = FromStored(select->ColumnInt64(6));
-    chunk.max_version = FromStored(select->ColumnInt64(7));
-    chunk.min_ttl = select->ColumnInt64(8);
+    CAIRN_RETURN_IF_ERROR(ReadChunkFacts(*select, &rows.emplace_back()));
   }
   return rows;
 }
