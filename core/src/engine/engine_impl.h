@@ -247,11 +247,12 @@ class EngineImpl final : public Engine {
   Result<bool> CollectMergedColumns(const std::string& table, const SeriesSnapshot& series,
                                     const SeriesScan& scan, SeriesColumns* out,
                                     std::vector<SkippedDamage>* skipped);
-  // Fetches and decodes (only `fields`, all when empty) one chunk a listing
-  // named, filling its row's lsns. Nothing when it is damaged (noted:
-  // NoteReadDamage); an error when it cannot be fetched.
+  // Fetches and decodes (only `fields`, all when empty) one chunk the
+  // period file `handle` (starting at `period_start`) listed, filling its
+  // row's lsns. Nothing when it is damaged (noted: NoteReadDamage); an error
+  // when it cannot be fetched.
   Result<std::optional<DecodedChunk>> FetchChunk(const std::string& table, const SeriesSnapshot& series,
-                                                 int64_t period_start, ChunkRow* row,
+                                                 PeriodHandle* handle, int64_t period_start, ChunkRow* row,
                                                  const std::vector<std::string>& fields,
                                                  std::vector<SkippedDamage>* skipped);
   // The records of one series in one period file within [from, to), laid

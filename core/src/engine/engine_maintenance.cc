@@ -216,6 +216,7 @@ EngineStats EngineImpl::Stats() {
   s.records_over_series_limit = records_over_series_limit_;
   s.chunks_sealed = chunks_sealed_;
   s.chunks_decoded = chunks_decoded_;
+  s.period_file_opens = period_files_.OpensSinceStart();
   std::vector<std::string> files;
   {
     ReaderLock state(&state_mutex_);

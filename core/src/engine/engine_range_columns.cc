@@ -7,12 +7,19 @@
 // another), its records go straight into the columns in a tight loop; where
 // sources meet on a timestamp (late records sealed into a chunk of their
 // own, rewrites), the highest version wins, of equal versions the later LSN,
-// as MergeVersions rules. The chunk rows are listed first (no data), so a
-// limited read decodes only the chunks it takes rows from: `limit=1` over a
-// day of 100 readings/s decodes one chunk, not 8.6 M readings. A chunk
-// replaced while the read runs, or a file that cannot list its chunks, sends
-// the series through CollectSeries, which reports the damage.
+// as MergeVersions rules. A period file's chunk rows are listed (no data)
+// when the merge reaches the period, and a chunk's data is fetched when the
+// merge reaches the chunk, so a limited read opens the files and decodes the
+// chunks it takes rows from: `limit=1` over a year of daily files opens one
+// file and decodes one chunk. Each listed chunk holds its file's handle until
+// it is fetched, so a range over more files than the handle cache keeps
+// (PeriodFiles::Options::max_open) opens each file once, and at most the
+// files of two neighbouring periods are held at a time. A chunk replaced
+// while the read runs, or a file that cannot list its chunks, sends the
+// series through CollectSeries, which reports the damage.
 #include <algorithm>
+#include <deque>
+#include <memory>
 
 #include "engine/engine_impl.h"
 #include "engine/query/series_snapshot.h"
@@ -21,10 +28,11 @@ namespace cairn {
 
 namespace {
 
-// A chunk in range, located by its period file.
+// A chunk in range, with the open period file that listed it.
 struct ListedChunk {
+  std::shared_ptr<PeriodHandle> file;  // released once the chunk is fetched
   int64_t period_start;
-  ChunkRow row;  // without data
+  ChunkRow row;  // without data until fetched
 };
 
 // One sorted input of the merge: the head (chunk == nullptr) or a decoded
@@ -80,11 +88,9 @@ Result<SeriesColumns> EngineImpl::CollectSeriesColumns(const std::string& table,
 }
 
 Result<std::optional<DecodedChunk>> EngineImpl::FetchChunk(const std::string& table, const SeriesSnapshot& series,
-                                                           int64_t period_start, ChunkRow* row,
-                                                           const std::vector<std::string>& fields,
+                                                           PeriodHandle* handle, int64_t period_start,
+                                                           ChunkRow* row, const std::vector<std::string>& fields,
                                                            std::vector<SkippedDamage>* skipped) {
-  CAIRN_ASSIGN_OR_RETURN(std::shared_ptr<PeriodHandle> handle,
-                         GetPeriodFile(table, series.period, period_start, PeriodAccess::kRead));
   {
     MutexLock file_lock(&handle->mutex);
     CAIRN_RETURN_IF_ERROR(handle->file->ReadChunkBody(row));
@@ -111,44 +117,61 @@ Result<std::optional<DecodedChunk>> EngineImpl::FetchChunk(const std::string& ta
 }
 
 // Longer than most: the merge loop shares its sources, cursor and output
-// with the activation of chunks and the run copy, and split apart they would
-// pass all of them around.
+// with the listing of periods, the activation of chunks and the run copy,
+// and split apart they would pass all of them around.
 Result<bool> EngineImpl::CollectMergedColumns(const std::string& table, const SeriesSnapshot& series,
                                               const SeriesScan& scan, SeriesColumns* out,
                                               std::vector<SkippedDamage>* skipped) {
   std::vector<ChunkRecord> head = series.head;
   MergeVersions(&head);
-  std::vector<ListedChunk> chunks;
+  const bool ascending = scan.order == Order::kAscending;
+  const auto before = [ascending](int64_t a, int64_t b) { return ascending ? a < b : a > b; };
+
+  // The periods in range, in the order the merge reaches them, each reached
+  // at its first (last, descending) instant inside the scan.
+  std::vector<int64_t> periods;
   for (int64_t start : series.period_starts) {
+    if (start < scan.to && NextPeriodStart(series.period, start) > scan.from) periods.push_back(start);
+  }
+  std::sort(periods.begin(), periods.end());
+  if (!ascending) std::reverse(periods.begin(), periods.end());
+  const auto period_reach = [&](int64_t start) {
+    return ascending ? std::max(start, scan.from) : std::min(NextPeriodStart(series.period, start), scan.to) - 1;
+  };
+  size_t next_period = 0;
+
+  // Listed chunks not yet fetched, in the order the merge reaches them: by
+  // first timestamp ascending, by last descending. A deque, so that the
+  // rows the active sources point to stay put as periods are listed.
+  std::deque<ListedChunk> chunks;
+  std::vector<size_t> pending;
+  size_t next_pending = 0;
+  const auto reach = [&](size_t c) { return ascending ? chunks[c].row.start_ns : chunks[c].row.end_ns; };
+  size_t listed_records = head.size();
+  out->Reserve(scan.limit == 0 ? listed_records : std::min(listed_records, scan.limit));
+  // Lists the chunks of periods[next_period]; false when the file cannot.
+  const auto list_next_period = [&]() -> Result<bool> {
+    const int64_t start = periods[next_period++];
     const int64_t end = NextPeriodStart(series.period, start);
-    if (start >= scan.to || end <= scan.from) continue;
     auto handle = GetPeriodFile(table, series.period, start, PeriodAccess::kRead);
-    if (!handle.ok()) {
-      if (handle.status().Is(StatusCode::kNotFound)) continue;  // dropped by retention meanwhile
-      return false;  // the merging path reports it
-    }
+    if (!handle.ok()) return handle.status().Is(StatusCode::kNotFound);  // dropped by retention meanwhile
     Result<std::vector<ChunkRow>> rows = [&] {
       MutexLock file_lock(&(*handle)->mutex);
       return (*handle)->file->ListChunks(series.id, std::max(scan.from, start), std::min(scan.to, end));
     }();
     if (!rows.ok()) return false;
-    for (ChunkRow& row : *rows) chunks.push_back(ListedChunk{start, std::move(row)});
-  }
-  // Room for every record listed (at most the limit), so that appending
-  // never moves the columns.
-  size_t listed_records = head.size();
-  for (const ListedChunk& c : chunks) listed_records += c.row.count;
-  out->Reserve(scan.limit == 0 ? listed_records : std::min(listed_records, scan.limit));
-  const bool ascending = scan.order == Order::kAscending;
-  // Chunks in the order the merge reaches them: by first timestamp
-  // ascending, by last descending.
-  std::vector<size_t> pending(chunks.size());
-  for (size_t i = 0; i < pending.size(); ++i) pending[i] = i;
-  std::stable_sort(pending.begin(), pending.end(), [&](size_t a, size_t b) {
-    return ascending ? chunks[a].row.start_ns < chunks[b].row.start_ns : chunks[a].row.end_ns > chunks[b].row.end_ns;
-  });
-  const auto before = [ascending](int64_t a, int64_t b) { return ascending ? a < b : a > b; };
-  const auto reach = [&](size_t c) { return ascending ? chunks[c].row.start_ns : chunks[c].row.end_ns; };
+    for (ChunkRow& row : *rows) {
+      listed_records += row.count;
+      pending.push_back(chunks.size());
+      chunks.push_back(ListedChunk{*handle, start, std::move(row)});
+    }
+    std::stable_sort(pending.begin() + static_cast<std::ptrdiff_t>(next_pending), pending.end(),
+                     [&](size_t a, size_t b) { return before(reach(a), reach(b)); });
+    // Room for every record listed (at most the limit), so that appending
+    // rarely moves the columns.
+    out->Reserve(scan.limit == 0 ? listed_records : std::min(listed_records, scan.limit));
+    return true;
+  };
 
   std::vector<Source> active;
   if (!head.empty()) {
@@ -156,7 +179,6 @@ Result<bool> EngineImpl::CollectMergedColumns(const std::string& table, const Se
     h.head = &head;
     h.end = head.size();
   }
-  size_t next_pending = 0;
   const auto full = [&] { return scan.limit != 0 && out->size() >= scan.limit; };
   while (!full()) {
     std::erase_if(active, [](const Source& s) { return s.done(); });
@@ -168,10 +190,20 @@ Result<bool> EngineImpl::CollectMergedColumns(const std::string& table, const Se
       if (!have || before(s.Timestamp(ascending), next)) next = s.Timestamp(ascending);
       have = true;
     }
+    // The period or chunk the merge reaches next, if it reaches it before
+    // (or at) `next`; a period before a chunk reached at the same instant.
+    if (next_period < periods.size() &&
+        (next_pending == pending.size() || !before(reach(pending[next_pending]), period_reach(periods[next_period]))) &&
+        (!have || !before(next, period_reach(periods[next_period])))) {
+      CAIRN_ASSIGN_OR_RETURN(bool listed, list_next_period());
+      if (!listed) return false;  // the merging path reports it
+      continue;
+    }
     if (next_pending < pending.size() && (!have || !before(next, reach(pending[next_pending])))) {
       ListedChunk& listed = chunks[pending[next_pending++]];
       Result<std::optional<DecodedChunk>> decoded =
-          FetchChunk(table, series, listed.period_start, &listed.row, scan.fields, skipped);
+          FetchChunk(table, series, listed.file.get(), listed.period_start, &listed.row, scan.fields, skipped);
+      listed.file.reset();
       if (!decoded.ok()) return false;  // replaced meanwhile, or the file failed: merge and report
       if (!decoded->has_value()) continue;  // damaged: noted, the rest is served
       Source& source = active.emplace_back();
@@ -193,10 +225,17 @@ Result<bool> EngineImpl::CollectMergedColumns(const std::string& table, const Se
     }
     if (!have) break;
     if (active.size() == 1 && active[0].chunk) {
-      // One chunk alone up to the next chunk's reach: copy the run.
+      // One chunk alone up to the next chunk's (or period's) reach: copy
+      // the run.
       Source& s = active[0];
-      const bool bounded = next_pending < pending.size();
-      const int64_t limit_ts = bounded ? reach(pending[next_pending]) : 0;
+      const bool chunk_next = next_pending < pending.size();
+      const bool period_next = next_period < periods.size();
+      const bool bounded = chunk_next || period_next;
+      int64_t limit_ts = 0;
+      if (chunk_next) limit_ts = reach(pending[next_pending]);
+      if (period_next && (!chunk_next || before(period_reach(periods[next_period]), limit_ts))) {
+        limit_ts = period_reach(periods[next_period]);
+      }
       if (s.bulk) {
         // No ttl and every record a row: the run is copied column by column.
         size_t n = s.size() - s.taken;

@@ -219,5 +219,46 @@ TEST_F(EngineRangeColumnsTest, LimitedReadsDecodeChunksNotTheRange) {
   }
 }
 
+// A range over more period files than the open-file cache keeps opens each
+// file once, and a limited read opens only the files it takes rows from.
+TEST_F(EngineRangeColumnsTest, RangesOpenEachPeriodFileOnce) {
+  options_.max_open_period_files = 2;
+  Reopen();
+  TableOptions hourly;
+  hourly.period = Period::kHour;
+  CreateTable("t", hourly);
+  constexpr int kHours = 12;
+  const int64_t base = (Now() / (3600 * kSecond) - kHours - 1) * 3600 * kSecond;
+  for (int hour = 0; hour < kHours; ++hour) {
+    std::vector<Record> batch;
+    for (int i = 0; i < 100; ++i) {
+      batch.push_back(MakeRecord("d", "m", base + hour * 3600 * kSecond + i * 30 * kSecond, {{"v", double(i)}}));
+    }
+    WriteOk(batch);
+    ASSERT_TRUE(engine_->SealAll().ok());
+  }
+  for (Order order : {Order::kAscending, Order::kDescending}) {
+    SCOPED_TRACE(order == Order::kAscending ? "ascending" : "descending");
+    Reopen();  // at most the two newest files cached
+    uint64_t before = engine_->Stats().period_file_opens;
+    auto all = engine_->RangeColumnar(Query(INT64_MIN, INT64_MAX, order, 0));
+    ASSERT_TRUE(all.ok());
+    EXPECT_EQ(all->columns.size(), size_t{kHours} * 100);
+    // Each file once at most; the two the cache holds may be open already.
+    const uint64_t opens = engine_->Stats().period_file_opens - before;
+    EXPECT_LE(opens, uint64_t{kHours});
+    EXPECT_GE(opens, uint64_t{kHours} - 2);
+    // One row: one file (the cache holds the two used last, which may
+    // already include it).
+    before = engine_->Stats().period_file_opens;
+    auto one = engine_->RangeColumnar(Query(INT64_MIN, INT64_MAX, order, 1));
+    ASSERT_TRUE(one.ok());
+    ASSERT_EQ(one->columns.size(), 1u);
+    EXPECT_LE(engine_->Stats().period_file_opens - before, 1u);
+    EXPECT_EQ(one->columns.timestamps[0],
+              order == Order::kAscending ? base : base + (kHours - 1) * 3600 * kSecond + 99 * 30 * kSecond);
+  }
+}
+
 }  // namespace
 }  // namespace cairn::testing

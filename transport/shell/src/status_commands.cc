@@ -52,6 +52,7 @@ class StatusCommands {
         {"head_bytes", Count(stats.head_bytes)},
         {"chunks_sealed", Count(stats.chunks_sealed)},
         {"chunks_decoded", Count(stats.chunks_decoded)},
+        {"period_file_opens", Count(stats.period_file_opens)},
         {"log_bytes", Count(stats.log_bytes)},
         {"period_file_bytes", Count(stats.period_file_bytes)},
         // Clock trust (cairn/core/clock.h): readings without a timestamp

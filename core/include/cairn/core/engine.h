@@ -299,6 +299,9 @@ struct EngineStats {
   uint64_t head_records = 0, head_bytes = 0;
   uint64_t chunks_sealed = 0;
   uint64_t chunks_decoded = 0;  // sealed chunks decoded to answer queries
+  // Period files opened since Open; far above the number of files means
+  // EngineOptions::max_open_period_files is too small for the queries.
+  uint64_t period_file_opens = 0;
   uint64_t log_bytes = 0;  // log segments on disk
   uint64_t period_file_bytes = 0;
   uint64_t series = 0;

@@ -60,6 +60,7 @@ Result<std::shared_ptr<PeriodHandle>> PeriodFiles::Get(const std::string& table,
     // writer opens.
     MutexLock file_lock(&handle->mutex);
     if (handle->file->read_only()) {
+      opens_.fetch_add(1, std::memory_order_relaxed);
       CAIRN_RETURN_IF_ERROR(handle->file->Close());
       CAIRN_ASSIGN_OR_RETURN(handle->file,
                              PeriodFile::OpenWritable(env_, vfs_name_, path, table, period, start, cache_kib));
@@ -71,6 +72,7 @@ Result<std::shared_ptr<PeriodHandle>> PeriodFiles::Get(const std::string& table,
 Result<std::shared_ptr<PeriodHandle>> PeriodFiles::OpenNew(const std::string& path, const std::string& table,
                                                            Period period, int64_t start, bool writable, bool exists,
                                                            int cache_kib) {
+  opens_.fetch_add(1, std::memory_order_relaxed);
   auto handle = std::make_shared<PeriodHandle>();
   // Nobody else can see the handle yet; the lock keeps the analysis simple.
   MutexLock file_lock(&handle->mutex);

@@ -11,6 +11,7 @@
 // a handle's mutex (never the reverse).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -81,6 +82,10 @@ class PeriodFiles {
   // How many handles are cached now (open files).
   size_t OpenCount() const EXCLUDES(cache_mutex_);
 
+  // How many times a file was opened since construction: Get calls that
+  // missed the cache (or reopened a read-only handle writable).
+  uint64_t OpensSinceStart() const { return opens_.load(std::memory_order_relaxed); }
+
  private:
   struct Entry {
     std::string path;
@@ -103,6 +108,7 @@ class PeriodFiles {
   mutable Mutex cache_mutex_;
   // Most recently used first.
   std::list<Entry> cache_ GUARDED_BY(cache_mutex_);
+  std::atomic<uint64_t> opens_{0};
 };
 
 }  // namespace cairn
