@@ -253,6 +253,8 @@ Status Daemon::StartHttp() {
   Logger* log = log_;
   api_options.log = [log](const std::string& line) { log->Warn(line); };
   api_options.storage_retry_after_seconds = (options_.storage_retry_ms + 999) / 1000;
+  // A streamed range reads in pages as long as the HTTP registry allows.
+  api_options.range_page_rows = kHttpMaxRangeRows;
   // Called for /metrics, which answers only once the engine is published.
   api_options.extra_metrics = [storage = &storage_, current_agent = &current_sync_agent_]() -> std::string {
     Engine* engine = storage->engine();

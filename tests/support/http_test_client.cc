@@ -75,7 +75,7 @@ Result<HttpTestResponse> HttpTestClient::ReadResponse(bool head_request) {
     return response;
   }
   if (response.Header("transfer-encoding").find("chunked") != std::string::npos) {
-    CAIRN_RETURN_IF_ERROR(ReadChunkedBody(&response.body));
+    CAIRN_RETURN_IF_ERROR(ReadChunkedBody(&response.body, &response.headers));
     return response;
   }
   const std::string length_text = response.Header("content-length");
@@ -100,7 +100,8 @@ Result<HttpTestResponse> HttpTestClient::ReadResponse(bool head_request) {
   return response;
 }
 
-Status HttpTestClient::ReadChunkedBody(std::string* body) {
+Status HttpTestClient::ReadChunkedBody(std::string* body,
+                                       std::vector<std::pair<std::string, std::string>>* trailers) {
   for (;;) {
     size_t line_end;
     while ((line_end = buffer_.find("\r\n")) == std::string::npos) {
@@ -113,15 +114,31 @@ Status HttpTestClient::ReadChunkedBody(std::string* body) {
       return Status::Corruption("bad chunk size line: " + buffer_.substr(0, std::min<size_t>(line_end, 40)));
     }
     buffer_.erase(0, line_end + 2);
-    // The chunk, then its CRLF; the last (size 0) ends with the trailer
-    // section, which these servers leave empty: one more CRLF.
+    if (size == 0) break;
+    // The chunk, then its CRLF.
     while (buffer_.size() < size + 2) {
       CAIRN_ASSIGN_OR_RETURN(bool more, Fill());
       if (!more) return Status::Unavailable("the server closed the connection in the middle of a chunk");
     }
     body->append(buffer_, 0, size);
     buffer_.erase(0, size + 2);
-    if (size == 0) return Status::Ok();
+  }
+  // The trailer section: fields, then an empty line.
+  for (;;) {
+    size_t line_end;
+    while ((line_end = buffer_.find("\r\n")) == std::string::npos) {
+      CAIRN_ASSIGN_OR_RETURN(bool more, Fill());
+      if (!more) return Status::Unavailable("the server closed the connection in the trailer section");
+    }
+    const std::string line = buffer_.substr(0, line_end);
+    buffer_.erase(0, line_end + 2);
+    if (line.empty()) return Status::Ok();
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) return Status::Corruption("bad trailer field: " + line);
+    std::string name = line.substr(0, colon);
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const size_t value_start = line.find_first_not_of(' ', colon + 1);
+    trailers->emplace_back(name, value_start == std::string::npos ? "" : line.substr(value_start));
   }
 }
 

@@ -18,7 +18,8 @@ namespace cairn {
 
 struct HttpTestResponse {
   int status = 0;
-  std::vector<std::pair<std::string, std::string>> headers;  // names lowercased
+  // Names lowercased; a chunked body's trailer fields follow the head's.
+  std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
 
   // The first header named `lowercase_name`, or "" when absent.
@@ -51,8 +52,9 @@ class HttpTestClient {
   TcpConnection* connection() { return connection_.get(); }
 
  private:
-  // Reads a body sent with Transfer-Encoding: chunked into `body`.
-  Status ReadChunkedBody(std::string* body);
+  // Reads a body sent with Transfer-Encoding: chunked into `body`, and its
+  // trailer fields (names lowercased) into `trailers`.
+  Status ReadChunkedBody(std::string* body, std::vector<std::pair<std::string, std::string>>* trailers);
   // Reads more bytes into buffer_; false at the end of the stream.
   Result<bool> Fill();
 

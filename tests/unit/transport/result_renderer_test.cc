@@ -157,5 +157,35 @@ TEST(RenderJsonTest, InvalidUtf8AndControlCharactersInDataStayValidJson) {
                                     "\n");
 }
 
+// CSV as RFC 4180 readers take it: quoted where a value holds a separator,
+// a quote, a line break or outer blanks; absent values empty; no escaping
+// of stored text for terminals.
+TEST(RenderCsvTest, QuotesWhatWouldBreakAFieldAndNothingElse) {
+  CommandResult table = CommandResult::Table(
+      {"time", "note", "v"},
+      {
+          {Timestamp{1'795'835'167'250'000'000}, std::string("plain"), 1.5},
+          {Value(), std::string("a, \"quoted\"\nline"), int64_t{-3}},
+          {Value(), std::string(" padded"), true},
+          {Value(), std::string("tab\there\x1b[31m"), Value()},
+      });
+  EXPECT_EQ(RenderCsv(table, true),
+            "time,note,v\n"
+            "2026-11-28T03:06:07.250Z,plain,1.5\n"
+            ",\"a, \"\"quoted\"\"\nline\",-3\n"
+            ",\" padded\",true\n"
+            ",tab\there\x1b[31m,\n");
+  EXPECT_EQ(RenderCsv(table, false).substr(0, 5), "2026-");
+  EXPECT_EQ(RenderCsv(CommandResult::Table({"a,b"}, {}), true), "\"a,b\"\n");
+}
+
+TEST(RenderNdjsonTest, OneJsonObjectPerRow) {
+  EXPECT_EQ(RenderNdjson(Readings()),
+            "{\"device\":\"dev-1\",\"temperature\":21.5,\"ok\":true}\n"
+            "{\"device\":\"K\u00fcche\",\"temperature\":-3.25,\"ok\":false}\n"
+            "{\"device\":\"long-device-name\",\"temperature\":null,\"ok\":true}\n");
+  EXPECT_EQ(RenderNdjson(CommandResult::Table({"a"}, {})), "");
+}
+
 }  // namespace
 }  // namespace cairn

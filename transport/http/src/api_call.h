@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cairn/http/http_api.h"
+#include "cairn/shell/record_table.h"
 
 namespace cairn {
 
@@ -23,6 +24,11 @@ namespace http_api_internal {
 // Query parameters that carry credentials (InfluxDB 1.x) rather than a
 // query; every endpoint accepts and ignores them.
 inline bool IsCredentialParameter(std::string_view name) { return name == "u" || name == "p"; }
+
+// The tag.NAME=VALUE parameters of a read as the command's --tags option.
+inline void AddTagFilter(const TagMap& tags, std::vector<std::pair<std::string, std::string>>* options) {
+  if (!tags.empty()) options->emplace_back("tags", FormatTagsOption(tags));
+}
 
 // An error answer carrying a failed Status (HttpStatusFor).
 inline HttpResponse ErrorFor(const Status& status) {

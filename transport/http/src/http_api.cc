@@ -20,17 +20,14 @@
 namespace cairn {
 namespace {
 
+using http_api_internal::AddTagFilter;
+
 using http_api_internal::ErrorFor;
 
 // The options a table can be created (PUT) or altered (PATCH) with.
 constexpr std::string_view kCreateOptions[] = {"period", "retention", "ttl", "max_series", "on_conflict",
                                                "attributes"};
 constexpr std::string_view kAlterOptions[] = {"retention", "ttl", "max_series", "on_conflict", "attributes"};
-
-// The tag.NAME=VALUE parameters of a read as the command's --tags option.
-void AddTagFilter(const TagMap& tags, std::vector<std::pair<std::string, std::string>>* options) {
-  if (!tags.empty()) options->emplace_back("tags", FormatTagsOption(tags));
-}
 
 }  // namespace
 
@@ -330,8 +327,16 @@ HttpResponse HttpApi::TableNames(Call* call) {
   // The command and the answer's member are named as the path ends:
   // devices or measures.
   const std::string& what = call->segments()[3];
-  if (auto bad = call->CheckParameters({})) return *bad;
-  return RunCommand(call, what, {TableSegment(call->segments())}, {}, what);
+  std::vector<std::pair<std::string, std::string>> options;
+  if (what == "devices") {
+    if (auto bad = call->CheckParameters({"after", "limit"})) return *bad;
+    for (const char* name : {"after", "limit"}) {
+      if (std::optional<std::string> value = call->Parameter(name)) options.emplace_back(name, *value);
+    }
+  } else if (auto bad = call->CheckParameters({})) {
+    return *bad;
+  }
+  return RunCommand(call, what, {TableSegment(call->segments())}, options, what);
 }
 
 HttpResponse HttpApi::DeviceLatest(Call* call) {
@@ -466,26 +471,6 @@ HttpResponse HttpApi::LatestBatch(Call* call) {
     options.emplace_back("measure", value.text());
   }
   return RunCommand(call, "latest-batch", std::move(arguments), options, "records");
-}
-
-HttpResponse HttpApi::Readings(Call* call) {
-  const std::string& table = TableSegment(call->segments());
-  const std::string& device = DeviceSegment(call->segments());
-  if (auto bad = call->CheckParameters({"measure", "prefix", "from", "to", "order", "limit", "page", "tag.*"}))
-    return *bad;
-  std::vector<std::pair<std::string, std::string>> options;
-  AddTagFilter(call->TagParameters(), &options);
-  for (const char* name : {"measure", "prefix", "from", "to", "limit", "page"}) {
-    if (std::optional<std::string> value = call->Parameter(name)) options.emplace_back(name, *value);
-  }
-  if (std::optional<std::string> order = call->Parameter("order")) {
-    if (*order == "desc") {
-      options.emplace_back("desc", "");
-    } else if (*order != "asc") {
-      return HttpResponse::Error(400, "order must be asc or desc, not '" + *order + "'");
-    }
-  }
-  return RunCommand(call, "range", {table, device}, options, "records");
 }
 
 HttpResponse HttpApi::Aggregate(Call* call) {

@@ -1,6 +1,7 @@
 #include "cairn/http/http_server.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <ctime>
 
 #include "server_connection.h"
@@ -25,14 +26,23 @@ std::string HttpDate(int64_t unix_nanos) {
   return text;
 }
 
-std::string ResponseHead(const HttpResponse& response, bool keep_alive, size_t content_length,
-                         const std::string& date) {
+// How the body's end is told: by its length, by the last chunk, or (an
+// HTTP/1.0 client of a streamed body) by closing the connection.
+enum class BodyFraming : uint8_t { kLength, kChunked, kClose };
+
+std::string ResponseHead(const HttpResponse& response, bool keep_alive, BodyFraming framing,
+                         size_t content_length, const std::string& date) {
   std::string head = "HTTP/1.1 " + std::to_string(response.status) + " ";
   head += HttpReasonPhrase(response.status);
   head += "\r\nDate: " + date + "\r\n";
   if (response.status != 204 && response.status != 304) {
     head += "Content-Type: " + response.content_type + "\r\n";
-    head += "Content-Length: " + std::to_string(content_length) + "\r\n";
+    if (framing == BodyFraming::kLength) {
+      head += "Content-Length: " + std::to_string(content_length) + "\r\n";
+    } else if (framing == BodyFraming::kChunked) {
+      head += "Transfer-Encoding: chunked\r\n";
+      for (const std::string& name : response.trailer_names) head += "Trailer: " + name + "\r\n";
+    }
   }
   for (const auto& [name, value] : response.headers) head += name + ": " + value + "\r\n";
   head += keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
@@ -298,7 +308,7 @@ void HttpServer::Refuse(std::unique_ptr<TcpConnection> stream, const std::string
   HttpResponse response = HttpResponse::Error(503, why);
   response.headers.emplace_back("Retry-After", std::to_string(options_.retry_after_seconds));
   static_cast<void>(stream->Write(
-      ResponseHead(response, false, response.body.size(), HttpDate(env_->NowUnixNanos())) + response.body,
+      ResponseHead(response, false, BodyFraming::kLength, response.body.size(), HttpDate(env_->NowUnixNanos())) + response.body,
       kRefusalWriteMs));
 }
 
@@ -355,11 +365,53 @@ void HttpServer::Serve(Connection* connection) {
 }
 
 bool HttpServer::WriteResponse(TcpConnection* stream, const HttpResponse& response, bool keep_alive,
-                               bool head_only) {
-  std::string message =
-      ResponseHead(response, keep_alive, response.body.size(), HttpDate(env_->NowUnixNanos()));
-  if (!head_only && response.status != 204 && response.status != 304) message += response.body;
-  return stream->Write(message, options_.write_timeout_ms).ok();
+                               bool head_only, bool chunked_allowed) {
+  const bool has_body = !head_only && response.status != 204 && response.status != 304;
+  if (!response.more) {
+    std::string message = ResponseHead(response, keep_alive, BodyFraming::kLength, response.body.size(),
+                                       HttpDate(env_->NowUnixNanos()));
+    if (has_body) message += response.body;
+    return stream->Write(message, options_.write_timeout_ms).ok();
+  }
+  const BodyFraming framing = chunked_allowed ? BodyFraming::kChunked : BodyFraming::kClose;
+  keep_alive = keep_alive && framing == BodyFraming::kChunked;
+  std::string message = ResponseHead(response, keep_alive, framing, 0, HttpDate(env_->NowUnixNanos()));
+  if (!has_body) return stream->Write(message, options_.write_timeout_ms).ok();
+  // Each piece goes out as it is made: the answer is never held whole.
+  std::string piece = response.body;
+  while (true) {
+    if (!piece.empty()) {
+      if (framing == BodyFraming::kChunked) {
+        char size[24];
+        const int n = std::snprintf(size, sizeof(size), "%zx\r\n", piece.size());
+        message.append(size, static_cast<size_t>(n));
+        message += piece;
+        message += "\r\n";
+      } else {
+        message += piece;
+      }
+      if (!stream->Write(message, options_.write_timeout_ms).ok()) return false;
+      message.clear();
+    }
+    piece.clear();
+    Result<bool> produced = response.more(&piece);
+    if (!produced.ok()) {
+      // Whatever was made before the failure, then a broken transfer.
+      log_.Log("stream", "http: a streamed answer stopped: " + produced.status().ToString());
+      return false;
+    }
+    if (!*produced && piece.empty()) break;
+  }
+  if (framing == BodyFraming::kClose) {
+    if (!message.empty()) (void)stream->Write(message, options_.write_timeout_ms);  // the head of an empty body
+    return false;  // the close ends the body
+  }
+  message = "0\r\n";
+  if (response.trailers) {
+    for (const auto& [name, value] : *response.trailers) message += name + ": " + value + "\r\n";
+  }
+  message += "\r\n";
+  return stream->Write(message, options_.write_timeout_ms).ok() && keep_alive;
 }
 
 }  // namespace cairn

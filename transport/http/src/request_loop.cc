@@ -265,7 +265,10 @@ bool HttpServer::RequestLoop::AnswerRequest() {
 
 bool HttpServer::RequestLoop::WriteAndKeepAlive(const HttpResponse& response, bool head_only) {
   const bool keep_alive = reader_.keep_alive() && !response.close_connection && !peer_closed_ && !Stopping();
-  if (!server_->WriteResponse(stream_, response, keep_alive, head_only) || !keep_alive) return false;
+  if (!server_->WriteResponse(stream_, response, keep_alive, head_only, !reader_.request().http_1_0) ||
+      !keep_alive) {
+    return false;
+  }
   reader_.Reset();
   first_request_ = false;
   return true;

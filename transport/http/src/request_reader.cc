@@ -145,6 +145,7 @@ int RequestReader::OnHeadersComplete(http_parser* parser) {
   self->FinishHeader();
   HttpRequest& request = self->request_;
   request.method = http_method_str(static_cast<http_method>(parser->method));
+  request.http_1_0 = parser->http_minor == 0;
   if (parser->upgrade) return self->Fail(501, "protocol upgrades are not supported");
   if (parser->http_major != 1) return self->Fail(505, "unsupported HTTP version; use HTTP/1.1");
   if (self->target_.empty() || self->target_[0] != '/') {

@@ -85,11 +85,31 @@ class EngineCommands {
     return ParseTagsOption(*text);
   }
 
+  // devices [--after D] [--limit N]: devices are listed in id order, so a
+  // page continues after the last id of the one before (the note
+  // next_after), however devices come and go in between.
   CommandResult Devices(const CommandInvocation& invocation) {
+    size_t limit = 0;
+    if (std::optional<std::string_view> text = invocation.Value("limit")) {
+      const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), limit);
+      if (error != std::errc() || end != text->data() + text->size() || limit == 0) {
+        return CommandResult::Error(
+            Status::InvalidArgument("--limit: '" + std::string(*text) + "' is not a positive number"));
+      }
+    }
+    const std::string after(invocation.Value("after").value_or(""));
     Result<std::vector<DeviceInfo>> devices = engine()->ListDevices(invocation.arguments()[0]);
     if (!devices.ok()) return CommandResult::Error(ExplainTableError(devices.status()));
+    auto first = devices->begin();
+    if (invocation.Has("after")) {
+      first = std::upper_bound(devices->begin(), devices->end(), after,
+                               [](const std::string& id, const DeviceInfo& d) { return id < d.device_id; });
+    }
+    auto last = devices->end();
+    if (limit != 0 && static_cast<size_t>(last - first) > limit) last = first + static_cast<std::ptrdiff_t>(limit);
     std::vector<CommandResult::Row> rows;
-    for (const DeviceInfo& device : *devices) {
+    for (auto it = first; it != last; ++it) {
+      const DeviceInfo& device = *it;
       std::string measures;
       for (const std::string& measure : device.measures) {
         if (!measures.empty()) measures += ", ";
@@ -97,7 +117,12 @@ class EngineCommands {
       }
       rows.push_back({device.device_id, std::move(measures)});
     }
-    return CommandResult::Table({"device", "measures"}, std::move(rows));
+    CommandResult table = CommandResult::Table({"device", "measures"}, std::move(rows));
+    if (last != devices->end()) {
+      const std::string& next = (last - 1)->device_id;
+      table.AddNote("next_after", next, "more: use --after " + CommandWord(next));
+    }
+    return table;
   }
 
   CommandResult Measures(const CommandInvocation& invocation) {
@@ -206,13 +231,26 @@ class EngineCommands {
       }
       return CommandResult::Error(status);
     }
-    CommandResult table = RecordTable(result->columns);
+    Result<RecordLayout> layout = invocation.Has("all-columns") ? AllColumns(query) : LayoutOf(result->columns);
+    if (!layout.ok()) return CommandResult::Error(ExplainTableError(layout.status()));
+    CommandResult table = RecordTable(result->columns, *layout);
     AddSkippedNotes(result->skipped, &table);
     if (!result->next_page_token.empty()) {
       table.AddNote("next_page", result->next_page_token,
                     "more: use --page " + CommandWord(result->next_page_token));
     }
     return table;
+  }
+
+  // range --all-columns: every tag and field of the measures the query asks
+  // for, so that each page of a range has the same columns.
+  Result<RecordLayout> AllColumns(const RangeQuery& query) {
+    CAIRN_ASSIGN_OR_RETURN(std::vector<MeasureInfo> measures, engine()->ListMeasures(query.table));
+    std::erase_if(measures, [&](const MeasureInfo& m) {
+      if (!query.measure_name.empty()) return m.measure_name != query.measure_name;
+      return !m.measure_name.starts_with(query.measure_prefix);
+    });
+    return LayoutOf(measures);
   }
 
   CommandResult Aggregate(const CommandInvocation& invocation) {
@@ -393,7 +431,8 @@ Status RegisterCatalogCommands(const AddCommand& add) {
   CAIRN_RETURN_IF_ERROR(add({.name = "devices",
                              .arguments = "TABLE",
                              .summary = "list the devices of a table and the measures each reports",
-                             .options = {},
+                             .options = {{"after", "D", "only devices whose id sorts after D"},
+                                         {"limit", "N", "at most N devices (then: more: use --after D)"}},
                              .min_arguments = 1,
                              .max_arguments = 1},
                             &EngineCommands::Devices));
@@ -435,7 +474,11 @@ Status RegisterReadCommands(const AddCommand& add, const EngineCommandOptions& o
                                          {"to", "T", "up to time T, exclusive (default: the end)"},
                                          {"desc", "", "newest first"},
                                          {"limit", "N", limit_summary},
-                                         {"page", "TOKEN", "continue a range that said 'more: use --page'"}},
+                                         {"page", "TOKEN", "continue a range that said 'more: use --page'"},
+                                         {"all-columns", "",
+                                          "a column for every tag and field of the measures asked for, and "
+                                          "version and ttl, even where no row has one (the same columns page "
+                                          "after page)"}},
                              .min_arguments = 2,
                              .max_arguments = 2},
                             &EngineCommands::Range));

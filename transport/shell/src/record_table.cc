@@ -61,18 +61,42 @@ CommandResult RecordTable(const std::vector<RecordRow>& rows) {
   return RecordTable(columns);
 }
 
-CommandResult RecordTable(const RangeColumns& records) {
-  std::set<std::string> tag_names, field_names;
-  bool any_version = false, any_ttl = false;
+RecordLayout LayoutOf(const RangeColumns& records) {
+  RecordLayout layout;
   for (const ColumnSeries& series : records.series) {
-    for (const auto& [name, value] : series.dimensions) tag_names.insert(name);
-    for (const auto& [name, value] : series.attributes) tag_names.insert(name);
+    for (const auto& [name, value] : series.dimensions) layout.tags.insert(name);
+    for (const auto& [name, value] : series.attributes) layout.tags.insert(name);
   }
-  for (const ValueColumn& column : records.columns) field_names.insert(column.name);
-  for (size_t i = 0; i < records.size(); ++i) {
-    any_version = any_version || records.version(i) != 0;
-    any_ttl = any_ttl || records.ttl(i) != 0;
+  for (const ValueColumn& column : records.columns) layout.fields.insert(column.name);
+  for (size_t i = 0; i < records.size() && !(layout.version && layout.ttl); ++i) {
+    layout.version = layout.version || records.version(i) != 0;
+    layout.ttl = layout.ttl || records.ttl(i) != 0;
   }
+  return layout;
+}
+
+RecordLayout LayoutOf(const std::vector<MeasureInfo>& measures) {
+  RecordLayout layout;
+  layout.version = layout.ttl = true;
+  for (const MeasureInfo& measure : measures) {
+    layout.tags.insert(measure.dimensions.begin(), measure.dimensions.end());
+    layout.tags.insert(measure.attributes.begin(), measure.attributes.end());
+    for (const auto& [name, type] : measure.fields) layout.fields.insert(name);
+  }
+  return layout;
+}
+
+CommandResult RecordTable(const RangeColumns& records) { return RecordTable(records, LayoutOf(records)); }
+
+CommandResult RecordTable(const RangeColumns& records, const RecordLayout& given) {
+  RecordLayout layout = LayoutOf(records);
+  layout.tags.insert(given.tags.begin(), given.tags.end());
+  layout.fields.insert(given.fields.begin(), given.fields.end());
+  layout.version = layout.version || given.version;
+  layout.ttl = layout.ttl || given.ttl;
+  const std::set<std::string>& tag_names = layout.tags;
+  const std::set<std::string>& field_names = layout.fields;
+  const bool any_version = layout.version, any_ttl = layout.ttl;
   std::vector<std::string> columns = {"time", "measure"};
   std::set<std::string> used(columns.begin(), columns.end());
   const size_t first_tag = columns.size();

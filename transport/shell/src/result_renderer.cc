@@ -192,6 +192,70 @@ std::string RenderText(const CommandResult& result, const RenderOptions& options
   return out;
 }
 
+namespace {
+
+void AppendCsvField(std::string_view text, std::string* out) {
+  const bool quote = text.find_first_of(",\"\r\n") != std::string_view::npos ||
+                     (!text.empty() && (text.front() == ' ' || text.back() == ' ' || text.front() == '\t' ||
+                                        text.back() == '\t'));
+  if (!quote) {
+    out->append(text);
+    return;
+  }
+  out->push_back('"');
+  for (char c : text) {
+    if (c == '"') out->push_back('"');
+    out->push_back(c);
+  }
+  out->push_back('"');
+}
+
+void WriteJsonRow(JsonWriter* json, const std::vector<std::string>& columns, const CommandResult::Row& row) {
+  json->BeginObject();
+  for (size_t c = 0; c < columns.size(); ++c) {
+    json->Key(columns[c]);
+    if (c < row.size()) {
+      WriteJsonValue(json, row[c]);
+    } else {
+      json->Null();
+    }
+  }
+  json->EndObject();
+}
+
+}  // namespace
+
+std::string RenderCsv(const CommandResult& table, bool header) {
+  std::string out;
+  const std::vector<std::string>& columns = table.columns();
+  if (header) {
+    for (size_t c = 0; c < columns.size(); ++c) {
+      if (c > 0) out.push_back(',');
+      AppendCsvField(columns[c], &out);
+    }
+    out.push_back('\n');
+  }
+  for (const CommandResult::Row& row : table.rows()) {
+    for (size_t c = 0; c < columns.size(); ++c) {
+      if (c > 0) out.push_back(',');
+      if (c < row.size() && !std::holds_alternative<std::monostate>(row[c])) AppendCsvField(ValueToText(row[c]), &out);
+    }
+    out.push_back('\n');
+  }
+  return out;
+}
+
+std::string RenderNdjson(const CommandResult& table) {
+  std::string out;
+  for (const CommandResult::Row& row : table.rows()) {
+    JsonWriter json;
+    WriteJsonRow(&json, table.columns(), row);
+    out += json.text();
+    out.push_back('\n');
+  }
+  return out;
+}
+
 std::string RenderJson(const CommandResult& result, const RenderOptions& options,
                        std::string_view rows_member) {
   JsonWriter json;
@@ -212,17 +276,7 @@ std::string RenderJson(const CommandResult& result, const RenderOptions& options
       const size_t candidates = RowsAllowed(result.rows().size(), options);
       size_t shown = 0;
       while (shown < candidates && !JsonBytesExhausted(json, options)) {
-        const CommandResult::Row& row = result.rows()[shown];
-        json.BeginObject();
-        for (size_t c = 0; c < columns.size(); ++c) {
-          json.Key(columns[c]);
-          if (c < row.size()) {
-            WriteJsonValue(&json, row[c]);
-          } else {
-            json.Null();
-          }
-        }
-        json.EndObject();
+        WriteJsonRow(&json, columns, result.rows()[shown]);
         ++shown;
       }
       json.EndArray();

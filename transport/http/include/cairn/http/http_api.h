@@ -26,14 +26,22 @@
 //   PATCH  /v1/tables/{t}    (admin)  ?retention=&ttl=&max_series=&on_conflict= (or a JSON body):
 //                                     changes them
 //   DELETE /v1/tables/{t}    (admin)
-//   GET    /v1/tables/{t}/devices                         {"devices":[...]}
+//   GET    /v1/tables/{t}/devices[?after=&limit=]         {"devices":[...]} by id, and "next_after":"<id>"
+//                                                         when limit cut the list
 //   GET    /v1/tables/{t}/measures                        {"measures":[...]}
 //   GET    /v1/tables/{t}/devices/{d}/latest[?measure=]   {"records":[...]}
 //   POST   /v1/tables/{t}/latest   {"devices":[...],"measure":"..."}  {"records":[...]} with a device member
 //   GET    /v1/tables/{t}/devices/{d}/readings?measure=|prefix=&from=&to=&order=asc|desc&limit=&page=
+//                                           &format=json|csv|ndjson
 //                                                         {"records":[...],"next_page":"..."}
 //                                                         (+ "incomplete":true,"skipped":"..." when
 //                                                         damaged chunks were stepped over)
+//          format=csv: a header line and a line per record, with a column for every tag and field
+//          of the measures asked for; format=ndjson: each record's JSON object on a line. Their
+//          notes travel as headers: Cairn-Next-Page, Cairn-Tags, Cairn-Incomplete, Cairn-Skipped.
+//          limit=all (no page): the whole range in any format, streamed with chunked transfer
+//          coding (api_readings.cc); what it skipped comes as the trailers Cairn-Incomplete and
+//          Cairn-Skipped (and in the JSON body).
 //   GET    /v1/tables/{t}/devices/{d}/aggregate?measure=&field=&step=&fn=&from=&to=
 //                                                         {"buckets":[...]}
 //   GET    /v1/stats         (admin)                      engine counters
@@ -115,6 +123,9 @@ struct HttpApiOptions {
   // Retry-After of a 503 while the storage is unavailable: how often the
   // daemon tries to open it again.
   int storage_retry_after_seconds = 10;
+  // Rows per `range` call of a streamed readings answer (limit=all); at
+  // most the range command's largest --limit (EngineCommandOptions).
+  size_t range_page_rows = 1000;
 };
 
 class HttpApi {

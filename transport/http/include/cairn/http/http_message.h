@@ -5,6 +5,8 @@
 // Thread-safety: plain values and pure functions.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,6 +27,8 @@ struct HttpRequest {
   std::string body;  // de-chunked, as sent (not decompressed)
   std::string peer_address;
   bool tls = false;
+  // HTTP/1.0 (no chunked transfer coding) rather than HTTP/1.1.
+  bool http_1_0 = false;
   // The verified client certificate of a mutual-TLS connection.
   std::optional<PeerCertificate> client_certificate;
 
@@ -41,6 +45,20 @@ struct HttpResponse {
   std::string body;
   // The server closes the connection after this response.
   bool close_connection = false;
+
+  // A body too large to hold at once: when set, `body` is its first piece
+  // and the server calls `more` for the next ones, each appended to the
+  // (emptied) argument, until it returns false. Sent with chunked transfer
+  // coding (to an HTTP/1.0 client: without a length, closing the connection
+  // at the end). An error from `more` ends the response without its final
+  // chunk and closes the connection, so that the client sees a broken
+  // transfer, never a short answer that looks whole.
+  std::function<Result<bool>(std::string* piece)> more;
+  // Trailer fields `more` may fill in as it goes (e.g. what a long read
+  // skipped), sent after the last chunk; their names are announced in the
+  // head. Ignored for an HTTP/1.0 client.
+  std::vector<std::string> trailer_names;
+  std::shared_ptr<std::vector<std::pair<std::string, std::string>>> trailers;
 
   // A JSON body (one line, ending in "\n").
   static HttpResponse Json(int status, std::string body);

@@ -181,8 +181,11 @@ class HttpServer {
   void ServeRequests(Connection* connection, TcpConnection* stream);
   // Records what the connection is doing.
   void SetPhase(Connection* connection, Phase phase);
-  // Writes a response; false when the connection must end.
-  bool WriteResponse(TcpConnection* stream, const HttpResponse& response, bool keep_alive, bool head_only);
+  // Writes a response, a streamed one (HttpResponse::more) chunked where
+  // `chunked_allowed` (an HTTP/1.1 request); false when the connection must
+  // end.
+  bool WriteResponse(TcpConnection* stream, const HttpResponse& response, bool keep_alive, bool head_only,
+                     bool chunked_allowed = false);
   HttpResponse StoppingResponse() const;
   void Count(uint64_t HttpServerStats::*counter);
 

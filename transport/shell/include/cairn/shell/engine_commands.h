@@ -6,12 +6,12 @@
 //   create-table NAME [--period P] [--retention D] [--ttl D] [--max-series N]
 //   alter-table NAME [--retention D] [--ttl D] [--max-series N]
 //   drop-table NAME                            the table and all its data
-//   devices TABLE                              devices and the measures they report
+//   devices TABLE [--after D] [--limit N]      devices and the measures they report, by id
 //   measures TABLE                             measures: field types, dimensions, devices
 //   latest TABLE DEVICE [MEASURE]              the newest record per measure
 //   latest-batch TABLE DEVICE... [--measure M] the same for up to kMaxBatchDevices devices
 //   range TABLE DEVICE [--measure M | --prefix P] [--from T] [--to T] [--desc]
-//                      [--limit N] [--page TOKEN]
+//                      [--limit N] [--page TOKEN] [--all-columns]
 //   agg TABLE DEVICE MEASURE FIELD --step D [--fn F,...] [--from T] [--to T]
 //   put [--precision P] TABLE LINE             one line-protocol point (line_protocol.h)
 //   stats                                      engine counters

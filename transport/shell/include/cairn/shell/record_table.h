@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,23 @@ CommandResult RecordTable(const std::vector<RecordRow>& rows);
 // The same table from a columnar range answer, without a row object per
 // record.
 CommandResult RecordTable(const RangeColumns& records);
+
+// Which columns a record table has besides time and measure.
+struct RecordLayout {
+  std::set<std::string> tags;    // dimension and attribute names
+  std::set<std::string> fields;  // field names
+  bool version = false, ttl = false;
+};
+// What RecordTable(records) shows: the tags and fields its rows carry,
+// version and ttl when a row has one.
+RecordLayout LayoutOf(const RangeColumns& records);
+// Every column a record of `measures` can have, version and ttl included: a
+// layout that stays the same from one page of a range to the next, as a
+// CSV stream needs.
+RecordLayout LayoutOf(const std::vector<MeasureInfo>& measures);
+// A table with at least the columns of `layout`, and those of LayoutOf(records)
+// that it lacks (a field first written after the layout was made).
+CommandResult RecordTable(const RangeColumns& records, const RecordLayout& layout);
 
 // `name` + " (field)", repeated until no name in `used` has it; the result
 // is added to `used`.

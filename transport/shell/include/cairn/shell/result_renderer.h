@@ -46,6 +46,21 @@ std::string RenderText(const CommandResult& result, const RenderOptions& options
 std::string RenderJson(const CommandResult& result, const RenderOptions& options,
                        std::string_view rows_member = {});
 
+// A table's rows for programs that read a record per line; notes are left
+// out (the HTTP API sends them as headers). Rows are not capped.
+//
+// CSV (RFC 4180): the column names as the first line when `header`, then a
+// line per row, "\n"-terminated (RFC 4180 readers, spreadsheets and the
+// usual Unix tools all take LF; a CR would stick to the last field in awk
+// and cut). Absent values are empty fields; values are written as the text
+// renderer shows them (timestamps RFC 3339 UTC); a field holding a comma, a
+// double quote, CR or LF, or leading or trailing blanks is quoted, with each
+// double quote doubled. No terminal-safe escaping: CSV carries the data as
+// stored.
+std::string RenderCsv(const CommandResult& table, bool header);
+// NDJSON: each row as the JSON object RenderJson makes of it, one per line.
+std::string RenderNdjson(const CommandResult& table);
+
 // One value as the text renderer shows it (before terminal-safe escaping):
 // "-" for absent, "true"/"false", decimal integers, the shortest decimal that
 // reads back as the same double, RFC 3339 UTC for timestamps, strings as is.
