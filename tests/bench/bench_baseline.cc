@@ -91,7 +91,8 @@ std::string RunMismatch(const Baseline& baseline, const JsonValue& report) {
 
 }  // namespace
 
-std::vector<FigureComparison> CompareWithBaseline(const Baseline& baseline, const JsonValue& measured_ratios) {
+std::vector<FigureComparison> CompareWithBaseline(const Baseline& baseline,
+                                                  const JsonValue& measured_ratios) {
   std::vector<FigureComparison> comparisons;
   for (const BaselineFigure& figure : baseline.figures) {
     FigureComparison comparison;
@@ -126,13 +127,15 @@ bool BaselineHolds(const std::vector<FigureComparison>& comparisons) {
 std::string DescribeComparison(const FigureComparison& c) {
   static constexpr std::string_view kWords[] = {"ok", "improved", "REGRESSED", "MISSING"};
   std::string line = std::string(kWords[static_cast<int>(c.verdict)]) + " " + c.name + ": baseline " +
-                     FormatFigure(c.baseline) + ", measured " + (c.measured ? FormatFigure(*c.measured) : "none") +
-                     ", allowed " + (c.better == Better::kHigher ? ">= " : "<= ") + FormatFigure(c.bound) + " (" +
+                     FormatFigure(c.baseline) + ", measured " +
+                     (c.measured ? FormatFigure(*c.measured) : "none") + ", allowed " +
+                     (c.better == Better::kHigher ? ">= " : "<= ") + FormatFigure(c.bound) + " (" +
                      std::string(BetterName(c.better)) + " is better";
   if (c.measured) {
     const double worse = WorseBy(c.better, c.baseline, *c.measured);
     char change[48];
-    std::snprintf(change, sizeof(change), ", %.1f %% %s", std::fabs(worse) * 100, worse > 0 ? "worse" : "better");
+    std::snprintf(change, sizeof(change), ", %.1f %% %s", std::fabs(worse) * 100,
+                  worse > 0 ? "worse" : "better");
     line += std::fabs(worse) < 0.0005 ? ", unchanged" : change;
   }
   return line + ")";
@@ -159,10 +162,13 @@ Result<Baseline> BaselineFromFile(const JsonValue& file, std::string_view benchm
     const JsonValue* ratio = entry.Find("ratio");
     const JsonValue* better = entry.Find("better");
     if (ratio == nullptr || !ratio->is_number() || !(ratio->number() > 0)) {
-      return Status::InvalidArgument(std::string(benchmark) + "." + name + ".ratio must be a positive number");
+      return Status::InvalidArgument(std::string(benchmark) + "." + name +
+                                     ".ratio must be a positive number");
     }
-    if (better == nullptr || !better->is_string() || (better->text() != "higher" && better->text() != "lower")) {
-      return Status::InvalidArgument(std::string(benchmark) + "." + name + ".better must be \"higher\" or \"lower\"");
+    if (better == nullptr || !better->is_string() ||
+        (better->text() != "higher" && better->text() != "lower")) {
+      return Status::InvalidArgument(std::string(benchmark) + "." + name +
+                                     ".better must be \"higher\" or \"lower\"");
     }
     baseline.figures.push_back(
         {name, ratio->number(), better->text() == "higher" ? Better::kHigher : Better::kLower});
@@ -221,7 +227,7 @@ std::optional<std::string> ParseBaselineFlag(std::string_view flag, const TakeFl
     options->repeat_given = true;
     return "";
   }
-  std::string* target = flag == "--baseline" ? &options->check_file
+  std::string* target = flag == "--baseline"         ? &options->check_file
                         : flag == "--write-baseline" ? &options->write_file
                                                      : nullptr;
   if (target == nullptr) return std::nullopt;
@@ -298,61 +304,77 @@ void PrintMedianRatios(const JsonValue& report, std::ostream& out) {
   out << "\n";
 }
 
-int ApplyBaseline(const BaselineOptions& options, const JsonValue& report,
+namespace {
+
+// The --baseline half of ApplyBaseline.
+int CheckBaseline(const std::string& path, const JsonValue& report, std::ostream& out) {
+  const std::string benchmark = report.Find("benchmark")->text();
+  Result<JsonValue> file = ReadJsonFile(path);
+  Result<Baseline> baseline =
+      file.ok() ? BaselineFromFile(*file, benchmark) : Result<Baseline>(file.status());
+  if (!baseline.ok()) {
+    out << "baseline: " << baseline.status().ToString() << "\n";
+    return 1;
+  }
+  if (const std::string mismatch = RunMismatch(*baseline, report); !mismatch.empty()) {
+    out << "baseline: " << path << " holds a run of other options (" << mismatch
+        << "); run as it names, e.g. with --quick\n";
+    return 2;
+  }
+  const std::vector<FigureComparison> comparisons = CompareWithBaseline(*baseline, RatiosToCheck(report));
+  size_t improved = 0;
+  for (const FigureComparison& comparison : comparisons) {
+    out << "baseline: " << DescribeComparison(comparison) << "\n";
+    if (comparison.verdict == Verdict::kImproved) ++improved;
+  }
+  if (improved > 0) {
+    out << "baseline: " << improved << " figure(s) better than " << path
+        << " by more than the tolerance; if that holds over a few runs, raise the baseline with "
+           "--write-baseline\n";
+  }
+  const bool held = BaselineHolds(comparisons);
+  const JsonValue* runs = FindPath(report, {"repeats", "runs"});
+  out << "baseline: " << benchmark << (held ? " within " : " NOT within ")
+      << FormatFigure(baseline->tolerance * 100) << " % of " << path
+      << (runs != nullptr ? " (medians of " + runs->text() + " runs)" : std::string()) << "\n";
+  return held ? 0 : 1;
+}
+
+// The --write-baseline half of ApplyBaseline.
+int WriteBaseline(const std::string& path, const JsonValue& report,
                   std::span<const BaselineFigureSpec> figures, std::ostream& out) {
   const std::string benchmark = report.Find("benchmark")->text();
-  int status = 0;
-  if (!options.check_file.empty()) {
-    Result<JsonValue> file = ReadJsonFile(options.check_file);
-    Result<Baseline> baseline = file.ok() ? BaselineFromFile(*file, benchmark) : Result<Baseline>(file.status());
-    if (!baseline.ok()) {
-      out << "baseline: " << baseline.status().ToString() << "\n";
-      return 1;
-    }
-    if (const std::string mismatch = RunMismatch(*baseline, report); !mismatch.empty()) {
-      out << "baseline: " << options.check_file << " holds a run of other options (" << mismatch
-          << "); run as it names, e.g. with --quick\n";
-      return 2;
-    }
-    const std::vector<FigureComparison> comparisons = CompareWithBaseline(*baseline, RatiosToCheck(report));
-    size_t improved = 0;
-    for (const FigureComparison& comparison : comparisons) {
-      out << "baseline: " << DescribeComparison(comparison) << "\n";
-      if (comparison.verdict == Verdict::kImproved) ++improved;
-    }
-    if (improved > 0) {
-      out << "baseline: " << improved << " figure(s) better than " << options.check_file
-          << " by more than the tolerance; if that holds over a few runs, raise the baseline with "
-             "--write-baseline\n";
-    }
-    const bool held = BaselineHolds(comparisons);
-    const JsonValue* runs = FindPath(report, {"repeats", "runs"});
-    out << "baseline: " << benchmark << (held ? " within " : " REGRESSED beyond ")
-        << FormatFigure(baseline->tolerance * 100) << " % of " << options.check_file
-        << (runs != nullptr ? " (medians of " + runs->text() + " runs)" : std::string()) << "\n";
-    if (!held) status = 1;
+  Result<Baseline> baseline = BaselineFromReport(report, figures);
+  Result<JsonValue> existing = ReadJsonFile(path);
+  Status written = baseline.status();
+  // A file that exists but does not parse is not overwritten: it may hold
+  // another benchmark's baseline that a hand edit broke.
+  if (written.ok() && !existing.ok() && existing.status().code() != StatusCode::kNotFound) {
+    written = existing.status();
   }
-  if (!options.write_file.empty()) {
-    Result<Baseline> baseline = BaselineFromReport(report, figures);
-    Result<JsonValue> existing = ReadJsonFile(options.write_file);
-    Status written = baseline.status();
-    // A file that exists but does not parse is not overwritten: it may hold
-    // another benchmark's baseline that a hand edit broke.
-    if (written.ok() && !existing.ok() && existing.status().code() != StatusCode::kNotFound) {
-      written = existing.status();
-    }
-    if (written.ok()) {
-      written = WriteTextFile(options.write_file,
-                              BaselineFileText(existing.ok() ? *existing : JsonValue(), benchmark, *baseline));
-    }
-    if (!written.ok()) {
-      out << "baseline: " << written.ToString() << "\n";
-      return 1;
-    }
-    out << "baseline: wrote " << baseline->figures.size() << " ratios of " << benchmark << " to "
-        << options.write_file << "\n";
+  if (written.ok()) {
+    written =
+        WriteTextFile(path, BaselineFileText(existing.ok() ? *existing : JsonValue(), benchmark, *baseline));
   }
-  return status;
+  if (!written.ok()) {
+    out << "baseline: " << written.ToString() << "\n";
+    return 1;
+  }
+  out << "baseline: wrote " << baseline->figures.size() << " ratios of " << benchmark << " to " << path
+      << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int ApplyBaseline(const BaselineOptions& options, const JsonValue& report,
+                  std::span<const BaselineFigureSpec> figures, std::ostream& out) {
+  // Checked first, so that a rewrite can be compared with what it replaces.
+  const int checked = options.check_file.empty() ? 0 : CheckBaseline(options.check_file, report, out);
+  if (checked == 2) return checked;
+  const int written =
+      options.write_file.empty() ? 0 : WriteBaseline(options.write_file, report, figures, out);
+  return checked != 0 ? checked : written;
 }
 
 }  // namespace cairn::bench

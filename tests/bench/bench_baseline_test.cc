@@ -52,18 +52,21 @@ TEST(BenchBaselineTest, LowerIsBetterFailsAt31PercentWorseAndPassesAt29) {
   EXPECT_FALSE(BaselineHolds(failed));
   EXPECT_DOUBLE_EQ(failed[1].bound, 0.65);
   EXPECT_EQ(DescribeComparison(failed[1]),
-            "REGRESSED range_ms_p50: baseline 0.5, measured 0.655, allowed <= 0.65 (lower is better, 31.0 % worse)");
+            "REGRESSED range_ms_p50: baseline 0.5, measured 0.655, allowed <= 0.65 (lower is better, 31.0 % "
+            "worse)");
 
   EXPECT_TRUE(BaselineHolds(CompareWithBaseline(TwoFigures(), Ratios(2.0, 0.5 * 1.29))));
 }
 
 TEST(BenchBaselineTest, ImprovementsBeyondTheToleranceAreReportedAndPass) {
-  const std::vector<FigureComparison> comparisons = CompareWithBaseline(TwoFigures(), Ratios(2.0 * 1.35, 0.5 * 0.6));
+  const std::vector<FigureComparison> comparisons =
+      CompareWithBaseline(TwoFigures(), Ratios(2.0 * 1.35, 0.5 * 0.6));
   EXPECT_EQ(comparisons[0].verdict, Verdict::kImproved);
   EXPECT_EQ(comparisons[1].verdict, Verdict::kImproved);
   EXPECT_TRUE(BaselineHolds(comparisons));
-  EXPECT_EQ(DescribeComparison(comparisons[1]),
-            "improved range_ms_p50: baseline 0.5, measured 0.3, allowed <= 0.65 (lower is better, 40.0 % better)");
+  EXPECT_EQ(
+      DescribeComparison(comparisons[1]),
+      "improved range_ms_p50: baseline 0.5, measured 0.3, allowed <= 0.65 (lower is better, 40.0 % better)");
   // Better, but within the tolerance: just ok.
   EXPECT_EQ(CompareWithBaseline(TwoFigures(), Ratios(2.4, 0.5))[0].verdict, Verdict::kWithin);
 }
@@ -118,7 +121,8 @@ TEST(BenchBaselineTest, WrittenFileKeepsOtherBenchmarksAndChecksTheNextRun) {
   ScopedTempDir dir("bench-baseline-test");
   const std::string path = dir.PathOf("baseline.json");
   {
-    std::ofstream(path) << R"({"tolerance":0.3,"http":{"ratios":{"peak_rss_mb":{"ratio":0.6,"better":"lower"}}}})";
+    std::ofstream(path)
+        << R"({"tolerance":0.3,"http":{"ratios":{"peak_rss_mb":{"ratio":0.6,"better":"lower"}}}})";
   }
   std::ostringstream out;
   ASSERT_EQ(ApplyBaseline({.write_file = path}, Report(2.0, 0.5), kFigures, out), 0) << out.str();
@@ -139,7 +143,8 @@ TEST(BenchBaselineTest, WrittenFileKeepsOtherBenchmarksAndChecksTheNextRun) {
   EXPECT_EQ(ApplyBaseline({.check_file = path}, Report(1.9, 0.6), kFigures, out), 0) << out.str();
   out.str("");
   EXPECT_EQ(ApplyBaseline({.check_file = path}, Report(2.0, 0.5 * 1.31), kFigures, out), 1);
-  EXPECT_NE(out.str().find("REGRESSED range_ms_p50: baseline 0.5, measured 0.655"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("REGRESSED range_ms_p50: baseline 0.5, measured 0.655"), std::string::npos)
+      << out.str();
   EXPECT_NE(out.str().find("ok ingest_readings_per_s"), std::string::npos) << out.str();
   // A run of another size is refused rather than compared.
   out.str("");
