@@ -154,6 +154,12 @@ double Round(double value, int decimals) {
   return std::round(value * scale) / scale;
 }
 
+double RoundSignificant(double value, int digits) {
+  if (value == 0 || !std::isfinite(value)) return value;
+  const int magnitude = static_cast<int>(std::floor(std::log10(std::fabs(value))));
+  return Round(value, digits - 1 - magnitude);
+}
+
 int64_t Percentile(std::vector<int64_t> samples, double fraction) {
   std::sort(samples.begin(), samples.end());
   auto rank = static_cast<size_t>(std::ceil(fraction * static_cast<double>(samples.size())));

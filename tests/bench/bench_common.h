@@ -145,6 +145,10 @@ void ToEnvRecords(const std::vector<SensorRecord>& batch, std::vector<Record>* r
 // `value` rounded to `decimals` decimal places.
 double Round(double value, int decimals);
 
+// `value` rounded to `digits` significant digits: ratios span 0.004 to
+// hundreds, and a fixed number of decimals would blur the small ones.
+double RoundSignificant(double value, int digits);
+
 // Nearest-rank percentile, `fraction` in [0, 1]. Precondition:
 // !samples.empty().
 int64_t Percentile(std::vector<int64_t> samples, double fraction);

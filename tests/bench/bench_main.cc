@@ -12,8 +12,9 @@
 //          bytes on disk and bytes written per reading, latest-reading latency,
 //          one-day range and hourly-aggregate latency, resident memory.
 //
-//   cairn-bench core [--json] [--self-check] [--devices N] [--hours H] [--batch N]
+//   cairn-bench core [--json] [--self-check] [--quick] [--devices N] [--hours H] [--batch N]
 //                    [--seed N] [--dir PATH] [--keep] [--stores cairn,naive_sqlite]
+//                    [--baseline FILE] [--write-baseline FILE] [--repeat N]
 //
 //   Defaults: 200 devices x 4 hours at 1 Hz = 2.88 M records = 8.64 M
 //   readings, batches of 1000 records (a gateway flushing every few seconds),
@@ -35,6 +36,15 @@
 //   range_1d_ms_p50, agg_1d_1h_ms_p50 and rss_mb.
 //   --self-check re-parses the printed JSON and fails (exit 1) unless every key
 //   is present with a sane value and both stores returned the same answers.
+//   --quick is 200 devices x 0.25 h, a few seconds.
+//
+//   core and http take the regression check (BENCHMARK.md, "Baseline"):
+//   --baseline FILE compares the run's ratios with FILE's (tests/bench/
+//   baseline.json) and exits 1 when one is more than 30 % worse, one line per
+//   figure on stderr; --write-baseline FILE rewrites the benchmark's part of
+//   FILE from the run. Both run the benchmark --repeat N times (3 to check, 5
+//   to write, unless given) and use each ratio's median, which the JSON adds
+//   as "repeats":{"runs":N,"ratios":[...],"median_ratios":{...}}.
 //
 //   sync   store-and-forward sync (SyncAgent) through a local mosquitto vs.
 //          the naive forwarder (one MQTT QoS 1 JSON message per record):

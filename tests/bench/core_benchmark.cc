@@ -15,6 +15,7 @@
 #include "cairn/platform/env.h"
 #include "cairn/text/json_value.h"
 
+#include "bench_baseline.h"
 #include "bench_common.h"
 #include "bench_store.h"
 #include "child_process.h"
@@ -49,6 +50,22 @@ constexpr MetricSpec kMetrics[] = {
     {"rss_mb", 1, ""},
 };
 
+// The ratios --baseline checks (BENCHMARK.md, "Baseline"). Not the latest
+// p99, a hundred slowest calls of a few microseconds that a scheduler hiccup
+// decides (its ratio moved by 40 % between medians of three --quick runs);
+// not the bytes written, whose counter depends on the filesystem under the
+// scratch directory (write_bytes on a disk, wchar on tmpfs and some overlays).
+constexpr BaselineFigureSpec kBaselineFigures[] = {
+    {"ingest_readings_per_s", Better::kHigher}, {"bytes_per_reading", Better::kLower},
+    {"latest_ns_p50", Better::kLower},          {"range_1d_ms_p50", Better::kLower},
+    {"agg_1d_1h_ms_p50", Better::kLower},       {"rss_mb", Better::kLower},
+};
+
+// --quick: the default 200 devices (the naive peer's cost per record depends
+// on devices per batch) for a quarter of an hour, a few seconds in all.
+constexpr uint32_t kQuickDevices = 200;
+constexpr double kQuickHours = 0.25;
+
 // Numeric targets of the issue, also printed in the JSON.
 constexpr double kTargetIngestPerCore = 2e6;
 constexpr double kTargetIngestRatio = 5;
@@ -65,6 +82,8 @@ constexpr double kTargetRangeMillis = 2;
 struct CoreOptions {
   CommonOptions common{.hours = 4.0};
   std::vector<std::string> stores = {"cairn", "naive_sqlite"};
+  bool quick = false;
+  BaselineOptions baseline;
 };
 
 std::unique_ptr<BenchStore> NewStore(std::string_view name) {
@@ -227,7 +246,7 @@ JsonValue BuildReport(const CoreOptions& options, const DataPlan& plan, const st
     if (cairn != nullptr) numerator = NumberAt(*cairn, {metric.name});
     if (peer != nullptr) denominator = NumberAt(*peer, {metric.name});
     ratios.Set(metric.name, numerator && denominator && *denominator != 0
-                                ? JsonValue::Number(Round(*numerator / *denominator, 4))
+                                ? JsonValue::Number(RoundSignificant(*numerator / *denominator, 4))
                                 : JsonValue());
   }
   report.Set("ratios", std::move(ratios));
@@ -285,6 +304,7 @@ void PrintTable(const JsonValue& report, std::ostream& out) {
   PrintResults(report,
                "results: every store returned the same latest readings, day range and hourly aggregates",
                "results DIFFER:", out);
+  PrintMedianRatios(report, out);
 }
 
 // Checks the printed JSON the way a consumer would: it parses, and every key
@@ -349,8 +369,9 @@ std::vector<std::string> SelfCheck(const std::string& printed) {
 // ---- options ----------------------------------------------------------------
 
 constexpr char kUsage[] =
-    "usage: cairn-bench core [--json] [--self-check] [--devices N] [--hours H] [--batch N]\n"
+    "usage: cairn-bench core [--json] [--self-check] [--quick] [--devices N] [--hours H] [--batch N]\n"
     "                        [--seed N] [--dir PATH] [--keep] [--stores cairn,naive_sqlite]\n"
+    "                        [--baseline FILE] [--write-baseline FILE] [--repeat N]\n"
     "\n"
     "  --devices N   devices sending one multi-measure record per second (default 200)\n"
     "  --hours H     hours of data per device, fractions allowed, at most 648 (default 4)\n"
@@ -361,7 +382,13 @@ constexpr char kUsage[] =
     "  --keep        keep the data directory instead of removing it at exit\n"
     "  --stores L    comma-separated subset of the stores to run (default both)\n"
     "  --json        print one JSON object instead of the table\n"
-    "  --self-check  validate the printed JSON (keys, types, stores agreeing); exit 1 if not\n";
+    "  --self-check  validate the printed JSON (keys, types, stores agreeing); exit 1 if not\n"
+    "  --quick       200 devices x 0.25 h (over --devices and --hours): a few seconds, for CI\n"
+    "  --baseline FILE        compare the ratios with FILE's; exit 1 if one is more than its\n"
+    "                         tolerance (30 %) worse (tests/bench/baseline.json, --quick runs)\n"
+    "  --write-baseline FILE  put this run's ratios in FILE as the core baseline\n"
+    "  --repeat N    run N times and check or write each ratio's median (default 1; 3 with\n"
+    "                --baseline, 5 with --write-baseline)\n";
 
 std::vector<std::string> SplitComma(std::string_view text) {
   std::vector<std::string> parts;
@@ -378,6 +405,11 @@ std::vector<std::string> SplitComma(std::string_view text) {
 std::string ParseOptions(int argc, char** argv, CoreOptions* options) {
   auto own_flags = [options](std::string_view flag,
                              const TakeFlagValue& take_value) -> std::optional<std::string> {
+    if (flag == "--quick") {
+      options->quick = true;
+      return "";
+    }
+    if (std::optional<std::string> error = ParseBaselineFlag(flag, take_value, &options->baseline)) return error;
     if (flag != "--stores") return std::nullopt;
     std::string_view value;
     if (!take_value(&value)) return "--stores takes a list";
@@ -393,10 +425,33 @@ std::string ParseOptions(int argc, char** argv, CoreOptions* options) {
   if (std::string error = ParseCommonOptions(argc, argv, &options->common, own_flags); !error.empty()) {
     return error;
   }
-  if (options->common.self_check && options->stores.size() != std::size(kStoreNames)) {
-    return "--self-check needs every store";
+  if (options->quick) {
+    options->common.devices = kQuickDevices;
+    options->common.hours = kQuickHours;
+  }
+  ResolveRepeat(&options->baseline);
+  const bool needs_every_store =
+      options->common.self_check || !options->baseline.check_file.empty() || !options->baseline.write_file.empty();
+  if (needs_every_store && options->stores.size() != std::size(kStoreNames)) {
+    return "--self-check, --baseline and --write-baseline need every store";
   }
   return CheckHoursCoverASecond(options->common);
+}
+
+// One run: every store in its own child on fresh data directories, then the
+// report. `data_directory` gets the run's scratch directory (what --keep keeps).
+Result<JsonValue> RunOnce(const CoreOptions& options, const DataPlan& plan, std::string* data_directory) {
+  CAIRN_ASSIGN_OR_RETURN(ScratchDirectory scratch, CreateScratchDirectory(options.common, "cairn-bench-"));
+  *data_directory = scratch.path();
+  std::vector<std::pair<std::string, JsonValue>> raw;
+  for (std::string_view name : kStoreNames) {
+    if (std::find(options.stores.begin(), options.stores.end(), name) == options.stores.end()) continue;
+    if (plan.progress) std::cerr << "running " << name << " in " << scratch.path() << "/" << name << std::endl;
+    Result<JsonValue> result = RunStore(name, plan, scratch.path());
+    if (!result.ok()) return result.status().WithContext(name);
+    raw.emplace_back(std::string(name), std::move(*result));
+  }
+  return BuildReport(options, plan, scratch.path(), raw);
 }
 
 }  // namespace
@@ -413,28 +468,16 @@ int RunCoreBenchmark(int argc, char** argv) {
   }
 
   const DataPlan plan = PlanData(options.common);
-  Result<ScratchDirectory> scratch = CreateScratchDirectory(options.common, "cairn-bench-");
-  if (!scratch.ok()) {
-    std::cerr << "cairn-bench core: " << scratch.status().ToString() << "\n";
+  std::string data_directory;
+  Result<JsonValue> report =
+      RunRepeated(options.baseline.repeat, [&] { return RunOnce(options, plan, &data_directory); });
+  if (!report.ok()) {
+    std::cerr << "cairn-bench core: " << report.status().message() << "\n";
     return 1;
   }
-
-  std::vector<std::pair<std::string, JsonValue>> raw;
-  for (std::string_view name : kStoreNames) {
-    if (std::find(options.stores.begin(), options.stores.end(), name) == options.stores.end()) continue;
-    if (plan.progress)
-      std::cerr << "running " << name << " in " << scratch->path() << "/" << name << std::endl;
-    Result<JsonValue> result = RunStore(name, plan, scratch->path());
-    if (!result.ok()) {
-      std::cerr << "cairn-bench core: " << name << ": " << result.status().message() << "\n";
-      return 1;
-    }
-    raw.emplace_back(std::string(name), std::move(*result));
-  }
-
-  const JsonValue report = BuildReport(options, plan, scratch->path(), raw);
-  if (!PrintReport(options.common, report, scratch->path(), PrintTable, SelfCheck)) return 1;
-  return FindPath(report, {"checks", "results_match"})->boolean() ? 0 : 1;
+  if (!PrintReport(options.common, *report, data_directory, PrintTable, SelfCheck)) return 1;
+  if (!FindPath(*report, {"checks", "results_match"})->boolean()) return 1;
+  return ApplyBaseline(options.baseline, *report, kBaselineFigures, std::cerr);
 }
 
 }  // namespace cairn::bench
