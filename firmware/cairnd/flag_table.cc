@@ -270,6 +270,17 @@ constexpr FlagSpec kFlags[] = {
        return Status::Ok();
      },
      [](const D& o) -> Shown { return std::to_string(o.engine.seal_records); }},
+    {"--memory-budget", "SIZE", "storage.memory_budget",
+     [](std::string_view f, std::string_view v, P* p) -> Status {
+       CAIRN_ASSIGN_OR_RETURN(const uint64_t bytes, ParseByteSize(f, v));
+       if (bytes < (4u << 20)) {
+         return Status::InvalidArgument("flag " + std::string(f) + ": '" + std::string(v) +
+                                        "' is below the smallest memory budget, 4M");
+       }
+       p->options.engine.memory_budget_bytes = bytes;
+       return Status::Ok();
+     },
+     [](const D& o) -> Shown { return std::to_string(o.engine.memory_budget_bytes); }},
     {"--max-series", "N", "storage.max_series",
      [](std::string_view f, std::string_view v, P* p) -> Status {
        CAIRN_ASSIGN_OR_RETURN(const int series, ParsePositiveInt(f, v));

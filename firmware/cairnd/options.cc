@@ -79,7 +79,7 @@ Status CheckFlagCombinations(const std::set<std::string_view>& seen, const std::
     // Repair runs instead of the daemon: flags of a running daemon there are
     // most likely a mistaken command line, not something to ignore.
     for (std::string_view flag :
-         {"--serial", "--baud", "--durability", "--seal-records", "--http-listen", "--tls-cert", "--tls-key",
+         {"--serial", "--baud", "--durability", "--seal-records", "--memory-budget", "--http-listen", "--tls-cert", "--tls-key",
           "--tls-client-ca", "--tls-client-identity", "--http-plain", "--http-max-connections",
           "--http-max-connections-per-address", "--http-first-byte-timeout-ms", "--http-drain-ms",
           "--http-max-body-bytes", "--serial-output-timeout-ms", "--max-series", "--device-tag",
@@ -128,6 +128,7 @@ std::string UsageText() {
              "              [--http-first-byte-timeout-ms MS] [--http-drain-ms MS]\n"
              "              [--http-max-body-bytes N] [--device-tag TAG] [--auto-create-tables]\n"
              "              [--durability full|interval=MS|off] [--seal-records N] [--max-series N]\n"
+             "              [--memory-budget SIZE]\n"
              "              [--sync-broker URI --gateway-id ID --sync-key-file FILE [sync flags]]\n"
              "              [--mqtt-input-broker URI --mqtt-input FILTER=TABLE[,...]]\n"
              "              [--card-endurance-tbw TB | --card-pe-cycles N [--card-size SIZE]]\n"
@@ -182,6 +183,10 @@ std::string UsageText() {
              "                      MS milliseconds of acknowledged writes) or off (the OS syncs)\n"
              "  --seal-records N    records per series before its head is sealed into a chunk\n"
              "                      (default 1024)\n"
+             "  --memory-budget SIZE  memory the storage engine keeps, e.g. 16M on a Pi Zero 2\n"
+             "                      (default 32M, at least 4M): half holds unsealed readings,\n"
+             "                      the rest the page caches of the files being written and\n"
+             "                      read; a smaller budget seals smaller chunks\n"
              "  --max-series N      series (device x measure x tags) a table may hold unless it\n"
              "                      sets its own max_series; records that would start more are\n"
              "                      refused (default 100000)\n"

@@ -56,6 +56,17 @@ struct TableDeclaration {
 
 // Where cairnd keeps its data, how it stores it and how it reaches its
 // operator.
+// The daemon's memory budget unless --memory-budget says otherwise: sized
+// for a gateway with 1 GB of RAM shared with everything else on it.
+inline constexpr uint64_t kDefaultMemoryBudgetBytes = 32ull << 20;
+
+// The engine's options as cairnd starts from them.
+inline EngineOptions DefaultEngineOptions() {
+  EngineOptions options;
+  options.memory_budget_bytes = kDefaultMemoryBudgetBytes;
+  return options;
+}
+
 struct DaemonOptions {
   std::string data_dir = "/var/lib/cairn";
   std::string serial_path;  // the tty of the command shell, e.g. /dev/ttyAMA0; empty: none
@@ -83,9 +94,9 @@ struct DaemonOptions {
   int storage_retry_ms = 10'000;
   std::string device_tag = "device";
   bool auto_create_tables = false;
-  // --durability, --seal-records, --max-series and the --sync-quota flags;
-  // the rest are the engine's defaults.
-  EngineOptions engine;
+  // --durability, --seal-records, --max-series, --memory-budget and the
+  // --sync-quota flags; the rest are the engine's defaults.
+  EngineOptions engine = DefaultEngineOptions();
 
   // Sync to the cloud (sync_agent.h); off while sync_broker is empty.
   std::string sync_broker;

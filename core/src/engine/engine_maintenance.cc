@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 
+#include "cairn/core/sqlite_database.h"
 #include "engine/engine_impl.h"
 
 namespace cairn {
@@ -217,6 +218,12 @@ EngineStats EngineImpl::Stats() {
   s.chunks_sealed = chunks_sealed_;
   s.chunks_decoded = chunks_decoded_;
   s.period_file_opens = period_files_.OpensSinceStart();
+  s.memory_budget_bytes = options_.memory_budget_bytes;
+  s.head_budget_bytes = options_.head_memory_budget_bytes;
+  s.page_cache_budget_bytes = (2 * static_cast<uint64_t>(options_.writer_cache_kib) +
+                               options_.max_open_period_files * static_cast<uint64_t>(options_.reader_cache_kib)) *
+                              1024;
+  s.sqlite_memory_bytes = SqliteMemoryUsed();
   std::vector<std::string> files;
   {
     ReaderLock state(&state_mutex_);

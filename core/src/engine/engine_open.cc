@@ -26,7 +26,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(Env* env, const std::string& data_d
   if (quota.check_interval_ms < 0)
     return Status::InvalidArgument("the sync quota's check interval is negative");
   CAIRN_RETURN_IF_ERROR(ValidateClockOptions(options.clock));
-  auto engine = std::make_unique<EngineImpl>(env, data_dir, options);
+  auto engine = std::make_unique<EngineImpl>(env, data_dir, ApplyMemoryBudget(options));
   if (report) *report = RecoveryReport();  // what this open found, nothing older
   CAIRN_RETURN_IF_ERROR(engine->OpenAndRecover(report));
   return std::unique_ptr<Engine>(std::move(engine));

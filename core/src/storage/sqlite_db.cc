@@ -322,4 +322,6 @@ Result<std::unique_ptr<SqliteDb>> OpenSqliteDatabase(Env* env, const std::string
   return SqliteDb::Open(path, vfs_name, /*read_only=*/false, cache_kib, synchronous);
 }
 
+uint64_t SqliteMemoryUsed() { return static_cast<uint64_t>(sqlite3_memory_used()); }
+
 }  // namespace cairn

@@ -53,6 +53,10 @@ class StatusCommands {
         {"chunks_sealed", Count(stats.chunks_sealed)},
         {"chunks_decoded", Count(stats.chunks_decoded)},
         {"period_file_opens", Count(stats.period_file_opens)},
+        {"memory_budget_bytes", Count(stats.memory_budget_bytes)},
+        {"head_budget_bytes", Count(stats.head_budget_bytes)},
+        {"page_cache_budget_bytes", Count(stats.page_cache_budget_bytes)},
+        {"sqlite_memory_bytes", Count(stats.sqlite_memory_bytes)},
         {"log_bytes", Count(stats.log_bytes)},
         {"period_file_bytes", Count(stats.period_file_bytes)},
         // Clock trust (cairn/core/clock.h): readings without a timestamp

@@ -91,6 +91,19 @@ struct EngineOptions {
 
   uint64_t log_segment_bytes = 64ull << 20;  // a segment rolls over past this size
 
+  // One bound on the memory the engine keeps (0: the pools below as given).
+  // When set, Open divides it among the pools that grow with the data and
+  // overrides them: half for the heads (head_memory_budget_bytes), a
+  // quarter for the page caches of the two files being written (the
+  // current and the next period, writer_cache_kib each), an eighth for the
+  // caches of older files held open (reader_cache_kib each, times
+  // max_open_period_files), and an eighth left for what does not grow with
+  // the data (the catalog's cache, the log's buffers, a query's decoded
+  // chunks). A smaller budget seals heads earlier (smaller chunks: a few
+  // more bytes per reading and more writes to the card) and rereads more
+  // pages from the card; see ApplyMemoryBudget.
+  size_t memory_budget_bytes = 0;
+
   // Sealing: a series' head becomes chunks when it holds this many records,
   // or when it has waited this long since it became non-empty (monotonic
   // clock). A chunk holds at most seal_records records.
@@ -288,6 +301,12 @@ struct MeasureInfo {
   size_t series = 0;                 // how many series (devices x dimension sets)
 };
 
+// `options` with its pools derived from memory_budget_bytes (unchanged when
+// that is 0), as Engine::Open applies them. The writer's cache is at least
+// 256 KiB, a reader's at least 64 KiB, and the heads get at least 1 MiB, so
+// a budget under about 4 MiB is exceeded rather than made unusable.
+EngineOptions ApplyMemoryBudget(EngineOptions options);
+
 struct EngineStats {
   uint64_t records_written = 0, records_duplicate = 0, records_rejected = 0, records_invalid = 0;
   // Records refused as conflicts (WriteOutcome::kConflict), and records
@@ -299,6 +318,13 @@ struct EngineStats {
   uint64_t head_records = 0, head_bytes = 0;
   uint64_t chunks_sealed = 0;
   uint64_t chunks_decoded = 0;  // sealed chunks decoded to answer queries
+  // The memory budget (EngineOptions::memory_budget_bytes, 0 when unset) and
+  // what it allows each pool, against what they hold: the heads'
+  // (head_bytes) and SQLite's whole heap, page caches included.
+  uint64_t memory_budget_bytes = 0;
+  uint64_t head_budget_bytes = 0;
+  uint64_t page_cache_budget_bytes = 0;  // writers' and readers' caches together
+  uint64_t sqlite_memory_bytes = 0;
   // Period files opened since Open; far above the number of files means
   // EngineOptions::max_open_period_files is too small for the queries.
   uint64_t period_file_opens = 0;

@@ -186,4 +186,8 @@ Result<std::unique_ptr<SqliteDb>> OpenSqliteDatabase(
     Env* env, const std::string& path, int cache_kib,
     SqliteSynchronous synchronous = SqliteSynchronous::kFull);
 
+// Bytes SQLite has allocated in this process now (every connection's page
+// cache, schema and statements): sqlite3_memory_used.
+uint64_t SqliteMemoryUsed();
+
 }  // namespace cairn
