@@ -93,7 +93,7 @@ void CollectHeadChanges(const TableState& table, uint64_t after_lsn, uint64_t th
     identity.dimensions = series->dimensions;
     identity.attributes = series->attributes;
     for (size_t i = 0; i < series->head.size(); ++i) {
-      const uint64_t lsn = series->head[i].lsn;
+      const uint64_t lsn = series->head.lsn(i);
       if (lsn > after_lsn && lsn <= through_lsn) refs.push_back({lsn, series.get(), i});
     }
   }
@@ -106,8 +106,7 @@ void CollectHeadChanges(const TableState& table, uint64_t after_lsn, uint64_t th
     Candidate& c = sources->candidates.emplace_back();
     c.lsn = ref.lsn;
     c.series_id = ref.series->id;
-    c.record = ref.series->head[ref.index].record;
-    c.record.values.resize(ref.series->fields.size());
+    c.record = ref.series->head.Record(ref.index, ref.series->fields);
     c.fields = ref.series->fields;
   }
 }
@@ -278,12 +277,15 @@ Result<UnsyncedSummary> EngineImpl::SummarizeUnsynced(const std::string& table_n
     period_starts = table.period_starts;
     retention_seconds = table.info.options.retention_seconds;
     for (const auto& [key, series] : table.series) {
-      for (const HeadEntry& entry : series->head) {
-        if (confirmed.Contains(entry.lsn) || TtlExpired(entry.record.ttl, now)) continue;
+      const SeriesHead& head = series->head;
+      // Each entry's share of the head's memory.
+      const size_t entry_bytes = head.empty() ? 0 : head.bytes() / head.size();
+      for (size_t i = 0; i < head.size(); ++i) {
+        if (confirmed.Contains(head.lsn(i)) || TtlExpired(head.ttl(i), now)) continue;
         ++summary.records;
-        summary.bytes += HeadEntryBytes(entry);
-        summary.head_bytes += HeadEntryBytes(entry);
-        note_oldest(entry.record.timestamp);
+        summary.bytes += entry_bytes;
+        summary.head_bytes += entry_bytes;
+        note_oldest(head.timestamp(i));
       }
     }
   }

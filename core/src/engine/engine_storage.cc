@@ -132,10 +132,11 @@ void EngineImpl::ApplySealed(const std::vector<SealJob>& jobs, const std::vector
   }
   // Sealed entries leave the head in one pass per series (erasing them one
   // by one would be quadratic in the head's size).
-  std::map<Series*, std::vector<const HeadEntry*>> sealed_by_series;
+  std::map<Series*, std::vector<SealedEntry>> sealed_by_series;
   for (const SealOutcome::Range& range : outcome.sealed) {
+    const SeriesHead& taken = jobs[range.job].head;
     for (size_t i = range.begin; i < range.end; ++i)
-      sealed_by_series[series_of_job[range.job]].push_back(&jobs[range.job].entries[i]);
+      sealed_by_series[series_of_job[range.job]].push_back({taken.timestamp(i), taken.lsn(i)});
   }
   for (auto& [series, sealed] : sealed_by_series) head_.RemoveSealed(*series, std::move(sealed));
 }
@@ -146,7 +147,7 @@ uint64_t EngineImpl::UnsealedFloor() {
   if (inflight_first_lsn_ != 0) floor = std::min(floor, inflight_first_lsn_);
   for (const auto& [name, table] : tables_) {
     for (const auto& [key, series] : table->series) {
-      for (const HeadEntry& e : series->head) floor = std::min(floor, e.lsn);
+      floor = std::min(floor, series->head.MinLsn());
     }
   }
   return floor;

@@ -40,11 +40,7 @@ class HeadTest : public ::testing::Test {
     return raw;
   }
 
-  static size_t Bytes(const Series& s) {
-    size_t bytes = 0;
-    for (const HeadEntry& e : s.head) bytes += HeadEntryBytes(e);
-    return bytes;
-  }
+  static size_t Bytes(const Series& s) { return s.head.bytes(); }
 
   // The latest visible record of every series of `device` whose tags match
   // `tags`, by the index alone, as Engine::Latest's fast path reads it.
@@ -75,15 +71,16 @@ TEST_F(HeadTest, CountsEveryEntryAgainstTheBudgetAndReplacesBySameTimestamp) {
   EXPECT_EQ(head.bytes(), Bytes(a) + Bytes(b));
   // Ascending by timestamp whatever the arrival order.
   ASSERT_EQ(a.head.size(), 2u);
-  EXPECT_EQ(a.head[0].lsn, 2u);
-  EXPECT_EQ(a.head[1].lsn, 1u);
+  EXPECT_EQ(a.head.lsn(0), 2u);
+  EXPECT_EQ(a.head.lsn(1), 1u);
 
   // A record at a timestamp already held replaces it: one entry, new LSN.
   ChunkRecord wide = At(2, 9.0, 0, 1);
   wide.values.push_back(Value{std::string(200, 'x')});
   head.Insert(a, std::move(wide), 4);
   EXPECT_EQ(head.records(), 3u);
-  EXPECT_EQ(a.head[1].lsn, 4u);
+  EXPECT_EQ(a.head.lsn(1), 4u);
+  EXPECT_EQ(std::get<std::string>(a.head.Record(1, a.fields).values[1]), std::string(200, 'x'));
   EXPECT_EQ(head.bytes(), Bytes(a) + Bytes(b));
   EXPECT_FALSE(head.Full(a));
   head.Insert(a, At(3, 1.0), 5);
@@ -98,22 +95,52 @@ TEST_F(HeadTest, OverBudgetSealsTheLargestHeadsUntilHalfTheBudgetIsLeft) {
   Series& small = AddSeries("small", {});
   Series& middle = AddSeries("middle", {});
   Series& large = AddSeries("large", {});
-  const size_t entry = HeadEntryBytes(HeadEntry{At(0, 0), 1});  // every entry below is this size
-  Head head(&env_, /*memory_budget_bytes=*/10 * entry, 1024);
-  uint64_t lsn = 1;
-  head.Insert(small, At(0, 0), lsn++);
-  for (int i = 0; i < 4; ++i) head.Insert(middle, At(i, 0), lsn++);
-  EXPECT_FALSE(head.OverBudget());
-  EXPECT_TRUE(head.SealForBudget({&small, &middle}).empty());
-  for (int i = 0; i < 6; ++i) head.Insert(large, At(i, 0), lsn++);
-  ASSERT_EQ(head.bytes(), 11 * entry);
-  EXPECT_TRUE(head.OverBudget());
-  // 11 entries against a budget of 10: down to 5 takes the large head (6)
-  // alone.
-  EXPECT_EQ(head.SealForBudget({&small, &middle, &large}), (std::set<const Series*>{&large}));
-  for (int i = 6; i < 9; ++i) head.Insert(middle, At(i, 0), lsn++);
-  // 14 entries: the large (6) and the middle (7) heads, not the small one.
-  EXPECT_EQ(head.SealForBudget({&small, &middle, &large}), (std::set<const Series*>{&middle, &large}));
+  // Heads of 1, 4 and 30 entries; their sizes, measured on a head without
+  // a budget, set the budgets below.
+  const auto fill = [&](Head& head) {
+    uint64_t lsn = 1;
+    head.Insert(small, At(0, 0), lsn++);
+    for (int i = 0; i < 4; ++i) head.Insert(middle, At(i, 0), lsn++);
+    for (int i = 0; i < 30; ++i) head.Insert(large, At(i, 0), lsn++);
+  };
+  const auto empty_all = [&](Head& head) {
+    for (Series* s : {&small, &middle, &large}) {
+      head.Forget(*s);
+      s->head = SeriesHead();
+      s->head_bytes = 0;
+    }
+  };
+  size_t small_bytes = 0, middle_bytes = 0;
+  {
+    Head probe(&env_, SIZE_MAX, 1024);
+    fill(probe);
+    small_bytes = Bytes(small);
+    middle_bytes = Bytes(middle);
+    ASSERT_GT(Bytes(large), small_bytes + middle_bytes);
+    empty_all(probe);
+  }
+  {
+    // Over budget; leaving the small and the middle head is half of it.
+    Head head(&env_, 2 * (small_bytes + middle_bytes), 1024);
+    fill(head);
+    EXPECT_TRUE(head.OverBudget());
+    EXPECT_EQ(head.SealForBudget({&small, &middle, &large}), (std::set<const Series*>{&large}));
+    empty_all(head);
+  }
+  {
+    // Half the budget holds the small head alone: the two largest go.
+    Head head(&env_, 2 * small_bytes, 1024);
+    fill(head);
+    EXPECT_EQ(head.SealForBudget({&small, &middle, &large}), (std::set<const Series*>{&middle, &large}));
+    empty_all(head);
+  }
+  {
+    Head head(&env_, SIZE_MAX / 2, 1024);
+    fill(head);
+    EXPECT_FALSE(head.OverBudget());
+    EXPECT_TRUE(head.SealForBudget({&small, &middle, &large}).empty());
+    empty_all(head);
+  }
 }
 
 TEST_F(HeadTest, LatestPerSeriesByTagsFollowsTheNewestTimestampAndItsExpiry) {
@@ -164,17 +191,19 @@ TEST_F(HeadTest, RemoveSealedTakesOutWhatTheSealCommittedAndKeepsNewerVersions) 
   Series& s = AddSeries("a", {});
   for (int i = 0; i < 4; ++i) head.Insert(s, At(i, i), static_cast<uint64_t>(i) + 1);
   // The seal works on a copy taken under the lock, as the engine's does.
-  const std::vector<HeadEntry> taken = s.head;
+  std::vector<SealedEntry> taken;
+  for (size_t i = 0; i < s.head.size(); ++i) taken.push_back({s.head.timestamp(i), s.head.lsn(i)});
   env_.AdvanceSeconds(5);
   // Meanwhile a newer version of second 1 arrives, and a new second 9.
   head.Insert(s, At(1, 10.0, 0, 1), 5);
   head.Insert(s, At(9, 9.0), 6);
-  std::vector<const HeadEntry*> sealed;
-  for (auto it = taken.rbegin(); it != taken.rend(); ++it) sealed.push_back(&*it);  // any order
+  std::vector<SealedEntry> sealed(taken.rbegin(), taken.rend());  // any order
   head.RemoveSealed(s, sealed);
   ASSERT_EQ(s.head.size(), 2u);
-  EXPECT_EQ(s.head[0].lsn, 5u);  // the newer version of second 1 stays
-  EXPECT_EQ(s.head[1].lsn, 6u);
+  EXPECT_EQ(s.head.lsn(0), 5u);  // the newer version of second 1 stays
+  EXPECT_EQ(s.head.lsn(1), 6u);
+  EXPECT_EQ(s.head.version(0), 1u);
+  EXPECT_EQ(std::get<double>(s.head.Record(0, s.fields).values[0]), 10.0);
   EXPECT_EQ(head.records(), 2u);
   EXPECT_EQ(head.bytes(), Bytes(s));
   EXPECT_EQ(s.head_bytes, Bytes(s));

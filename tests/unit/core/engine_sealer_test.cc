@@ -31,11 +31,10 @@ class SealerTest : public EngineComponentTest {
     job.table_options = "{}";
     job.meta = PeriodSeries{id, "dev" + std::to_string(id), "env", 0, {{"v", FieldType::kInt64}}, {}};
     for (int64_t ts : timestamps) {
-      HeadEntry entry;
-      entry.record.timestamp = ts;
-      entry.record.values = {Value{int64_t{ts / kSecond}}};
-      entry.lsn = lsn++;
-      job.entries.push_back(entry);
+      ChunkRecord record;
+      record.timestamp = ts;
+      record.values = {Value{int64_t{ts / kSecond}}};
+      job.head.Upsert(record, lsn++, job.meta.fields);
     }
     return job;
   }

@@ -11,54 +11,35 @@ Head::Head(Env* env, size_t memory_budget_bytes, size_t seal_records)
 
 void Head::Insert(Series& series, ChunkRecord record, uint64_t lsn) {
   ++series.generation;
-  if (series.latest_known && (!series.latest || record.timestamp >= series.latest->timestamp)) {
-    series.latest = record;
-  }
-  auto it = std::lower_bound(series.head.begin(), series.head.end(), record.timestamp,
-                             [](const HeadEntry& e, int64_t ts) { return e.record.timestamp < ts; });
   if (series.head.empty()) series.head_since_monotonic_ns = env_->MonotonicNanos();
-  HeadEntry entry{std::move(record), lsn};
-  const size_t bytes = HeadEntryBytes(entry);
-  if (it != series.head.end() && it->record.timestamp == entry.record.timestamp) {
-    const size_t old_bytes = HeadEntryBytes(*it);
-    series.head_bytes -= old_bytes;
-    bytes_ -= old_bytes;
-    *it = std::move(entry);
-  } else {
-    series.head.insert(it, std::move(entry));
-    ++records_;
+  if (series.head.Upsert(record, lsn, series.fields)) ++records_;
+  Recount(series);
+  if (series.latest_known && (!series.latest || record.timestamp >= series.latest->timestamp)) {
+    series.latest = std::move(record);
   }
-  series.head_bytes += bytes;
-  bytes_ += bytes;
 }
 
-void Head::RemoveSealed(Series& series, std::vector<const HeadEntry*> sealed) {
+void Head::Recount(Series& series) {
+  const size_t bytes = series.head.bytes();
+  bytes_ = bytes_ - series.head_bytes + bytes;
+  series.head_bytes = bytes;
+}
+
+void Head::RemoveSealed(Series& series, std::vector<SealedEntry> sealed) {
   std::sort(sealed.begin(), sealed.end(),
-            [](const HeadEntry* a, const HeadEntry* b) { return a->record.timestamp < b->record.timestamp; });
-  size_t next_sealed = 0, kept = 0;
-  for (size_t i = 0; i < series.head.size(); ++i) {
-    HeadEntry& entry = series.head[i];
-    while (next_sealed < sealed.size() && sealed[next_sealed]->record.timestamp < entry.record.timestamp) {
-      ++next_sealed;
-    }
+            [](const SealedEntry& a, const SealedEntry& b) { return a.timestamp < b.timestamp; });
+  size_t next_sealed = 0;
+  const size_t before = series.head.size();
+  series.head.Retain([&](size_t i) {
+    const int64_t timestamp = series.head.timestamp(i);
+    while (next_sealed < sealed.size() && sealed[next_sealed].timestamp < timestamp) ++next_sealed;
     // A newer version written meanwhile has another LSN and stays.
-    const bool was_sealed = next_sealed < sealed.size() &&
-                            sealed[next_sealed]->record.timestamp == entry.record.timestamp &&
-                            sealed[next_sealed]->lsn == entry.lsn;
-    if (was_sealed) {
-      const size_t bytes = HeadEntryBytes(entry);
-      series.head_bytes -= bytes;
-      bytes_ -= bytes;
-      --records_;
-      continue;
-    }
-    if (kept != i) series.head[kept] = std::move(entry);
-    ++kept;
-  }
-  series.head.resize(kept);
-  for (const HeadEntry* e : sealed) {
-    series.sealed_max_timestamp = std::max(series.sealed_max_timestamp, e->record.timestamp);
-  }
+    return !(next_sealed < sealed.size() && sealed[next_sealed].timestamp == timestamp &&
+             sealed[next_sealed].lsn == series.head.lsn(i));
+  });
+  records_ -= before - series.head.size();
+  Recount(series);
+  for (const SealedEntry& e : sealed) series.sealed_max_timestamp = std::max(series.sealed_max_timestamp, e.timestamp);
   if (!series.head.empty()) series.head_since_monotonic_ns = env_->MonotonicNanos();
 }
 

@@ -34,15 +34,9 @@
 
 #include "chunk/chunk_codec.h"
 #include "engine/head/series.h"
+#include "engine/head/series_head.h"
 
 namespace cairn {
-
-// One record in a head: its values follow the series schema as it was when
-// the record arrived (a prefix of the current schema, which only grows).
-struct HeadEntry {
-  ChunkRecord record;
-  uint64_t lsn = 0;
-};
 
 struct Series {
   int64_t id = 0;
@@ -60,8 +54,8 @@ struct Series {
 
   SeriesKey Key() const { return SeriesKey{device_id, measure_name, dimensions_key}; }
 
-  std::vector<HeadEntry> head;  // ascending, unique timestamps
-  size_t head_bytes = 0;
+  SeriesHead head;        // ascending, unique timestamps
+  size_t head_bytes = 0;  // head.bytes() as the Head last counted it
   int64_t head_since_monotonic_ns = 0;  // when the head last became non-empty
 
   // Largest timestamp ever sealed into a period file for this series;
@@ -78,27 +72,13 @@ struct Series {
   uint64_t generation = 0;
 
   // Index of the head entry with this timestamp, or head.size().
-  size_t FindInHead(int64_t timestamp) const {
-    auto it = std::lower_bound(head.begin(), head.end(), timestamp,
-                               [](const HeadEntry& e, int64_t ts) { return e.record.timestamp < ts; });
-    return (it != head.end() && it->record.timestamp == timestamp) ? static_cast<size_t>(it - head.begin())
-                                                                   : head.size();
-  }
+  size_t FindInHead(int64_t timestamp) const { return head.Find(timestamp); }
 
   void AddField(const std::string& name, FieldType type) {
     field_index.emplace(name, fields.size());
     fields.push_back(ChunkField{name, type});
   }
 };
-
-// Approximate heap footprint of a head entry, for the memory budget.
-inline size_t HeadEntryBytes(const HeadEntry& entry) {
-  size_t bytes = sizeof(HeadEntry) + entry.record.values.capacity() * sizeof(Value);
-  for (const Value& v : entry.record.values) {
-    if (const auto* s = std::get_if<std::string>(&v)) bytes += s->capacity();
-  }
-  return bytes;
-}
 
 // Approximate heap footprint of a series apart from its head: the series
 // itself, its names (also held by the table's map key), schema, dimensions,
@@ -122,6 +102,12 @@ inline size_t SeriesBytes(const Series& series) {
   }
   return bytes;
 }
+
+// A head entry a seal committed: its timestamp and the LSN it had then.
+struct SealedEntry {
+  int64_t timestamp = 0;
+  uint64_t lsn = 0;
+};
 
 struct TableState {
   TableInfo info;
@@ -149,10 +135,12 @@ class Head {
   void Insert(Series& series, ChunkRecord record, uint64_t lsn);
 
   // Removes from `series`' head the entries a seal committed (`sealed`:
-  // copies taken from the head before the seal, any order); an entry whose
-  // LSN changed since (a newer version) stays. Raises the series'
+  // taken from the head before the seal, any order); an entry whose LSN
+  // changed since (a newer version) stays. Raises the series'
   // sealed_max_timestamp, and restarts its head's age when entries remain.
-  void RemoveSealed(Series& series, std::vector<const HeadEntry*> sealed);
+  void RemoveSealed(Series& series, std::vector<SealedEntry> sealed);
+  // Brings `series`' share of the total up to date after its head changed.
+  void Recount(Series& series);
 
   // Takes `series`' entries out of the totals (its table is dropped; the
   // series itself is destroyed by the caller).
@@ -183,7 +171,7 @@ class Head {
   Env* const env_;
   const size_t memory_budget_bytes_;
   const size_t seal_records_;
-  size_t bytes_ = 0;    // HeadEntryBytes over every head
+  size_t bytes_ = 0;    // SeriesHead::bytes over every head
   size_t records_ = 0;  // entries in every head
 };
 

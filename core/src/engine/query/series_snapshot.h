@@ -101,12 +101,8 @@ Snapshot TakeSnapshot(const TableState& table, const Series& s, int64_t from, in
   snap.period = table.info.options.period;
   snap.period_starts = table.period_starts;
   snap.generation = s.generation;
-  auto lo = std::lower_bound(s.head.begin(), s.head.end(), from,
-                             [](const HeadEntry& e, int64_t ts) { return e.record.timestamp < ts; });
-  for (auto it = lo; it != s.head.end() && it->record.timestamp < to; ++it) {
-    snap.head.push_back(it->record);
-    snap.head.back().values.resize(s.fields.size());
-    snap.head.back().lsn = it->lsn;
+  for (size_t i = s.head.LowerBound(from); i < s.head.size() && s.head.timestamp(i) < to; ++i) {
+    snap.head.push_back(s.head.Record(i, s.fields));
   }
   return snap;
 }

@@ -32,11 +32,10 @@ Result<SealOutcome> Sealer::Seal(const std::vector<SealJob>& jobs, std::optional
     const SealJob& job = jobs[j];
     const int64_t oldest_kept =
         deletion_now ? *deletion_now - job.retention_seconds * kNanosPerSecond : INT64_MIN;
-    for (size_t begin = 0; begin < job.entries.size();) {
-      const int64_t start = PeriodStart(job.period, job.entries[begin].record.timestamp);
+    for (size_t begin = 0; begin < job.head.size();) {
+      const int64_t start = PeriodStart(job.period, job.head.timestamp(begin));
       const int64_t next = NextPeriodStart(job.period, start);
-      size_t end = begin;
-      while (end < job.entries.size() && job.entries[end].record.timestamp < next) ++end;
+      const size_t end = job.head.LowerBound(next);
       if (next <= oldest_kept) {
         // The whole period is past retention: its file is (or will be) gone.
         outcome.sealed.push_back({j, begin, end});
@@ -48,10 +47,9 @@ Result<SealOutcome> Sealer::Seal(const std::vector<SealJob>& jobs, std::optional
       records.reserve(end - begin);
       lsns.reserve(end - begin);
       for (size_t i = begin; i < end; ++i) {
-        ChunkRecord r = job.entries[i].record;
-        r.values.resize(job.meta.fields.size());
-        records.push_back(std::move(r));
-        lsns.push_back(job.entries[i].lsn);
+        records.push_back(job.head.Record(i, job.meta.fields));
+        records.back().values.resize(job.meta.fields.size());
+        lsns.push_back(job.head.lsn(i));
       }
       auto [it, created] = batches.try_emplace({job.table, start});
       PeriodBatch& batch = it->second;

@@ -32,7 +32,10 @@ struct SealJob {
   // that a catalog rebuilt from the files restores them.
   std::string table_options;
   PeriodSeries meta;
-  std::vector<HeadEntry> entries;  // ascending timestamps
+  // A copy of the series' head (ascending timestamps): its columns, not a
+  // record object per reading, so that sealing many heads at once costs
+  // little more memory than the heads themselves.
+  SeriesHead head;
 };
 
 struct SealOutcome {
