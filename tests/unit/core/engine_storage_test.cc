@@ -156,5 +156,49 @@ TEST_F(EngineStorageTest, MemoryBudgetSealsLargestHeads) {
   EXPECT_EQ(CountRows(engine_.get(), "big"), 3000u);
 }
 
+// One memory budget divides into the pools; the heads keep to their half
+// under a write of many series, and SQLite's heap to about the caches'
+// share (plus what the catalog and schemas take beside it).
+TEST_F(EngineStorageTest, OneMemoryBudgetBoundsTheHeadsAndThePageCaches) {
+  EngineOptions divided;
+  divided.memory_budget_bytes = 16 << 20;
+  divided.max_open_period_files = 8;
+  divided = ApplyMemoryBudget(divided);
+  EXPECT_EQ(divided.head_memory_budget_bytes, size_t{8} << 20);
+  EXPECT_EQ(divided.writer_cache_kib, 2048);
+  EXPECT_EQ(divided.reader_cache_kib, 256);
+  EngineOptions unset;
+  unset.head_memory_budget_bytes = 12345;
+  EXPECT_EQ(ApplyMemoryBudget(unset).head_memory_budget_bytes, 12345u) << "no budget: the pools as given";
+  EngineOptions tiny;
+  tiny.memory_budget_bytes = 1 << 20;
+  tiny = ApplyMemoryBudget(tiny);
+  EXPECT_EQ(tiny.head_memory_budget_bytes, size_t{1} << 20);
+  EXPECT_EQ(tiny.writer_cache_kib, 256);
+
+  options_.memory_budget_bytes = 4 << 20;
+  options_.seal_records = 100000;
+  Reopen();
+  CreateTable();
+  const EngineStats before = engine_->Stats();
+  EXPECT_EQ(before.memory_budget_bytes, uint64_t{4} << 20);
+  EXPECT_EQ(before.head_budget_bytes, uint64_t{2} << 20);
+  EXPECT_EQ(before.page_cache_budget_bytes, (2 * 512 + 8 * 64) * uint64_t{1024});
+  for (int round = 0; round < 20; ++round) {
+    std::vector<Record> batch;
+    for (int device = 0; device < 500; ++device) {
+      for (int i = 0; i < 10; ++i) {
+        batch.push_back(Temperature("d" + std::to_string(device), Now() - (4000 - round * 10 - i) * kSecond, i));
+      }
+    }
+    WriteOk(batch);
+    ASSERT_TRUE(engine_->Maintain().ok());
+    const EngineStats stats = engine_->Stats();
+    EXPECT_LE(stats.head_bytes, stats.head_budget_bytes) << "round " << round;
+    EXPECT_LE(stats.sqlite_memory_bytes, stats.page_cache_budget_bytes + (4 << 20)) << "round " << round;
+  }
+  EXPECT_EQ(CountRows(engine_.get(), "d7"), 200u);
+}
+
 }  // namespace
 }  // namespace cairn::testing
