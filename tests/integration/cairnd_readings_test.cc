@@ -34,6 +34,12 @@ class CairndReadingsTest : public CairndHttpTest {
       if (n == 0) body += ",note=\"a, \\\"quoted\\\" value\"";
       body += " " + std::to_string(Second(n)) + "\n";
     }
+    WriteSeconds(body);
+  }
+  void TearDown() override { StopDaemon(); }
+
+  // Writes line protocol with second timestamps into table t.
+  void WriteSeconds(const std::string& body) {
     Result<HttpTestClient> client = HttpTestClient::Connect("127.0.0.1", port_);
     ASSERT_TRUE(client.ok());
     Result<HttpTestResponse> written =
@@ -41,7 +47,6 @@ class CairndReadingsTest : public CairndHttpTest {
     ASSERT_TRUE(written.ok());
     ASSERT_EQ(written->status, 204) << written->body;
   }
-  void TearDown() override { StopDaemon(); }
 
   int64_t Second(int n) const { return now_seconds_ - kReadings - 60 + n; }
 
@@ -205,12 +210,7 @@ TEST_F(CairndReadingsTest, DeviceListsComeInPages) {
   for (const char* device : {"d3", "a1", "d2", "z9"}) {
     body += std::string("env,device=") + device + " temp=1 " + std::to_string(Second(0)) + "\n";
   }
-  Result<HttpTestClient> client = HttpTestClient::Connect("127.0.0.1", port_);
-  ASSERT_TRUE(client.ok());
-  Result<HttpTestResponse> written =
-      client->Request("POST", "/write?db=t&precision=s", {{"Authorization", "Token " + token_}}, body);
-  ASSERT_TRUE(written.ok());
-  ASSERT_EQ(written->status, 204) << written->body;
+  WriteSeconds(body);
   std::vector<std::string> seen;
   std::string after;
   for (int page = 0; page < 10; ++page) {
