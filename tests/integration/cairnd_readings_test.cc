@@ -15,7 +15,6 @@ namespace cairn {
 namespace {
 
 constexpr int kReadings = 25'000;  // two and a half HTTP pages of 10 000
-constexpr char kQuoted[] = "a, \"quoted\" value";
 
 class CairndReadingsTest : public CairndHttpTest {
  protected:
