@@ -45,11 +45,8 @@ TEST_F(CairndConfigTest, DeclaredTablesExistAndSighupAppliesTheEditedFile) {
       "[tables.weather]\nperiod = 'hour'\nretention = '14d'\n"
       "[tables.plant]\nperiod = 'week'\n");
   ASSERT_TRUE(daemon_->Signal(SIGHUP));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kCairndTimeoutMs);
   // The keys needing a restart are logged last, after the tables changed.
-  while (!Contains(daemon_->Stderr(), "needs a restart") && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  EXPECT_TRUE(daemon_->AwaitStderr("needs a restart", kCairndTimeoutMs)) << daemon_->Stderr();
   tables = Tables(admin);
   EXPECT_TRUE(Contains(tables, "\"plant\"")) << tables << daemon_->Stderr();
   EXPECT_TRUE(Contains(tables, "14d")) << tables;
@@ -60,10 +57,7 @@ TEST_F(CairndConfigTest, DeclaredTablesExistAndSighupAppliesTheEditedFile) {
   // A file broken while cairnd runs changes nothing and is reported.
   WriteConfig("[http]\nplain = yes\n");
   ASSERT_TRUE(daemon_->Signal(SIGHUP));
-  while (!Contains(daemon_->Stderr(), "configuration was not reread") &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  EXPECT_TRUE(daemon_->AwaitStderr("configuration was not reread", kCairndTimeoutMs)) << daemon_->Stderr();
   EXPECT_TRUE(Contains(daemon_->Stderr(), "cairn.toml:2:9")) << daemon_->Stderr();
   EXPECT_EQ(Get("/v1/tables", admin)->status, 200) << "still serving";
   StopDaemon();

@@ -89,6 +89,16 @@ std::optional<int> CairndProcess::WaitForExit(int timeout_ms) {
 std::string CairndProcess::Stderr() const { return ReadWhole(stderr_path_); }
 std::string CairndProcess::Stdout() const { return ReadWhole(stdout_path_); }
 
+bool CairndProcess::AwaitStderr(std::string_view text, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (true) {
+    if (Contains(Stderr(), text)) return true;
+    if (WaitForExit(0).has_value()) return Contains(Stderr(), text);
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 std::string DescribeWaitStatus(const std::optional<int>& status) {
   if (!status) return "still running";
   if (WIFEXITED(*status)) return "exit " + std::to_string(WEXITSTATUS(*status));

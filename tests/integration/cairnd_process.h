@@ -31,6 +31,11 @@ class CairndProcess {
   std::optional<int> WaitForExit(int timeout_ms);
   std::string Stderr() const;
   std::string Stdout() const;
+  // Waits up to `timeout_ms` for `text` to appear in the child's stderr (a
+  // log line written by another thread of cairnd may trail what the test saw
+  // on a socket or tty); true when it did. Returns early, false, if the child
+  // exits without writing it.
+  bool AwaitStderr(std::string_view text, int timeout_ms);
 
  private:
   std::string stderr_path_;

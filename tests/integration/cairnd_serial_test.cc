@@ -216,10 +216,7 @@ TEST_F(CairndSerialTest, WaitsForASerialDeviceThatAppearsLater) {
   const std::string later = temp_.PathOf("ttyUSB-later");
   auto daemon = StartDaemon(later, "cairnd.log");
   ASSERT_TRUE(daemon->started()) << "posix_spawn: " << daemon->spawn_error();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTimeoutMs);
-  while (!Contains(daemon->Stderr(), "(waiting for the device)") && std::chrono::steady_clock::now() < deadline) {
-    ASSERT_FALSE(daemon->WaitForExit(50).has_value()) << "cairnd exited:\n" << daemon->Stderr();
-  }
+  ASSERT_TRUE(daemon->AwaitStderr("(waiting for the device)", kTimeoutMs)) << daemon->Stderr();
   EXPECT_TRUE(Contains(daemon->Stderr(), "cannot open serial port " + later)) << daemon->Stderr();
   EXPECT_TRUE(Contains(daemon->Stderr(), "retrying every 5 s")) << daemon->Stderr();
 
@@ -227,7 +224,7 @@ TEST_F(CairndSerialTest, WaitsForASerialDeviceThatAppearsLater) {
   const std::string greeting = AwaitPrompt(daemon.get());
   ASSERT_TRUE(Contains(greeting, kPrompt));
   EXPECT_TRUE(Contains(Type("version"), "version      " + GetBuildInfo().version));
-  EXPECT_TRUE(Contains(daemon->Stderr(), "serial shell on " + later + " is back")) << daemon->Stderr();
+  EXPECT_TRUE(daemon->AwaitStderr("serial shell on " + later + " is back", kTimeoutMs)) << daemon->Stderr();
 
   ASSERT_TRUE(daemon->Signal(SIGTERM));
   const std::optional<int> status = daemon->WaitForExit(kTimeoutMs);
@@ -243,11 +240,7 @@ TEST_F(CairndSerialTest, SurvivesTheTerminalHangingUp) {
   const std::string slave_path = pty_->slave_path();
   pty_->CloseMaster();
   const std::string expected = "ERROR serial session on " + slave_path + " ended: ";
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTimeoutMs);
-  while (!Contains(daemon->Stderr(), expected) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ASSERT_TRUE(Contains(daemon->Stderr(), expected)) << daemon->Stderr();
+  ASSERT_TRUE(daemon->AwaitStderr(expected, kTimeoutMs)) << daemon->Stderr();
 
   ASSERT_TRUE(daemon->Signal(SIGTERM));
   const std::optional<int> status = daemon->WaitForExit(kTimeoutMs);
