@@ -99,8 +99,9 @@ std::vector<FigureComparison> CompareWithBaseline(const Baseline& baseline,
     comparison.name = figure.name;
     comparison.better = figure.better;
     comparison.baseline = figure.ratio;
-    comparison.bound = figure.better == Better::kHigher ? figure.ratio * (1 - baseline.tolerance)
-                                                        : figure.ratio * (1 + baseline.tolerance);
+    const double tolerance = figure.tolerance.value_or(baseline.tolerance);
+    comparison.bound = figure.better == Better::kHigher ? figure.ratio * (1 - tolerance)
+                                                        : figure.ratio * (1 + tolerance);
     if (const JsonValue* value = measured_ratios.Find(figure.name); value != nullptr && value->is_number()) {
       comparison.measured = value->number();
     }
@@ -108,9 +109,9 @@ std::vector<FigureComparison> CompareWithBaseline(const Baseline& baseline,
       comparison.verdict = Verdict::kMissing;
     } else {
       const double worse = WorseBy(figure.better, figure.ratio, *comparison.measured);
-      comparison.verdict = worse > baseline.tolerance    ? Verdict::kRegressed
-                           : -worse > baseline.tolerance ? Verdict::kImproved
-                                                         : Verdict::kWithin;
+      comparison.verdict = worse > tolerance    ? Verdict::kRegressed
+                           : -worse > tolerance ? Verdict::kImproved
+                                                : Verdict::kWithin;
     }
     comparisons.push_back(std::move(comparison));
   }
@@ -170,8 +171,18 @@ Result<Baseline> BaselineFromFile(const JsonValue& file, std::string_view benchm
       return Status::InvalidArgument(std::string(benchmark) + "." + name +
                                      ".better must be \"higher\" or \"lower\"");
     }
+    std::optional<double> own_tolerance;
+    if (const JsonValue* tolerance = entry.Find("tolerance")) {
+      // Above 1 only matters for lower-is-better figures: up to that many
+      // times the baseline's worth of slack.
+      if (!tolerance->is_number() || !(tolerance->number() > 0 && tolerance->number() <= 5)) {
+        return Status::InvalidArgument(std::string(benchmark) + "." + name +
+                                       ".tolerance must be a number in (0, 5]");
+      }
+      own_tolerance = tolerance->number();
+    }
     baseline.figures.push_back(
-        {name, ratio->number(), better->text() == "higher" ? Better::kHigher : Better::kLower});
+        {name, ratio->number(), better->text() == "higher" ? Better::kHigher : Better::kLower, own_tolerance});
   }
   return baseline;
 }
@@ -186,7 +197,7 @@ Result<Baseline> BaselineFromReport(const JsonValue& report, std::span<const Bas
     if (!ratio || !(*ratio > 0)) {
       return Status::InvalidArgument("the run has no ratio " + std::string(spec.name));
     }
-    baseline.figures.push_back({std::string(spec.name), *ratio, spec.better});
+    baseline.figures.push_back({std::string(spec.name), *ratio, spec.better, spec.tolerance});
   }
   return baseline;
 }
@@ -197,6 +208,7 @@ std::string BaselineFileText(const JsonValue& file, std::string_view benchmark, 
     JsonValue entry = JsonValue::Object();
     entry.Set("ratio", JsonValue::Number(figure.ratio));
     entry.Set("better", JsonValue::String(std::string(BetterName(figure.better))));
+    if (figure.tolerance) entry.Set("tolerance", JsonValue::Number(*figure.tolerance));
     ratios.Set(figure.name, std::move(entry));
   }
   JsonValue part = JsonValue::Object();

@@ -37,17 +37,22 @@ constexpr double kDefaultBaselineTolerance = 0.30;
 // Which way a ratio improves: ingest rate up, sizes, latencies and memory down.
 enum class Better { kHigher, kLower };
 
-// A figure a benchmark puts in its baseline: the name of one of its `ratios`.
+// A figure a benchmark puts in its baseline: the name of one of its `ratios`,
+// and its own tolerance where the file's would be noise (a latency of tens of
+// microseconds against a peer's that moves by half between runs), written
+// beside its ratio.
 struct BaselineFigureSpec {
   std::string_view name;
   Better better;
+  std::optional<double> tolerance = std::nullopt;
 };
 
-// One figure of a baseline file.
+// One figure of a baseline file; `tolerance`, when set, replaces the file's.
 struct BaselineFigure {
   std::string name;
   double ratio = 0;
   Better better = Better::kHigher;
+  std::optional<double> tolerance = std::nullopt;
 };
 
 // One benchmark's part of a baseline file.

@@ -103,6 +103,40 @@ TEST(BenchBaselineTest, TheFileTakesItsToleranceAndRejectsMalformedFigures) {
   }
 }
 
+// A figure's own tolerance replaces the file's for that figure alone, is
+// written back beside its ratio, and is checked like the file's.
+TEST(BenchBaselineTest, AFigureMayCarryItsOwnTolerance) {
+  Result<JsonValue> file = JsonValue::Parse(
+      R"({"tolerance":0.3,"http":{"ratios":{"latest_ms_p50":{"ratio":0.1,"better":"lower","tolerance":1},)"
+      R"("range_ms_p50":{"ratio":0.1,"better":"lower"}}}})");
+  ASSERT_TRUE(file.ok());
+  Result<Baseline> baseline = BaselineFromFile(*file, "http");
+  ASSERT_TRUE(baseline.ok()) << baseline.status().ToString();
+  JsonValue ratios = JsonValue::Object();
+  ratios.Set("latest_ms_p50", JsonValue::Number(0.19));
+  ratios.Set("range_ms_p50", JsonValue::Number(0.14));
+  std::vector<FigureComparison> compared = CompareWithBaseline(*baseline, ratios);
+  EXPECT_EQ(compared[0].verdict, Verdict::kWithin) << DescribeComparison(compared[0]);
+  EXPECT_DOUBLE_EQ(compared[0].bound, 0.2);
+  EXPECT_EQ(compared[1].verdict, Verdict::kRegressed) << DescribeComparison(compared[1]);
+  ratios.Set("latest_ms_p50", JsonValue::Number(0.21));
+  EXPECT_EQ(CompareWithBaseline(*baseline, ratios)[0].verdict, Verdict::kRegressed);
+
+  const std::string written = BaselineFileText(*file, "http", *baseline);
+  EXPECT_NE(written.find(R"("latest_ms_p50": {"ratio":0.1,"better":"lower","tolerance":1})"), std::string::npos)
+      << written;
+  EXPECT_EQ(written.find(R"("range_ms_p50": {"ratio":0.1,"better":"lower","tolerance")"), std::string::npos)
+      << written;
+
+  for (const char* text : {R"({"http":{"ratios":{"x":{"ratio":1,"better":"lower","tolerance":0}}}})",
+                           R"({"http":{"ratios":{"x":{"ratio":1,"better":"lower","tolerance":"wide"}}}})",
+                           R"({"http":{"ratios":{"x":{"ratio":1,"better":"lower","tolerance":9}}}})"}) {
+    Result<JsonValue> bad = JsonValue::Parse(text);
+    ASSERT_TRUE(bad.ok()) << text;
+    EXPECT_FALSE(BaselineFromFile(*bad, "http").ok()) << text;
+  }
+}
+
 // A report as the benchmarks print it, reduced to what the check reads.
 JsonValue Report(double ingest, double range, double hours = 0.25) {
   JsonValue report = JsonValue::Object();

@@ -69,9 +69,12 @@ constexpr std::string_view kMetrics[] = {"ingest_readings_per_s", "bytes_per_rea
 // millisecond, which moved by up to 35 % between medians of three --quick
 // runs on a shared 2-core machine: more than the tolerance, so it would fail
 // runs where nothing changed.
+// cairn answers latest in about 0.03 ms over loopback, InfluxDB in 0.22 to
+// 0.35 ms from one run to the next on the same machine: that ratio moves by
+// half with the peer alone, so it fails only past twice its baseline.
 constexpr BaselineFigureSpec kBaselineFigures[] = {
     {"ingest_readings_per_s", Better::kHigher}, {"bytes_per_reading", Better::kLower},
-    {"latest_ms_p50", Better::kLower},          {"range_1h_ms_p50", Better::kLower},
+    {"latest_ms_p50", Better::kLower, 1.0},     {"range_1h_ms_p50", Better::kLower},
     {"peak_rss_mb", Better::kLower},
 };
 
