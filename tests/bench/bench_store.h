@@ -5,6 +5,7 @@
 // Thread-safety: one thread at a time.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -75,7 +76,12 @@ class BenchStore {
   virtual Status Close() = 0;
 };
 
-std::unique_ptr<BenchStore> NewCairnStore();
+// cairnd's default --memory-budget (firmware/cairnd/options.h, which the
+// bench does not link).
+inline constexpr size_t kCairndMemoryBudgetBytes = size_t{32} << 20;
+
+// cairn's engine with one memory budget (EngineOptions::memory_budget_bytes).
+std::unique_ptr<BenchStore> NewCairnStore(size_t memory_budget_bytes = kCairndMemoryBudgetBytes);
 
 // The table of seed 000 (DynamoDB style) in SQLite:
 //   readings(deviceId, timestamp, temperature, humidity, pressure, metadata, ttl)

@@ -15,10 +15,6 @@ namespace cairn::bench {
 namespace {
 
 constexpr int64_t kNanosPerHour = 3600 * kNanosPerSecond;
-// cairnd's default --memory-budget (firmware/cairnd/options.h), which the
-// bench does not link.
-constexpr size_t kCairndMemoryBudgetBytes = 32 << 20;
-
 const Value* FindField(const RecordRow& row, std::string_view name) {
   for (const Field& field : row.fields) {
     if (field.name == name) return &field.value;
@@ -34,13 +30,14 @@ double DoubleOr(const Value* value, double fallback) {
 
 class CairnStore final : public BenchStore {
  public:
+  explicit CairnStore(size_t memory_budget_bytes) : memory_budget_bytes_(memory_budget_bytes) {}
   ~CairnStore() override { static_cast<void>(Close()); }  // a destructor cannot report
 
   std::string_view name() const override { return "cairn"; }
 
   Status Open(const std::string& directory) override {
     EngineOptions options;
-    options.memory_budget_bytes = kCairndMemoryBudgetBytes;
+    options.memory_budget_bytes = memory_budget_bytes_;
     CAIRN_ASSIGN_OR_RETURN(engine_, Engine::Open(Env::Default(), directory, options));
     return engine_->CreateTable(kBenchTable, TableOptions());
   }
@@ -151,6 +148,7 @@ class CairnStore final : public BenchStore {
   }
 
  private:
+  const size_t memory_budget_bytes_;
   std::unique_ptr<Engine> engine_;
   std::vector<Record> records_;
   uint64_t stored_ = 0;
@@ -158,6 +156,8 @@ class CairnStore final : public BenchStore {
 
 }  // namespace
 
-std::unique_ptr<BenchStore> NewCairnStore() { return std::make_unique<CairnStore>(); }
+std::unique_ptr<BenchStore> NewCairnStore(size_t memory_budget_bytes) {
+  return std::make_unique<CairnStore>(memory_budget_bytes);
+}
 
 }  // namespace cairn::bench

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -108,6 +109,34 @@ Result<JsonValue> RunStore(std::string_view name, const DataPlan& plan, const st
   CAIRN_ASSIGN_OR_RETURN(std::string output, RunInChildProcess(measure));
   CAIRN_ASSIGN_OR_RETURN(JsonValue parsed, JsonValue::Parse(output));
   if (const JsonValue* error = parsed.Find("error")) return Status::Internal(error->text());
+  return parsed;
+}
+
+// The many-series figure (issue: RSS of a 1 GB gateway with many sensors):
+// cairn under a Pi Zero 2's budget, 10 000 devices of a few records each.
+constexpr uint32_t kManySeries = 10'000;
+constexpr uint32_t kManySeriesRecords = 5;
+constexpr size_t kManySeriesBudgetBytes = size_t{16} << 20;
+
+// Runs MeasureManySeries for cairn in a child of its own (its peak RSS is
+// the child's) and returns its result with the budget.
+Result<JsonValue> RunManySeries(const std::string& run_directory) {
+  const std::string directory = run_directory + "/cairn-many-series";
+  CAIRN_RETURN_IF_ERROR(Env::Default()->CreateDirs(directory));
+  auto measure = [&]() -> std::string {
+    std::unique_ptr<BenchStore> store = NewCairnStore(kManySeriesBudgetBytes);
+    Result<JsonValue> result = MeasureManySeries(store.get(), directory, kManySeries, kManySeriesRecords);
+    if (!result.ok()) {
+      JsonValue error = JsonValue::Object();
+      error.Set("error", JsonValue::String(result.status().ToString()));
+      return error.Serialize();
+    }
+    return result->Serialize();
+  };
+  CAIRN_ASSIGN_OR_RETURN(std::string output, RunInChildProcess(measure));
+  CAIRN_ASSIGN_OR_RETURN(JsonValue parsed, JsonValue::Parse(output));
+  if (const JsonValue* error = parsed.Find("error")) return Status::Internal(error->text());
+  parsed.Set("memory_budget_mb", JsonValue::Unsigned(kManySeriesBudgetBytes >> 20));
   return parsed;
 }
 
@@ -301,6 +330,13 @@ void PrintTable(const JsonValue& report, std::ostream& out) {
         << FormatNumber(FindPath(*result, {"checks", "out_of_order_delivered"}), 0)
         << " late records delivered\n";
   }
+  if (const JsonValue* many = report.Find("many_series")) {
+    out << "cairn with " << FormatNumber(many->Find("series"), 0) << " series of "
+        << FormatNumber(many->Find("records_each"), 0) << " records, "
+        << FormatNumber(many->Find("memory_budget_mb"), 0) << " MiB memory budget: RSS "
+        << FormatNumber(many->Find("rss_mb"), 1) << " MiB (peak " << FormatNumber(many->Find("rss_peak_mb"), 1)
+        << " MiB)\n";
+  }
   PrintResults(report,
                "results: every store returned the same latest readings, day range and hourly aggregates",
                "results DIFFER:", out);
@@ -451,7 +487,14 @@ Result<JsonValue> RunOnce(const CoreOptions& options, const DataPlan& plan, std:
     if (!result.ok()) return result.status().WithContext(name);
     raw.emplace_back(std::string(name), std::move(*result));
   }
-  return BuildReport(options, plan, scratch.path(), raw);
+  JsonValue report = BuildReport(options, plan, scratch.path(), raw);
+  if (std::find(options.stores.begin(), options.stores.end(), "cairn") != options.stores.end()) {
+    if (plan.progress) std::cerr << "running cairn with " << kManySeries << " series" << std::endl;
+    Result<JsonValue> many = RunManySeries(scratch.path());
+    if (!many.ok()) return many.status().WithContext("cairn, many series");
+    report.Set("many_series", std::move(*many));
+  }
+  return report;
 }
 
 }  // namespace

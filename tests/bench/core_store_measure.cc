@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "cairn/platform/env.h"
+
 #include "sensor_generator.h"
 #include "system_probe.h"
 
@@ -234,6 +236,43 @@ Result<JsonValue> MeasureStore(BenchStore* store, const DataPlan& plan, const st
 
   JsonValue result = MeasurementsJson(plan, measured);
   result.Set("checks", ChecksJson(measured, main, day));
+  return result;
+}
+
+Result<JsonValue> MeasureManySeries(BenchStore* store, const std::string& directory, uint32_t series,
+                                    uint32_t records_each) {
+  CAIRN_RETURN_IF_ERROR(store->Open(directory).WithContext("open"));
+  std::vector<std::string> ids(series);
+  for (uint32_t i = 0; i < series; ++i) ids[i] = "many-" + std::to_string(i);
+  // An hour ago, whole seconds: inside the table's retention, in one period.
+  const int64_t start = (Env::Default()->NowUnixNanos() / kNanosPerSecond - 3600) * kNanosPerSecond;
+  constexpr size_t kBatch = 1000;
+  std::vector<SensorRecord> batch;
+  batch.reserve(kBatch);
+  for (uint32_t r = 0; r < records_each; ++r) {
+    for (uint32_t i = 0; i < series; ++i) {
+      batch.push_back(SensorRecord{ids[i], i, start + r * kNanosPerSecond, static_cast<int32_t>(2000 + i % 500),
+                                   static_cast<int32_t>(400 + r), static_cast<int32_t>(10130 + i % 50)});
+      if (batch.size() == kBatch) {
+        CAIRN_RETURN_IF_ERROR(store->Write(batch));
+        batch.clear();
+      }
+    }
+  }
+  if (!batch.empty()) CAIRN_RETURN_IF_ERROR(store->Write(batch));
+  JsonValue result = JsonValue::Object();
+  result.Set("series", JsonValue::Unsigned(series));
+  result.Set("records_each", JsonValue::Unsigned(records_each));
+  CAIRN_ASSIGN_OR_RETURN(const double rss, ReadResidentMebibytes());
+  CAIRN_ASSIGN_OR_RETURN(const double peak, ReadPeakResidentMebibytes());
+  result.Set("rss_mb", JsonValue::Number(Round(rss, 1)));
+  result.Set("rss_peak_mb", JsonValue::Number(Round(peak, 1)));
+  CAIRN_ASSIGN_OR_RETURN(const uint64_t stored, store->StoredRecords());
+  if (stored != uint64_t{series} * records_each) {
+    return Status::Internal("the many-series store holds " + std::to_string(stored) + " records, not " +
+                            std::to_string(uint64_t{series} * records_each));
+  }
+  CAIRN_RETURN_IF_ERROR(store->Close().WithContext("close"));
   return result;
 }
 

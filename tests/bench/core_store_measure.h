@@ -24,4 +24,12 @@ uint64_t MainReadings(const DataPlan& plan);
 // answer differently.
 Result<JsonValue> MeasureStore(BenchStore* store, const DataPlan& plan, const std::string& directory);
 
+// What a gateway with many sensors holds between seals: opens `store` in
+// `directory`, writes `records_each` records (three fields, one a second)
+// to each of `series` devices, and returns the process's resident memory
+// then ("rss_mb") and at its peak ("rss_peak_mb"), with the counts. Closes
+// the store. Run it in a fresh child: the peak is the process's.
+Result<JsonValue> MeasureManySeries(BenchStore* store, const std::string& directory, uint32_t series,
+                                    uint32_t records_each);
+
 }  // namespace cairn::bench
