@@ -92,24 +92,30 @@ std::unique_ptr<BenchStore> NewStore(std::string_view name) {
   return NewNaiveSqliteStore();
 }
 
+// Runs `measure` in a child process (each figure's peak RSS is its own
+// process's) and returns its result; a failure in the child comes back as
+// its status.
+Result<JsonValue> MeasureInChild(const std::function<Result<JsonValue>()>& measure) {
+  CAIRN_ASSIGN_OR_RETURN(std::string output, RunInChildProcess([&]() -> std::string {
+                           Result<JsonValue> result = measure();
+                           if (result.ok()) return result->Serialize();
+                           JsonValue error = JsonValue::Object();
+                           error.Set("error", JsonValue::String(result.status().ToString()));
+                           return error.Serialize();
+                         }));
+  CAIRN_ASSIGN_OR_RETURN(JsonValue parsed, JsonValue::Parse(output));
+  if (const JsonValue* error = parsed.Find("error")) return Status::Internal(error->text());
+  return parsed;
+}
+
 // Runs one store's measurement in a child and returns its raw result.
 Result<JsonValue> RunStore(std::string_view name, const DataPlan& plan, const std::string& run_directory) {
   const std::string directory = run_directory + "/" + std::string(name);
   CAIRN_RETURN_IF_ERROR(Env::Default()->CreateDirs(directory));
-  auto measure = [&]() -> std::string {
+  return MeasureInChild([&]() -> Result<JsonValue> {
     std::unique_ptr<BenchStore> store = NewStore(name);
-    Result<JsonValue> result = MeasureStore(store.get(), plan, directory);
-    if (!result.ok()) {
-      JsonValue error = JsonValue::Object();
-      error.Set("error", JsonValue::String(result.status().ToString()));
-      return error.Serialize();
-    }
-    return result->Serialize();
-  };
-  CAIRN_ASSIGN_OR_RETURN(std::string output, RunInChildProcess(measure));
-  CAIRN_ASSIGN_OR_RETURN(JsonValue parsed, JsonValue::Parse(output));
-  if (const JsonValue* error = parsed.Find("error")) return Status::Internal(error->text());
-  return parsed;
+    return MeasureStore(store.get(), plan, directory);
+  });
 }
 
 // The many-series figure (issue: RSS of a 1 GB gateway with many sensors):
@@ -118,26 +124,17 @@ constexpr uint32_t kManySeries = 10'000;
 constexpr uint32_t kManySeriesRecords = 5;
 constexpr size_t kManySeriesBudgetBytes = size_t{16} << 20;
 
-// Runs MeasureManySeries for cairn in a child of its own (its peak RSS is
-// the child's) and returns its result with the budget.
+// Runs MeasureManySeries for cairn in a child of its own and returns its
+// result with the budget.
 Result<JsonValue> RunManySeries(const std::string& run_directory) {
   const std::string directory = run_directory + "/cairn-many-series";
   CAIRN_RETURN_IF_ERROR(Env::Default()->CreateDirs(directory));
-  auto measure = [&]() -> std::string {
-    std::unique_ptr<BenchStore> store = NewCairnStore(kManySeriesBudgetBytes);
-    Result<JsonValue> result = MeasureManySeries(store.get(), directory, kManySeries, kManySeriesRecords);
-    if (!result.ok()) {
-      JsonValue error = JsonValue::Object();
-      error.Set("error", JsonValue::String(result.status().ToString()));
-      return error.Serialize();
-    }
-    return result->Serialize();
-  };
-  CAIRN_ASSIGN_OR_RETURN(std::string output, RunInChildProcess(measure));
-  CAIRN_ASSIGN_OR_RETURN(JsonValue parsed, JsonValue::Parse(output));
-  if (const JsonValue* error = parsed.Find("error")) return Status::Internal(error->text());
-  parsed.Set("memory_budget_mb", JsonValue::Unsigned(kManySeriesBudgetBytes >> 20));
-  return parsed;
+  CAIRN_ASSIGN_OR_RETURN(JsonValue result, MeasureInChild([&]() -> Result<JsonValue> {
+                           std::unique_ptr<BenchStore> store = NewCairnStore(kManySeriesBudgetBytes);
+                           return MeasureManySeries(store.get(), directory, kManySeries, kManySeriesRecords);
+                         }));
+  result.Set("memory_budget_mb", JsonValue::Unsigned(kManySeriesBudgetBytes >> 20));
+  return result;
 }
 
 // ---- the report ------------------------------------------------------------
