@@ -2,10 +2,8 @@
 // listens, a SIGHUP after an edit applies the tables live and names the keys
 // that need a restart, and `cairnd config check` refuses a bad file with its
 // line and column.
-#include <chrono>
 #include <fstream>
 #include <string>
-#include <thread>
 
 #include "cairnd_http_fixture.h"
 
