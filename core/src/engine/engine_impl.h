@@ -19,6 +19,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -126,6 +127,17 @@ class EngineImpl final : public Engine {
     size_t field_count;
     TagMap attributes;
   };
+  // While the heads (with running seals' copies) are over their budget,
+  // asks for a maintenance round and waits until one ends (at most
+  // kHeadRoomWaitLimit): writers that outran the sealer would otherwise grow
+  // the heads without bound (a seal takes a few hundred milliseconds; HTTP
+  // ingest adds tens of megabytes a second), and a gateway's RAM is fixed.
+  // The heads so exceed the budget by about one group per round. Called by
+  // the group leader, commit_mutex_ held, so later groups queue behind it.
+  void WaitForHeadRoom() REQUIRES(commit_mutex_) EXCLUDES(seal_mutex_, state_mutex_, background_mutex_);
+  // Long enough for a seal on a slow SD card; short enough that a stuck
+  // round slows writers rather than stopping them.
+  static constexpr std::chrono::seconds kHeadRoomWaitLimit{5};
   Status CommitGroup(const std::vector<PendingWrite*>& group) EXCLUDES(state_mutex_);
   // A group's accepted records by identity: index into its accepted list.
   using PendingIdentities = std::unordered_map<const Series*, std::map<int64_t, size_t>>;
@@ -448,6 +460,9 @@ class EngineImpl final : public Engine {
   // Set by writers when a head is full or the head budget is exceeded, so
   // that sealing starts now rather than at the next tick.
   bool maintenance_requested_ GUARDED_BY(background_mutex_) = false;
+  // Rounds the maintenance thread has finished: what a writer waiting for
+  // head room waits to see move.
+  uint64_t maintenance_rounds_ended_ GUARDED_BY(background_mutex_) = 0;
   std::thread maintenance_thread_;
   std::thread sync_thread_;
   bool closed_ = false;

@@ -191,6 +191,8 @@ void EngineImpl::MaintenanceLoop() {
     // their own error reporting.
     (void)Maintain();
     background_mutex_.Lock();
+    ++maintenance_rounds_ended_;
+    background_cv_.SignalAll();  // writers waiting for head room (WaitForHeadRoom)
   }
 }
 

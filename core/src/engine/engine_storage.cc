@@ -103,11 +103,22 @@ Status EngineImpl::SealWhere(const std::function<bool(const Series&)>& due) {
   MutexLock seal_lock(&seal_mutex_);
   std::vector<SealJob> jobs;
   std::vector<Series*> series;
+  size_t copied_bytes = 0;
+  Head* head = nullptr;  // its sealing count is atomic: released without the state lock
   {
     ReaderLock state(&state_mutex_);
     if (closed_) return Status::FailedPrecondition("engine is closed");
     jobs = CollectSealJobs(due, &series);
+    for (const SealJob& job : jobs) copied_bytes += job.head.bytes();
+    head = &head_;
+    head->AddSealing(copied_bytes);
   }
+  // The jobs' copies count against the head budget until this returns.
+  struct SealingRelease {
+    Head* head;
+    size_t bytes;
+    ~SealingRelease() { head->RemoveSealing(bytes); }
+  } release{head, copied_bytes};
   if (jobs.empty()) {
     // A WAL an earlier round could not checkpoint is tried again.
     Status checkpointed = checkpointer_->CheckpointWals();

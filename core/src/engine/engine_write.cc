@@ -447,8 +447,28 @@ bool EngineImpl::ApplyToHeads(std::vector<AcceptedRecord>& accepted, uint64_t fi
   return seal_due;
 }
 
+void EngineImpl::WaitForHeadRoom() {
+  // Without a maintenance thread (tests that drive Maintain themselves)
+  // nothing would end the wait.
+  if (options_.maintenance_interval_ms <= 0) return;
+  {
+    ReaderLock state(&state_mutex_);
+    if (!head_.OverBudget()) return;
+  }
+  MutexLock lock(&background_mutex_);
+  const uint64_t seen = maintenance_rounds_ended_;
+  maintenance_requested_ = true;
+  background_cv_.SignalAll();
+  // One round, whatever it achieved: a seal that fails (a full disk) must
+  // slow writers, not stop them; they then gain one group per round.
+  background_cv_.WaitFor(&background_mutex_, kHeadRoomWaitLimit, [&]() REQUIRES(background_mutex_) {
+    return stopping_ || maintenance_rounds_ended_ != seen;
+  });
+}
+
 Status EngineImpl::CommitGroup(const std::vector<PendingWrite*>& group) {
   MutexLock commit(&commit_mutex_);
+  WaitForHeadRoom();
   GroupJudgement judged;
   std::vector<LoggedRecord> logged;
   uint64_t first_lsn = 0;

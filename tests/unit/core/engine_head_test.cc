@@ -95,13 +95,14 @@ TEST_F(HeadTest, OverBudgetSealsTheLargestHeadsUntilHalfTheBudgetIsLeft) {
   Series& small = AddSeries("small", {});
   Series& middle = AddSeries("middle", {});
   Series& large = AddSeries("large", {});
-  // Heads of 1, 4 and 30 entries; their sizes, measured on a head without
+  // Heads of 1, 12 and 60 entries (a head's arrays start at 8 entries and
+  // grow by a quarter); their sizes, measured on a head without
   // a budget, set the budgets below.
   const auto fill = [&](Head& head) {
     uint64_t lsn = 1;
     head.Insert(small, At(0, 0), lsn++);
-    for (int i = 0; i < 4; ++i) head.Insert(middle, At(i, 0), lsn++);
-    for (int i = 0; i < 30; ++i) head.Insert(large, At(i, 0), lsn++);
+    for (int i = 0; i < 12; ++i) head.Insert(middle, At(i, 0), lsn++);
+    for (int i = 0; i < 60; ++i) head.Insert(large, At(i, 0), lsn++);
   };
   const auto empty_all = [&](Head& head) {
     for (Series* s : {&small, &middle, &large}) {
@@ -116,6 +117,7 @@ TEST_F(HeadTest, OverBudgetSealsTheLargestHeadsUntilHalfTheBudgetIsLeft) {
     fill(probe);
     small_bytes = Bytes(small);
     middle_bytes = Bytes(middle);
+    ASSERT_LT(small_bytes, middle_bytes);
     ASSERT_GT(Bytes(large), small_bytes + middle_bytes);
     empty_all(probe);
   }

@@ -200,5 +200,36 @@ TEST_F(EngineStorageTest, OneMemoryBudgetBoundsTheHeadsAndThePageCaches) {
   EXPECT_EQ(CountRows(engine_.get(), "d7"), 200u);
 }
 
+// Writers that outrun the sealer wait for it: one thread writing as fast as
+// it can, the maintenance thread sealing for the budget, and the heads (with
+// the copies a running seal holds) stay within their budget but for about a
+// write.
+TEST_F(EngineStorageTest, WritersWaitForTheSealerWhileTheHeadsAreOverBudget) {
+  options_.memory_budget_bytes = 4 << 20;
+  options_.seal_records = 1000000;
+  options_.seal_age_ms = 3600 * 1000;  // only the budget seals
+  options_.maintenance_interval_ms = 1000;
+  Reopen();
+  CreateTable();
+  const uint64_t budget = engine_->Stats().head_budget_bytes;
+  constexpr int kRounds = 60, kDevices = 500, kPerDevice = 20;
+  uint64_t highest = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<Record> batch;
+    for (int device = 0; device < kDevices; ++device) {
+      for (int i = 0; i < kPerDevice; ++i) {
+        const int64_t age = (kRounds - round) * kPerDevice - i;
+        batch.push_back(Temperature("d" + std::to_string(device), Now() - age * kSecond, i));
+      }
+    }
+    WriteOk(batch);
+    highest = std::max(highest, engine_->Stats().head_bytes);
+  }
+  const EngineStats stats = engine_->Stats();
+  EXPECT_GT(stats.chunks_sealed, 0u) << "the budget sealed";
+  EXPECT_LE(highest, budget + budget / 2) << "budget " << budget;
+  EXPECT_EQ(CountRows(engine_.get(), "d7"), uint64_t{kRounds * kPerDevice});
+}
+
 }  // namespace
 }  // namespace cairn::testing

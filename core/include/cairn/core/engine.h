@@ -315,6 +315,10 @@ struct EngineStats {
   uint64_t records_conflict = 0, records_overwritten = 0;
   uint64_t last_lsn = 0;        // highest LSN assigned
   uint64_t checkpoint_lsn = 0;  // every record below it is in a period file
+  // head_bytes: the heads' columns, and the copies a running seal holds of
+  // them. While it is over head_budget_bytes a write waits for a
+  // maintenance round to seal (at most 5 s), so it exceeds the budget by
+  // about one group commit per round.
   uint64_t head_records = 0, head_bytes = 0;
   uint64_t chunks_sealed = 0;
   uint64_t chunks_decoded = 0;  // sealed chunks decoded to answer queries

@@ -53,7 +53,7 @@ std::set<const Series*> Head::SealForBudget(std::vector<const Series*> heads) co
   if (!OverBudget()) return chosen;
   std::sort(heads.begin(), heads.end(),
             [](const Series* a, const Series* b) { return a->head_bytes > b->head_bytes; });
-  size_t to_free = bytes_ - memory_budget_bytes_ / 2;
+  size_t to_free = bytes() - memory_budget_bytes_ / 2;
   for (const Series* s : heads) {
     if (to_free == 0) break;
     chosen.insert(s);

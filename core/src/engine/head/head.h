@@ -19,6 +19,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -148,14 +149,23 @@ class Head {
 
   // True when `series`' head holds seal_records entries or more.
   bool Full(const Series& series) const { return series.head.size() >= seal_records_; }
-  // True when all heads together exceed the memory budget.
-  bool OverBudget() const { return bytes_ > memory_budget_bytes_; }
+  // True when all heads, with the copies a running seal holds, exceed the
+  // memory budget.
+  bool OverBudget() const { return bytes() > memory_budget_bytes_; }
   // The series to seal for the budget, among `heads` (every series whose
   // head is not empty): the largest heads first, until what is left is at
   // most half the budget. Empty when within budget.
   std::set<const Series*> SealForBudget(std::vector<const Series*> heads) const;
 
-  size_t bytes() const { return bytes_; }
+  // A seal copies the heads it takes (SealJob) and holds the copies until
+  // its chunks are committed: they count against the budget meanwhile, so
+  // that heads and copies together keep to it. Safe under the shared state
+  // lock (a seal collects its jobs under it).
+  void AddSealing(size_t bytes) { sealing_bytes_.fetch_add(bytes, std::memory_order_relaxed); }
+  void RemoveSealing(size_t bytes) { sealing_bytes_.fetch_sub(bytes, std::memory_order_relaxed); }
+
+  // Every head's bytes and the copies of running seals.
+  size_t bytes() const { return bytes_ + sealing_bytes_.load(std::memory_order_relaxed); }
   size_t records() const { return records_; }
 
   // True when `series`' latest index answers a reader at `now_ns` (the
@@ -172,6 +182,7 @@ class Head {
   const size_t memory_budget_bytes_;
   const size_t seal_records_;
   size_t bytes_ = 0;    // SeriesHead::bytes over every head
+  std::atomic<size_t> sealing_bytes_{0};  // SeriesHead::bytes of running seals' copies
   size_t records_ = 0;  // entries in every head
 };
 

@@ -28,6 +28,18 @@ void SetMostlyZero(std::vector<T>* values, size_t size, size_t i, T value) {
   (*values)[i] = value;
 }
 
+// Appends `value`, growing the array by a quarter rather than the library's
+// doubling. Series written at one rate fill their heads in step, so with
+// doubling thousands of heads would double in the same group commit: the
+// heads' memory would jump by up to 2x at once and waste up to half of
+// itself. A quarter keeps both to 25 % for an amortised copy cost of about
+// five moves per entry instead of two.
+template <typename T>
+void Append(std::vector<T>* values, T value) {
+  if (values->size() == values->capacity()) values->reserve(values->size() + values->size() / 4 + 8);
+  values->push_back(std::move(value));
+}
+
 // What a string holds outside itself (beyond the small-string buffer).
 size_t StringHeapBytes(const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; }
 
@@ -162,16 +174,16 @@ bool SeriesHead::Upsert(const ChunkRecord& record, uint64_t lsn, const std::vect
     const size_t before = size();
     if (i == before) {
       // The common case: a record newer than every other one.
-      timestamps_.push_back(record.timestamp);
-      lsns_.push_back(lsn);
-      if (!versions_.empty()) versions_.push_back(0);
-      if (!ttls_.empty()) ttls_.push_back(0);
+      Append(&timestamps_, record.timestamp);
+      Append(&lsns_, lsn);
+      if (!versions_.empty()) Append<uint64_t>(&versions_, 0);
+      if (!ttls_.empty()) Append<int64_t>(&ttls_, 0);
       for (Column& column : columns_) {
-        column.present.push_back(0);
+        Append<uint8_t>(&column.present, 0);
         if (column.type == FieldType::kString) {
-          column.strings.emplace_back();
+          Append(&column.strings, std::string());
         } else {
-          column.bits.push_back(0);
+          Append<uint64_t>(&column.bits, 0);
         }
       }
     } else {
