@@ -253,6 +253,48 @@ TEST_F(HttpApiTest, PartialWriteStoresTheGoodLinesAndNamesTheBadOnes) {
   EXPECT_EQ(Json(readings).Find("records")->elements().size(), 2u);
 }
 
+// A body larger than the slice the API stores at a time (1 MiB): the
+// refused lines of every slice are counted and named by their line in the
+// body, the first hundred reported, and every good line is stored.
+TEST_F(HttpApiTest, ALargeBodyIsStoredAndAnsweredAsOne) {
+  constexpr int kLines = 40000;  // about 3 MiB: three slices
+  std::string body;
+  int bad = 0;
+  for (int i = 1; i <= kLines; ++i) {
+    if (i % 97 == 0) {
+      body += "env temperature=" + std::to_string(i) + "\n";  // no device tag
+      ++bad;
+      continue;
+    }
+    body += "env,device=bulk-" + std::to_string(i % 4) + ",site=north-hall-with-a-long-name temperature=" +
+            std::to_string(i) + ",humidity=" + std::to_string(i % 100) + " " +
+            std::to_string(now_seconds_ - kLines + i) + "\n";
+  }
+  ASSERT_GT(body.size(), size_t{2 << 20});
+  HttpResponse response = Call("POST", "/write?db=sensors&precision=s", writer_, body);
+  ASSERT_EQ(response.status, 400) << response.body;
+  JsonValue json = Json(response);
+  EXPECT_EQ(json.Find("stored")->number(), kLines - bad);
+  EXPECT_NE(ErrorMessage(response).find(std::to_string(bad) + " lines rejected, first: line 97"), std::string::npos)
+      << response.body;
+  const auto& lines = json.Find("lines")->elements();
+  ASSERT_EQ(lines.size(), 100u);
+  for (size_t i = 0; i < lines.size(); ++i) EXPECT_EQ(lines[i].Find("line")->number(), 97.0 * (i + 1));
+  EXPECT_EQ(json.Find("lines_not_shown")->number(), bad - 100);
+  // Sent again: every good line is a duplicate, in every slice.
+  HttpResponse again = Call("POST", "/write?db=sensors&precision=s", writer_, body);
+  ASSERT_EQ(again.status, 400);
+  EXPECT_EQ(Json(again).Find("stored")->number(), 0);
+  EXPECT_EQ(Json(again).Find("duplicates")->number(), kLines - bad);
+  // The device's readings, from every slice: the hour at the body's end.
+  HttpResponse readings = Call(
+      "GET", "/v1/tables/sensors/devices/bulk-1/readings?from=-1h&to=%2B1h&limit=1000", reader_);
+  ASSERT_EQ(readings.status, 200) << readings.body;
+  size_t expected = 0;
+  for (int i = kLines - 3600 + 1; i <= kLines; ++i) expected += (i % 97 != 0 && i % 4 == 1) ? 1 : 0;
+  EXPECT_EQ(Json(readings).Find("records")->elements().size(), expected);
+}
+
 std::string Gzip(const std::string& text) {
   z_stream stream = {};
   EXPECT_EQ(deflateInit2(&stream, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);

@@ -514,3 +514,54 @@ TEST(LineProtocolTest, TimestampFieldsTakeATSuffixInTheWritesPrecision) {
 
 }  // namespace
 }  // namespace cairn
+
+namespace cairn {
+namespace {
+
+// A body read in slices gives the records and errors of the whole body, in
+// order and with the body's line numbers, whatever the slice size: a slice
+// ends only after a whole line, even one whose quoted string holds a LF.
+TEST(LineProtocolReaderTest, SlicesGiveTheWholeBodysLinesAndLineNumbers) {
+  std::string body;
+  for (int i = 0; i < 40; ++i) {
+    if (i % 7 == 3) body += "env temperature=1\n";  // no device tag
+    if (i % 11 == 5) body += "env,device=d1 note=\"two\nlines\" " + std::to_string(i) + "\n";
+    if (i % 13 == 8) body += "# a comment\n\n";
+    body += "env,device=d" + std::to_string(i % 3) + " temperature=" + std::to_string(i) + " " +
+            std::to_string(i) + "\n";
+  }
+  const LineProtocolBatch whole = ParseLineProtocol(body, Options());
+  ASSERT_FALSE(whole.errors.empty());
+  for (size_t slice_bytes : {size_t{1}, size_t{17}, size_t{64}, size_t{200}, body.size()}) {
+    LineProtocolReader reader(body, Options());
+    std::vector<size_t> record_lines, error_lines;
+    std::vector<std::string> notes;
+    size_t slices = 0;
+    while (!reader.done()) {
+      LineProtocolBatch slice = reader.Next(slice_bytes);
+      ++slices;
+      for (const LineProtocolRecord& r : slice.records) {
+        record_lines.push_back(r.line_number);
+        if (const Value* note = FieldValue(r.record, "note")) notes.push_back(std::get<std::string>(*note));
+      }
+      for (const LineProtocolError& e : slice.errors) error_lines.push_back(e.line_number);
+    }
+    EXPECT_TRUE(reader.Next(slice_bytes).records.empty());
+    std::vector<size_t> whole_records, whole_errors;
+    for (const LineProtocolRecord& r : whole.records) whole_records.push_back(r.line_number);
+    for (const LineProtocolError& e : whole.errors) whole_errors.push_back(e.line_number);
+    EXPECT_EQ(record_lines, whole_records) << "slice bytes " << slice_bytes;
+    EXPECT_EQ(error_lines, whole_errors) << "slice bytes " << slice_bytes;
+    EXPECT_EQ(notes, std::vector<std::string>(notes.size(), "two\nlines"));
+    EXPECT_EQ(notes.size(), 4u);
+    if (slice_bytes == 1) {
+      EXPECT_GT(slices, 40u);
+    }
+    if (slice_bytes == body.size()) {
+      EXPECT_EQ(slices, 1u);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cairn

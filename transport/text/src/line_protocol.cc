@@ -561,20 +561,23 @@ Result<std::optional<Record>> ParseLineProtocolLine(std::string_view line,
 size_t LineProtocolLineEnd(std::string_view body, size_t start) { return FindLineEnd(body, start); }
 
 LineProtocolBatch ParseLineProtocol(std::string_view body, const LineProtocolOptions& options) {
+  return LineProtocolReader(body, options).Next(body.size());
+}
+
+LineProtocolBatch LineProtocolReader::Next(size_t slice_bytes) {
   LineProtocolBatch batch;
-  size_t line_number = 1;
-  size_t start = 0;
-  while (start < body.size()) {
-    const size_t end = FindLineEnd(body, start);
-    const std::string_view line = body.substr(start, end - start);
-    Result<std::optional<Record>> parsed = ParseLineProtocolLine(line, options);
+  const size_t slice_start = offset_;
+  while (offset_ < body_.size() && offset_ - slice_start < std::max<size_t>(slice_bytes, 1)) {
+    const size_t end = FindLineEnd(body_, offset_);
+    const std::string_view line = body_.substr(offset_, end - offset_);
+    Result<std::optional<Record>> parsed = ParseLineProtocolLine(line, options_);
     if (!parsed.ok()) {
-      batch.errors.push_back(LineProtocolError{line_number, parsed.status().message()});
+      batch.errors.push_back(LineProtocolError{line_number_, parsed.status().message()});
     } else if (parsed->has_value()) {
-      batch.records.push_back(LineProtocolRecord{line_number, std::move(**parsed)});
+      batch.records.push_back(LineProtocolRecord{line_number_, std::move(**parsed)});
     }
-    line_number += static_cast<size_t>(std::count(line.begin(), line.end(), '\n')) + 1;
-    start = end + 1;
+    line_number_ += static_cast<size_t>(std::count(line.begin(), line.end(), '\n')) + 1;
+    offset_ = end + 1;
   }
   return batch;
 }

@@ -102,7 +102,7 @@ enum class ClientCertificateIdentity : uint8_t {
 };
 
 class RequestAuthenticator;
-struct LineProtocolBatch;
+class LineProtocolReader;
 
 struct HttpApiOptions {
   std::string data_dir;  // for /healthz: must not be empty
@@ -201,10 +201,12 @@ class HttpApi {
   // The steps of an InfluxDB write (api_write.cc): `table_parameter` names
   // the table (db or bucket); the table must exist or be created (404
   // otherwise); the parsed lines are stored and answered 204, or 400 with
-  // the refused lines.
+  // the refused lines. The lines are stored a slice at a time: a write the
+  // engine refuses as a whole (a full disk) is answered with its error after
+  // the slices before it were stored.
   HttpResponse Write(Call* call, std::string_view table_parameter);
   std::optional<HttpResponse> EnsureWriteTable(const std::string& table, const std::string& peer);
-  HttpResponse StoreLines(const std::string& table, const std::string& peer, LineProtocolBatch* batch);
+  HttpResponse StoreLines(const std::string& table, const std::string& peer, LineProtocolReader* lines);
 
   // Null while the storage is unavailable; a handler of a route that needs
   // it runs only after CheckStorage found it.
