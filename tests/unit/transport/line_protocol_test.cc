@@ -565,3 +565,37 @@ TEST(LineProtocolReaderTest, SlicesGiveTheWholeBodysLinesAndLineNumbers) {
 
 }  // namespace
 }  // namespace cairn
+
+namespace cairn {
+namespace {
+
+// A window of a longer body: the last line, cut before its LF (here inside
+// a quoted string that holds a LF of its own), is left for the next window,
+// which goes on with the line numbers where this one stopped.
+TEST(LineProtocolReaderTest, AWindowLeavesItsCutLastLineForTheNext) {
+  const std::string body =
+      "env,device=d1 temperature=1 1\n"
+      "env,device=d1 note=\"a\nb\" 2\n"
+      "env temperature=3 3\n"
+      "env,device=d1 temperature=4 4\n";
+  const size_t cut = body.find("a\nb") + 2;  // inside the quoted LF's line
+  LineProtocolReader first(std::string_view(body).substr(0, cut), Options(), 1);
+  LineProtocolBatch batch = first.Next(body.size(), /*body_complete=*/false);
+  ASSERT_EQ(batch.records.size(), 1u);
+  EXPECT_TRUE(batch.errors.empty());
+  EXPECT_EQ(first.offset(), body.find("env,device=d1 note"));
+  EXPECT_EQ(first.line_number(), 2u);
+
+  LineProtocolReader rest(std::string_view(body).substr(first.offset()), Options(), first.line_number());
+  batch = rest.Next(body.size(), /*body_complete=*/true);
+  ASSERT_EQ(batch.records.size(), 2u);
+  EXPECT_EQ(batch.records[0].line_number, 2u);
+  EXPECT_EQ(std::get<std::string>(*FieldValue(batch.records[0].record, "note")), "a\nb");
+  ASSERT_EQ(batch.errors.size(), 1u);
+  EXPECT_EQ(batch.errors[0].line_number, 4u);
+  EXPECT_EQ(batch.records[1].line_number, 5u);
+  EXPECT_TRUE(rest.done());
+}
+
+}  // namespace
+}  // namespace cairn

@@ -1,14 +1,15 @@
 // The InfluxDB-compatible writes of the HTTP API (http_api.h): line
 // protocol, gzip, precision, per-line errors.
 #include <algorithm>
-
-#include <zlib.h>
+#include <memory>
+#include <utility>
 
 #include "cairn/http/http_api.h"
 #include "cairn/text/json_writer.h"
 #include "cairn/text/line_protocol.h"
 
 #include "api_call.h"
+#include "gzip_stream.h"
 
 namespace cairn {
 
@@ -28,39 +29,6 @@ constexpr size_t kMaxReportedLineErrors = 100;
 // ingest and 15 % more bytes per reading in `cairn-bench http`.
 constexpr size_t kWriteSliceBytes = 1024 * 1024;
 
-// Inflates a gzip body, refusing to grow past `limit` bytes.
-Result<std::string> Gunzip(std::string_view compressed, size_t limit) {
-  z_stream stream = {};
-  if (inflateInit2(&stream, 16 + MAX_WBITS) != Z_OK) return Status::Internal("zlib inflateInit2 failed");
-  std::string out;
-  char buffer[64 * 1024];
-  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
-  stream.avail_in = static_cast<uInt>(compressed.size());
-  int result = Z_OK;
-  while (result != Z_STREAM_END) {
-    stream.next_out = reinterpret_cast<Bytef*>(buffer);
-    stream.avail_out = sizeof(buffer);
-    result = inflate(&stream, Z_NO_FLUSH);
-    if (result != Z_OK && result != Z_STREAM_END) {
-      inflateEnd(&stream);
-      return Status::InvalidArgument(std::string("the gzip body is damaged: ") +
-                                     (stream.msg != nullptr ? stream.msg : "truncated"));
-    }
-    out.append(buffer, sizeof(buffer) - stream.avail_out);
-    if (out.size() > limit) {
-      inflateEnd(&stream);
-      return Status::ResourceExhausted("the gzip body inflates to more than " + std::to_string(limit) +
-                                       " bytes");
-    }
-    if (result == Z_OK && stream.avail_in == 0 && stream.avail_out != 0) {
-      inflateEnd(&stream);
-      return Status::InvalidArgument("the gzip body is truncated");
-    }
-  }
-  inflateEnd(&stream);
-  return out;
-}
-
 // The parse options of a write: ?precision= (400 when unknown), now as the
 // default timestamp, and the API's device tag and line limit.
 Result<LineProtocolOptions> ParseOptionsFor(const std::optional<std::string>& precision, int64_t now,
@@ -75,27 +43,6 @@ Result<LineProtocolOptions> ParseOptionsFor(const std::optional<std::string>& pr
   parse_options.device_tag = options.device_tag;
   parse_options.max_line_bytes = options.max_line_bytes;
   return parse_options;
-}
-
-// Sets `body` to the request's line protocol, inflated into `inflated` when
-// it came gzipped; the refusal (400, 413, 415) when it cannot be decoded.
-std::optional<HttpResponse> DecodeBody(const HttpRequest& request, size_t max_inflated_bytes,
-                                       std::string* inflated, std::string_view* body) {
-  *body = request.body;
-  const std::string* encoding = request.Header("content-encoding");
-  if (encoding == nullptr || *encoding == "identity") return std::nullopt;
-  if (*encoding != "gzip") {
-    return HttpResponse::Error(415,
-                               "Content-Encoding '" + *encoding + "' is not supported; use gzip or none");
-  }
-  Result<std::string> decoded = Gunzip(request.body, max_inflated_bytes);
-  if (!decoded.ok()) {
-    return HttpResponse::Error(decoded.status().code() == StatusCode::kResourceExhausted ? 413 : 400,
-                               decoded.status().message());
-  }
-  *inflated = std::move(*decoded);
-  *body = *inflated;
-  return std::nullopt;
 }
 
 // InfluxDB's partial-write answer: the counts, and the first refused lines
@@ -140,6 +87,51 @@ std::string PartialWriteJson(size_t rejected_lines, const std::vector<LineProtoc
 
 }  // namespace
 
+// A write body's lines, a slice at a time: straight from the body, or from
+// a window of it inflated a piece at a time (GzipStream), so that neither
+// the records nor the inflated text of a whole body are held at once.
+class LineSlices {
+ public:
+  // `body` (plain or gzip) must outlive the slices.
+  LineSlices(std::string_view body, bool gzipped, LineProtocolOptions options)
+      : gzip_(gzipped ? std::make_unique<GzipStream>(body) : nullptr),
+        options_(std::move(options)),
+        reader_(gzipped ? std::string_view() : body, options_) {}
+
+  bool done() const { return gzip_ ? ended_ && window_.empty() : reader_.done(); }
+
+  Result<LineProtocolBatch> Next() {
+    if (!gzip_) return reader_.Next(kWriteSliceBytes);
+    window_.erase(0, consumed_);
+    consumed_ = 0;
+    for (size_t want = kWriteSliceBytes;; want += kWriteSliceBytes) {
+      while (!ended_ && window_.size() < want) {
+        CAIRN_ASSIGN_OR_RETURN(ended_, gzip_->InflateInto(&window_, want - window_.size()));
+      }
+      LineProtocolReader reader(window_, options_, line_number_);
+      LineProtocolBatch batch = reader.Next(window_.size(), /*body_complete=*/ended_);
+      // No whole line in the window yet (one longer than it): inflate more.
+      if (reader.offset() == 0 && !ended_) continue;
+      consumed_ = reader.offset();
+      line_number_ = reader.line_number();
+      if (ended_ && consumed_ == window_.size()) {
+        window_.clear();
+        consumed_ = 0;
+      }
+      return batch;
+    }
+  }
+
+ private:
+  std::unique_ptr<GzipStream> gzip_;  // null for a plain body
+  LineProtocolOptions options_;
+  std::string window_;     // inflated, from the first line not yet stored
+  size_t consumed_ = 0;    // bytes of window_ the last slice read
+  size_t line_number_ = 1;
+  bool ended_ = false;
+  LineProtocolReader reader_;  // a plain body's
+};
+
 HttpResponse HttpApi::Write(Call* call, std::string_view table_parameter) {
   if (auto bad = call->CheckParameters({table_parameter, "precision", "rp", "org", "consistency"}))
     return *bad;
@@ -153,12 +145,22 @@ HttpResponse HttpApi::Write(Call* call, std::string_view table_parameter) {
   if (!parse_options.ok()) return HttpResponse::Error(400, parse_options.status().message());
 
   const HttpRequest& request = call->request();
-  std::string inflated;
-  std::string_view body;
-  if (auto refused = DecodeBody(request, options_.max_decompressed_body_bytes, &inflated, &body))
-    return *refused;
+  const std::string* encoding = request.Header("content-encoding");
+  const bool gzipped = encoding != nullptr && *encoding != "identity";
+  if (gzipped && *encoding != "gzip") {
+    return HttpResponse::Error(415, "Content-Encoding '" + *encoding + "' is not supported; use gzip or none");
+  }
+  if (gzipped) {
+    // The whole body is checked before any of it is stored: one that is
+    // damaged or inflates past the limit stores nothing.
+    Result<size_t> inflated = GunzippedSize(request.body, options_.max_decompressed_body_bytes);
+    if (!inflated.ok()) {
+      return HttpResponse::Error(inflated.status().code() == StatusCode::kResourceExhausted ? 413 : 400,
+                                 inflated.status().message());
+    }
+  }
   if (auto refused = EnsureWriteTable(*table, request.peer_address)) return *refused;
-  LineProtocolReader lines(body, *parse_options);
+  LineSlices lines(request.body, gzipped, std::move(*parse_options));
   return StoreLines(*table, request.peer_address, &lines);
 }
 
@@ -178,7 +180,7 @@ std::optional<HttpResponse> HttpApi::EnsureWriteTable(const std::string& table, 
   return std::nullopt;
 }
 
-HttpResponse HttpApi::StoreLines(const std::string& table, const std::string& peer, LineProtocolReader* lines) {
+HttpResponse HttpApi::StoreLines(const std::string& table, const std::string& peer, LineSlices* lines) {
   // Only the first kMaxReportedLineErrors refused lines are kept, with
   // their reasons; the rest are counted (a body of bad lines must not make
   // a copy of every reason). Slices come in line order, so the first ones
@@ -187,7 +189,13 @@ HttpResponse HttpApi::StoreLines(const std::string& table, const std::string& pe
   std::vector<LineProtocolError> errors;
   WriteResult written;  // the totals over every slice
   while (!lines->done()) {
-    LineProtocolBatch batch = lines->Next(kWriteSliceBytes);
+    Result<LineProtocolBatch> next = lines->Next();
+    if (!next.ok()) {
+      // The body was checked whole before; only a failure inside zlib lands here.
+      metrics_->RecordWrite(written, rejected_lines);
+      return HttpResponse::Error(400, next.status().message());
+    }
+    LineProtocolBatch batch = std::move(*next);
     rejected_lines += batch.errors.size();
     std::vector<LineProtocolError> refused = std::move(batch.errors);
     if (!batch.records.empty()) {

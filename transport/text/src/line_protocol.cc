@@ -564,11 +564,12 @@ LineProtocolBatch ParseLineProtocol(std::string_view body, const LineProtocolOpt
   return LineProtocolReader(body, options).Next(body.size());
 }
 
-LineProtocolBatch LineProtocolReader::Next(size_t slice_bytes) {
+LineProtocolBatch LineProtocolReader::Next(size_t slice_bytes, bool body_complete) {
   LineProtocolBatch batch;
   const size_t slice_start = offset_;
   while (offset_ < body_.size() && offset_ - slice_start < std::max<size_t>(slice_bytes, 1)) {
     const size_t end = FindLineEnd(body_, offset_);
+    if (end == body_.size() && !body_complete) break;  // its LF is yet to come
     const std::string_view line = body_.substr(offset_, end - offset_);
     Result<std::optional<Record>> parsed = ParseLineProtocolLine(line, options_);
     if (!parsed.ok()) {

@@ -102,7 +102,7 @@ enum class ClientCertificateIdentity : uint8_t {
 };
 
 class RequestAuthenticator;
-class LineProtocolReader;
+class LineSlices;
 
 struct HttpApiOptions {
   std::string data_dir;  // for /healthz: must not be empty
@@ -206,7 +206,7 @@ class HttpApi {
   // the slices before it were stored.
   HttpResponse Write(Call* call, std::string_view table_parameter);
   std::optional<HttpResponse> EnsureWriteTable(const std::string& table, const std::string& peer);
-  HttpResponse StoreLines(const std::string& table, const std::string& peer, LineProtocolReader* lines);
+  HttpResponse StoreLines(const std::string& table, const std::string& peer, LineSlices* lines);
 
   // Null while the storage is unavailable; a handler of a route that needs
   // it runs only after CheckStorage found it.

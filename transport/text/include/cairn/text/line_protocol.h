@@ -116,17 +116,25 @@ LineProtocolBatch ParseLineProtocol(std::string_view body, const LineProtocolOpt
 // A body parsed a slice of whole lines at a time, so that a receiver holds
 // the records of one slice rather than of the whole body: a record takes
 // several times the bytes of its line, and an 8 MiB body (64 MiB inflated)
-// would otherwise take hundreds of MiB at once. Line numbers count from the
-// start of the body. `body` must outlive the reader.
+// would otherwise take hundreds of MiB at once. Line numbers count from
+// `first_line_number`: a receiver that reads a body in windows (inflating
+// it a piece at a time) starts each window's reader where the last one
+// stopped (line_number(), offset()). `body` must outlive the reader.
 class LineProtocolReader {
  public:
-  LineProtocolReader(std::string_view body, LineProtocolOptions options)
-      : body_(body), options_(std::move(options)) {}
+  LineProtocolReader(std::string_view body, LineProtocolOptions options, size_t first_line_number = 1)
+      : body_(body), options_(std::move(options)), line_number_(first_line_number) {}
 
   bool done() const { return offset_ >= body_.size(); }
   // Parses the next lines: whole lines until at least `slice_bytes` of the
-  // body are consumed, or to its end. Empty at the end.
-  LineProtocolBatch Next(size_t slice_bytes);
+  // body are consumed, or to its end. Empty at the end. With `body_complete`
+  // false the body is a window that more bytes will follow: a last line
+  // without its LF is left unread (offset() stops before it).
+  LineProtocolBatch Next(size_t slice_bytes, bool body_complete = true);
+
+  // The offset of the first byte not yet read, and its line's number.
+  size_t offset() const { return offset_; }
+  size_t line_number() const { return line_number_; }
 
  private:
   std::string_view body_;
