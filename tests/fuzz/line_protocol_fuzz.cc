@@ -4,6 +4,7 @@
 // order; every record passes the data model's validation and has a device;
 // lines end at a LF; and each line parsed alone gives the same answer as
 // within the body (a line may hold LFs inside a quoted string value).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -82,5 +83,39 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   Require(record_index == batch.records.size() && error_index == batch.errors.size(),
           "nothing extra in the batch");
+
+  // Read in windows that end anywhere (as an inflating receiver reads), a
+  // slice at a time: the same outcomes, with the same line numbers.
+  const size_t step = 1 + data[0] % 61;
+  size_t window_start = 0, window_end = 0, next_line = 1;
+  record_index = 0, error_index = 0;
+  while (window_start < body.size()) {
+    window_end = std::min(body.size(), window_end + step);
+    const bool complete = window_end == body.size();
+    cairn::LineProtocolReader reader(body.substr(window_start, window_end - window_start), options, next_line);
+    while (!reader.done()) {
+      const size_t before = reader.offset();
+      const cairn::LineProtocolBatch slice = reader.Next(step, complete);
+      for (const cairn::LineProtocolRecord& parsed : slice.records) {
+        Require(record_index < batch.records.size() &&
+                    batch.records[record_index].line_number == parsed.line_number &&
+                    batch.records[record_index].record.timestamp == parsed.record.timestamp,
+                "windows give the whole body's records");
+        ++record_index;
+      }
+      for (const cairn::LineProtocolError& error : slice.errors) {
+        Require(error_index < batch.errors.size() && batch.errors[error_index].line_number == error.line_number,
+                "windows give the whole body's errors");
+        ++error_index;
+      }
+      if (reader.offset() == before) break;  // a cut line: the next window has it
+    }
+    Require(complete || reader.offset() <= window_end - window_start, "a window reads within itself");
+    window_start += reader.offset();
+    next_line = reader.line_number();
+    if (complete) Require(reader.done(), "the last window is read to its end");
+  }
+  Require(record_index == batch.records.size() && error_index == batch.errors.size(),
+          "windows give every outcome");
   return 0;
 }
