@@ -378,15 +378,17 @@ Status EngineImpl::JudgeGroup(const std::vector<PendingWrite*>& group, GroupJudg
       TagMap dimensions, attributes;
       SplitTags(table.info.options, r.dimensions, &dimensions, &attributes);
       auto series_it = table.series.find(SeriesKey{r.device_id, r.measure_name, EncodeTagMap(dimensions)});
-      const Series* existing = series_it == table.series.end() ? nullptr : series_it->second.get();
-      if (std::string why = RefusalOf(table, r, existing, oldest_allowed, now); !why.empty()) {
+      Series* series = series_it == table.series.end() ? nullptr : series_it->second.get();
+      if (std::string why = RefusalOf(table, r, series, oldest_allowed, now); !why.empty()) {
         out.outcome = WriteOutcome::kInvalid;
         out.reason = std::move(why);
         continue;
       }
-      bool created = false;
-      Series* series = FindOrCreateSeries(table, r.device_id, r.measure_name, dimensions, &created);
-      if (created) judged->WillChange(table, series, /*created=*/true);
+      if (series == nullptr) {
+        bool created = false;
+        series = FindOrCreateSeries(table, r.device_id, r.measure_name, dimensions, &created);
+        if (created) judged->WillChange(table, series, /*created=*/true);
+      }
       std::unique_ptr<Record> merged;
       CAIRN_ASSIGN_OR_RETURN(bool store,
                              JudgeWrite(table, *series, r, judged->pending, judged->accepted, &out, &merged));
