@@ -110,7 +110,10 @@ struct EngineOptions {
   size_t seal_records = 1024;
   int64_t seal_age_ms = 10 * 60 * 1000;
   // Under memory pressure (head above this budget) the largest heads are
-  // sealed early.
+  // sealed early; while the heads, with the copies a running seal holds,
+  // stay above it, a write waits for the next maintenance round (at most
+  // 5 s) before it is logged, so writers that outrun the sealer cannot grow
+  // the heads without bound.
   size_t head_memory_budget_bytes = 64ull << 20;
   // How often the background thread looks for work; a full head or a head
   // over budget wakes it at once. 0 disables the thread (tests then call
