@@ -50,10 +50,14 @@ void Head::Forget(const Series& series) {
 
 std::set<const Series*> Head::SealForBudget(std::vector<const Series*> heads) const {
   std::set<const Series*> chosen;
-  if (!OverBudget()) return chosen;
+  // Read once: a seal running beside this call may release its copies
+  // (sealing_bytes_) between two reads, and the total must not fall below
+  // half the budget between the check and the subtraction.
+  const size_t total = bytes();
+  if (total <= memory_budget_bytes_) return chosen;
   std::sort(heads.begin(), heads.end(),
             [](const Series* a, const Series* b) { return a->head_bytes > b->head_bytes; });
-  size_t to_free = bytes() - memory_budget_bytes_ / 2;
+  size_t to_free = total - memory_budget_bytes_ / 2;
   for (const Series* s : heads) {
     if (to_free == 0) break;
     chosen.insert(s);
