@@ -14,6 +14,7 @@
 #include "cairn/shell/engine_commands.h"
 #include "cairn/text/json_value.h"
 
+#include "forwarding_engine.h"
 #include "manual_clock_env.h"
 #include "test_dirs.h"
 
@@ -298,6 +299,68 @@ TEST_F(HttpApiTest, ALargeBodyIsStoredAndAnsweredAsOne) {
   double expected = 0;
   for (int i = 1; i <= kLines; ++i) expected += (i % 97 != 0 && i % 4 == 1) ? 1 : 0;
   EXPECT_EQ(count, expected);
+}
+
+// An engine whose disk fills after its first write: the second write of a
+// body is refused as a whole, as a full filesystem refuses it.
+class FillsAfterOneWrite : public ForwardingEngine {
+ public:
+  using ForwardingEngine::ForwardingEngine;
+  Result<WriteResult> Write(const std::string& table, const std::vector<Record>& records) override {
+    if (writes_++ > 0) return Status::ResourceExhausted("the filesystem holding the data directory is full");
+    return ForwardingEngine::Write(table, records);
+  }
+
+ private:
+  int writes_ = 0;
+};
+
+// A body whose write the engine refuses midway: the answer is the engine's
+// error, the first slice stays stored, and the body sent again stores the
+// rest with the first slice's lines as duplicates.
+TEST_F(HttpApiTest, ABodyRefusedMidwayKeepsItsFirstSliceAndCanBeSentAgain) {
+  constexpr int kLines = 40000;  // about 2.5 MiB: three slices
+  std::string body;
+  for (int i = 1; i <= kLines; ++i) {
+    body += "env,device=mid-" + std::to_string(i % 2) + ",site=a-site-with-a-long-name temperature=" +
+            std::to_string(i) + " " + std::to_string(now_seconds_ - kLines + i) + "\n";
+  }
+  ASSERT_GT(body.size(), size_t{2 << 20});
+  FillsAfterOneWrite filling(engine_.get());
+  HttpApiOptions options;
+  options.data_dir = dir_.PathOf("data");
+  HttpApi full(&filling, env_, &commands_, tokens_.get(), &limiter_, &metrics_, options);
+  HttpRequest request;
+  request.method = "POST";
+  request.path = "/write";
+  request.query = "db=sensors&precision=s";
+  request.headers = {{"authorization", "Token " + writer_}};
+  request.body = body;
+  // Readings stored for the two devices, counted whole (a day holds them).
+  const auto stored = [&]() {
+    double count = 0;
+    for (const char* device : {"mid-0", "mid-1"}) {
+      const HttpResponse counted = Call("GET",
+                                        std::string("/v1/tables/sensors/devices/") + device +
+                                            "/aggregate?measure=env&field=temperature&step=1h&fn=count"
+                                            "&from=-1d&to=%2B1h",
+                                        reader_);
+      EXPECT_EQ(counted.status, 200) << counted.body;
+      const JsonValue json = Json(counted);
+      for (const JsonValue& bucket : json.Find("buckets")->elements()) count += bucket.Find("count")->number();
+    }
+    return count;
+  };
+  const HttpResponse refused = full.Handle(request);
+  EXPECT_EQ(refused.status, 507) << refused.body;
+  EXPECT_NE(ErrorMessage(refused).find("full"), std::string::npos) << refused.body;
+  const double first_slice = stored();
+  EXPECT_GT(first_slice, 0);
+  EXPECT_LT(first_slice, kLines / 2);
+
+  const HttpResponse again = Call("POST", "/write?db=sensors&precision=s", writer_, body);
+  ASSERT_EQ(again.status, 204) << again.body;
+  EXPECT_EQ(stored(), kLines);
 }
 
 std::string Gzip(const std::string& text) {
