@@ -89,7 +89,7 @@ void CollectHeadChanges(const TableState& table, uint64_t after_lsn, uint64_t th
     identity.device_id = series->device_id;
     identity.measure_name = series->measure_name;
     identity.shard = series->shard;
-    identity.fields = series->fields;
+    identity.fields = series->fields();
     identity.dimensions = series->dimensions;
     identity.attributes = series->attributes;
     for (size_t i = 0; i < series->head.size(); ++i) {
@@ -106,8 +106,8 @@ void CollectHeadChanges(const TableState& table, uint64_t after_lsn, uint64_t th
     Candidate& c = sources->candidates.emplace_back();
     c.lsn = ref.lsn;
     c.series_id = ref.series->id;
-    c.record = ref.series->head.Record(ref.index, ref.series->fields);
-    c.fields = ref.series->fields;
+    c.record = ref.series->head.Record(ref.index, ref.series->fields());
+    c.fields = ref.series->fields();
   }
 }
 

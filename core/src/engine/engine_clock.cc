@@ -165,12 +165,8 @@ void EngineImpl::HoldRecords(const std::string& table, const std::vector<Record>
         for (const Field& f : r.fields) {
           if (series == table_it->second->series.end()) break;
           const Series& s = *series->second;
-          auto fi = s.field_index.find(f.name);
-          if (fi != s.field_index.end() && s.fields[fi->second].type != TypeOf(f.value)) {
-            conflict = "field '" + f.name + "' is " + std::string(FieldTypeName(s.fields[fi->second].type)) +
-                       " in this series, not " + std::string(FieldTypeName(TypeOf(f.value)));
-            break;
-          }
+          conflict = s.TypeConflict(f.name, TypeOf(f.value));
+          if (!conflict.empty()) break;
         }
       }
       if (!conflict.empty()) {

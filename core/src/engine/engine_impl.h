@@ -124,7 +124,7 @@ class EngineImpl final : public Engine {
     TableState* table;
     Series* series;
     bool created;
-    size_t field_count;
+    std::shared_ptr<const SeriesSchema> schema;
     TagMap attributes;
   };
   // While the heads (with running seals' copies) are over their budget,

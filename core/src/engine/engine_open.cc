@@ -125,13 +125,13 @@ Status EngineImpl::LoadTablesAndSeries() {
     series->device_id = c.device_id;
     series->measure_name = c.measure_name;
     series->shard = c.shard;
-    for (const ChunkField& f : c.fields) series->AddField(f.name, f.type);
+    for (const ChunkField& f : c.fields) series->AddField(table->second->schemas, f.name, f.type);
     series->dimensions = std::move(c.dimensions);
     series->dimensions_key = EncodeTagMap(series->dimensions);
     series->attributes = std::move(c.attributes);
     next_series_id_ = std::max(next_series_id_, c.series_id + 1);
-    SeriesKey key = series->Key();
-    table->second->series.emplace(std::move(key), std::move(series));
+    const SeriesKeyRef key = series->KeyRef();
+    table->second->series.emplace(key, std::move(series));
   }
   return Status::Ok();
 }
@@ -221,11 +221,11 @@ Status EngineImpl::ReplayRecord(const std::string& table_name, Record& record, u
   SplitTags(t.info.options, record.dimensions, &dimensions, &attributes);
   Series* series = FindOrCreateSeries(t, record.device_id, record.measure_name, dimensions, &schema_changed);
   for (const Field& f : record.fields) {
-    auto it = series->field_index.find(f.name);
-    if (it == series->field_index.end()) {
-      series->AddField(f.name, TypeOf(f.value));
+    const std::optional<size_t> index = series->FieldIndex(f.name);
+    if (!index) {
+      series->AddField(t.schemas, f.name, TypeOf(f.value));
       schema_changed = true;
-    } else if (series->fields[it->second].type != TypeOf(f.value)) {
+    } else if (series->fields()[*index].type != TypeOf(f.value)) {
       // Only possible if the catalog lost a schema change; keep the stored type.
       return Status::Corruption("log record " + std::to_string(lsn) + " has field '" + f.name +
                                 "' of a type that conflicts with its series");
@@ -237,7 +237,7 @@ Status EngineImpl::ReplayRecord(const std::string& table_name, Record& record, u
   }
   if (schema_changed) {
     CatalogSeries c{series->id,     t.info.name,        series->device_id,  series->measure_name,
-                    series->shard,  series->fields,     series->dimensions, series->attributes};
+                    series->shard,  series->fields(),     series->dimensions, series->attributes};
     CAIRN_RETURN_IF_ERROR(catalog_->PutSeries({c}));
   }
   CAIRN_ASSIGN_OR_RETURN(std::optional<StoredRecord> stored, FindStored(t, *series, record.timestamp));
@@ -248,8 +248,8 @@ Status EngineImpl::ReplayRecord(const std::string& table_name, Record& record, u
   r.timestamp = record.timestamp;
   r.version = record.version;
   r.ttl = record.ttl;
-  r.values.resize(series->fields.size());
-  for (Field& f : record.fields) r.values[series->field_index[f.name]] = std::move(f.value);
+  r.values.resize(series->fields().size());
+  for (Field& f : record.fields) r.values[*series->FieldIndex(f.name)] = std::move(f.value);
   head_.Insert(*series, std::move(r), lsn);
   return Status::Ok();
 }

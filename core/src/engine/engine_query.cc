@@ -180,7 +180,7 @@ Result<std::vector<RecordRow>> EngineImpl::LatestRows(const std::string& table,
         const Series& s = *it->second;
         if (!TagsMatch(s, tags)) continue;
         if (Head::LatestAnswers(s, now)) {
-          if (s.latest) {
+          if (std::optional<ChunkRecord> latest = Head::Latest(s)) {
             // The fast path: the index holds it and it is still visible.
             RecordRow row;
             row.device_id = s.device_id;
@@ -188,12 +188,12 @@ Result<std::vector<RecordRow>> EngineImpl::LatestRows(const std::string& table,
             row.dimensions = s.dimensions;
             row.attributes = s.attributes;
             row.shard = s.shard;
-            row.timestamp = s.latest->timestamp;
-            row.version = s.latest->version;
-            row.ttl = s.latest->ttl;
-            for (size_t i = 0; i < s.latest->values.size() && i < s.fields.size(); ++i) {
-              if (!std::holds_alternative<std::monostate>(s.latest->values[i])) {
-                row.fields.push_back(Field{s.fields[i].name, s.latest->values[i]});
+            row.timestamp = latest->timestamp;
+            row.version = latest->version;
+            row.ttl = latest->ttl;
+            for (size_t i = 0; i < latest->values.size() && i < s.fields().size(); ++i) {
+              if (!std::holds_alternative<std::monostate>(latest->values[i])) {
+                row.fields.push_back(Field{s.fields()[i].name, latest->values[i]});
               }
             }
             std::sort(row.fields.begin(), row.fields.end(),
@@ -235,11 +235,11 @@ Result<std::vector<DeviceInfo>> EngineImpl::ListDevices(const std::string& table
   if (t == tables_.end()) return Status::NotFound("table '" + table + "' does not exist");
   std::vector<DeviceInfo> devices;
   for (const auto& [key, series] : t->second->series) {
-    if (devices.empty() || devices.back().device_id != key.device_id)
-      devices.push_back(DeviceInfo{key.device_id, {}});
+    if (devices.empty() || devices.back().device_id != series->device_id)
+      devices.push_back(DeviceInfo{series->device_id, {}});
     // A measure's dimension sets are adjacent: it is listed once.
     std::vector<std::string>& measures = devices.back().measures;
-    if (measures.empty() || measures.back() != key.measure_name) measures.push_back(key.measure_name);
+    if (measures.empty() || measures.back() != series->measure_name) measures.push_back(series->measure_name);
   }
   return devices;
 }
@@ -251,17 +251,17 @@ Result<std::vector<MeasureInfo>> EngineImpl::ListMeasures(const std::string& tab
   std::map<std::string, MeasureInfo> measures;
   std::map<std::string, std::string> last_device;  // measure -> the device counted last
   for (const auto& [key, series] : t->second->series) {
-    MeasureInfo& m = measures[key.measure_name];
-    m.measure_name = key.measure_name;
+    MeasureInfo& m = measures[series->measure_name];
+    m.measure_name = series->measure_name;
     ++m.series;
     // Series are ordered by device, then measure: a device's series of one
     // measure are adjacent.
-    auto [device, first] = last_device.try_emplace(key.measure_name, key.device_id);
-    if (first || device->second != key.device_id) {
+    auto [device, first] = last_device.try_emplace(series->measure_name, series->device_id);
+    if (first || device->second != series->device_id) {
       ++m.devices;
-      device->second = key.device_id;
+      device->second = series->device_id;
     }
-    for (const ChunkField& f : series->fields) m.fields.emplace(f.name, f.type);
+    for (const ChunkField& f : series->fields()) m.fields.emplace(f.name, f.type);
     for (const auto& [name, value] : series->dimensions) m.dimensions.insert(name);
     for (const auto& [name, value] : series->attributes) m.attributes.insert(name);
   }

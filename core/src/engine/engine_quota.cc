@@ -49,11 +49,11 @@ Status EngineImpl::QuotaStore::EnsureAggregateSeries(const std::string& table,
         engine_->FindOrCreateSeries(*t->second, raw.device_id, request.measure, raw.dimensions, &created);
     bool changed = created, fits = true;
     for (const ChunkField& f : request.fields) {
-      auto it = series->field_index.find(f.name);
-      if (it == series->field_index.end()) {
-        series->AddField(f.name, f.type);
+      const std::optional<size_t> index = series->FieldIndex(f.name);
+      if (!index) {
+        series->AddField(t->second->schemas, f.name, f.type);
         changed = true;
-      } else if (series->fields[it->second].type != f.type) {
+      } else if (series->fields()[*index].type != f.type) {
         fits = false;  // a client wrote this series with other types
       }
     }
@@ -65,10 +65,10 @@ Status EngineImpl::QuotaStore::EnsureAggregateSeries(const std::string& table,
     }
     if (changed) {
       changes.push_back(CatalogSeries{series->id, table, series->device_id, series->measure_name,
-                                      series->shard, series->fields, series->dimensions, series->attributes});
+                                      series->shard, series->fields(), series->dimensions, series->attributes});
     }
     if (fits) {
-      (*targets)[raw.series_id] = AggregateTarget{series->id,         request.measure,    series->fields,
+      (*targets)[raw.series_id] = AggregateTarget{series->id,         request.measure,    series->fields(),
                                                   series->dimensions, series->attributes, series->shard};
     }
   }
@@ -84,6 +84,7 @@ void EngineImpl::QuotaStore::SeriesRewritten(const std::string& table, const std
   for (auto& [key, series] : t->second->series) {
     if (!touched.count(series->id)) continue;
     series->latest_known = false;
+    series->latest_in_head = false;
     series->latest.reset();
     ++series->generation;
     for (const ChunkRow& row : added) {

@@ -178,7 +178,7 @@ Result<ColumnarRangeResult> EngineImpl::RangeColumnar(const RangeQuery& query) {
     const auto& all = table->second->series;
     for (auto it = all.lower_bound(SeriesKey{query.device_id, "", ""});
          it != all.end() && it->first.device_id == query.device_id; ++it) {
-      if (MeasureMatches(it->first.measure_name, query.measure_name, query.measure_prefix) &&
+      if (MeasureMatches(it->second->measure_name, query.measure_name, query.measure_prefix) &&
           TagsMatch(*it->second, query.tags)) {
         snapshots.push_back(TakeSnapshot<SeriesSnapshot>(*table->second, *it->second, scan.from, scan.to));
       }

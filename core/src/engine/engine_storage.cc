@@ -91,7 +91,7 @@ std::vector<SealJob> EngineImpl::CollectSealJobs(const std::function<bool(const 
       jobs.push_back(SealJob{name, table->info.options.period, table->info.options.retention_seconds,
                              options_text,
                              PeriodSeries{series->id, series->device_id, series->measure_name, series->shard,
-                                          series->fields, series->dimensions},
+                                          series->fields(), series->dimensions},
                              series->head});
       series_of_job->push_back(series.get());
     }

@@ -228,7 +228,7 @@ Series* EngineImpl::FindOrCreateSeries(TableState& table, const std::string& dev
   series->dimensions_key = key.dimensions_key;
   series->latest_known = true;  // a new series has no older data anywhere
   Series* raw = series.get();
-  table.series.emplace(std::move(key), std::move(series));
+  table.series.emplace(raw->KeyRef(), std::move(series));
   return raw;
 }
 
@@ -236,13 +236,10 @@ void EngineImpl::UndoSeriesChanges(const std::vector<SeriesUndo>& undo) {
   for (auto it = undo.rbegin(); it != undo.rend(); ++it) {
     Series* series = it->series;
     if (it->created) {
-      it->table->series.erase(series->Key());
+      it->table->series.erase(it->table->series.find(series->KeyRef()));
       continue;
     }
-    for (size_t i = it->field_count; i < series->fields.size(); ++i) {
-      series->field_index.erase(series->fields[i].name);
-    }
-    series->fields.resize(it->field_count);
+    series->schema = it->schema;
     series->attributes = it->attributes;
   }
 }
@@ -323,7 +320,7 @@ struct EngineImpl::GroupJudgement {
 
   void WillChange(TableState& table, Series* series, bool created) {
     if (!changed_series.emplace(series, &table.info.name).second) return;
-    undo.push_back(SeriesUndo{&table, series, created, series->fields.size(), series->attributes});
+    undo.push_back(SeriesUndo{&table, series, created, series->schema, series->attributes});
   }
 };
 
@@ -342,11 +339,7 @@ std::string EngineImpl::RefusalOf(const TableState& table, const Record& r, cons
   // Types must agree with the series before anything changes.
   for (const Field& f : r.fields) {
     if (!existing) break;
-    auto fi = existing->field_index.find(f.name);
-    if (fi != existing->field_index.end() && existing->fields[fi->second].type != TypeOf(f.value)) {
-      return "field '" + f.name + "' is " + std::string(FieldTypeName(existing->fields[fi->second].type)) +
-             " in this series, not " + std::string(FieldTypeName(TypeOf(f.value)));
-    }
+    if (std::string conflict = existing->TypeConflict(f.name, TypeOf(f.value)); !conflict.empty()) return conflict;
   }
   if (existing == nullptr && table.series.size() >= SeriesLimit(table)) {
     ++records_over_series_limit_;
@@ -394,9 +387,9 @@ Status EngineImpl::JudgeGroup(const std::vector<PendingWrite*>& group, GroupJudg
                              JudgeWrite(table, *series, r, judged->pending, judged->accepted, &out, &merged));
       if (!store) continue;
       for (const Field& f : (merged ? *merged : r).fields) {
-        if (!series->field_index.count(f.name)) {
+        if (!series->FieldIndex(f.name)) {
           judged->WillChange(table, series, /*created=*/false);
-          series->AddField(f.name, TypeOf(f.value));
+          series->AddField(table.schemas, f.name, TypeOf(f.value));
         }
       }
       if (!attributes.empty() && attributes != series->attributes) {
@@ -420,7 +413,7 @@ Status EngineImpl::RecordSeriesChanges(const GroupJudgement& judged) {
   std::vector<CatalogSeries> changes;
   for (const auto& [series, table_name] : judged.changed_series) {
     changes.push_back(CatalogSeries{series->id, *table_name, series->device_id, series->measure_name,
-                                    series->shard, series->fields, series->dimensions, series->attributes});
+                                    series->shard, series->fields(), series->dimensions, series->attributes});
   }
   if (Status put = catalog_->PutSeries(changes); !put.ok()) {
     // Memory must not hold a series id or a field the catalog lacks: a
@@ -439,8 +432,9 @@ bool EngineImpl::ApplyToHeads(std::vector<AcceptedRecord>& accepted, uint64_t fi
     const Record& r = a.source();
     if (a.merged) ++records_overwritten_;
     *reading_bytes += ReadingBytes(r);
-    a.record.values.resize(a.series->fields.size());
-    for (const Field& f : r.fields) a.record.values[a.series->field_index[f.name]] = f.value;
+    const SeriesSchema& schema = *a.series->schema;
+    a.record.values.resize(schema.size());
+    for (const Field& f : r.fields) a.record.values[*schema.Find(f.name)] = f.value;
     head_.Insert(*a.series, std::move(a.record), first_lsn + k);
     seal_due = seal_due || head_.Full(*a.series);
     WriteResult& result = a.writer->result;

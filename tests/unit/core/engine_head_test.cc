@@ -30,13 +30,13 @@ class HeadTest : public ::testing::Test {
     series->id = next_id_++;
     series->device_id = device;
     series->measure_name = "env";
-    series->AddField("temperature", FieldType::kDouble);
+    series->AddField(table_.schemas, "temperature", FieldType::kDouble);
     series->dimensions = std::move(dimensions);
     series->dimensions_key = EncodeTagMap(series->dimensions);
     series->attributes = std::move(attributes);
     series->latest_known = true;
     Series& raw = *series;
-    table_.series.emplace(raw.Key(), std::move(series));
+    table_.series.emplace(raw.KeyRef(), std::move(series));
     return raw;
   }
 
@@ -49,7 +49,7 @@ class HeadTest : public ::testing::Test {
     for (const auto& [key, series] : table_.series) {
       if (key.device_id != device || !TagsMatch(*series, tags)) continue;
       EXPECT_TRUE(Head::LatestAnswers(*series, now));
-      if (series->latest) out.push_back(*series->latest);
+      if (std::optional<ChunkRecord> latest = Head::Latest(*series)) out.push_back(*latest);
     }
     return out;
   }
@@ -80,7 +80,7 @@ TEST_F(HeadTest, CountsEveryEntryAgainstTheBudgetAndReplacesBySameTimestamp) {
   head.Insert(a, std::move(wide), 4);
   EXPECT_EQ(head.records(), 3u);
   EXPECT_EQ(a.head.lsn(1), 4u);
-  EXPECT_EQ(std::get<std::string>(a.head.Record(1, a.fields).values[1]), std::string(200, 'x'));
+  EXPECT_EQ(std::get<std::string>(a.head.Record(1, a.fields()).values[1]), std::string(200, 'x'));
   EXPECT_EQ(head.bytes(), Bytes(a) + Bytes(b));
   EXPECT_FALSE(head.Full(a));
   head.Insert(a, At(3, 1.0), 5);
@@ -95,9 +95,9 @@ TEST_F(HeadTest, OverBudgetSealsTheLargestHeadsUntilHalfTheBudgetIsLeft) {
   Series& small = AddSeries("small", {});
   Series& middle = AddSeries("middle", {});
   Series& large = AddSeries("large", {});
-  // Heads of 1, 12 and 60 entries (a head's arrays start at 8 entries and
-  // grow by a quarter); their sizes, measured on a head without
-  // a budget, set the budgets below.
+  // Heads of 1, 12 and 60 entries (a head's block grows by a quarter and
+  // one entry); their sizes, measured on a head without a budget, set the
+  // budgets below.
   const auto fill = [&](Head& head) {
     uint64_t lsn = 1;
     head.Insert(small, At(0, 0), lsn++);
@@ -182,10 +182,10 @@ TEST_F(HeadTest, ALatestComputedBeforeAWriteIsNotCached) {
   EXPECT_FALSE(Head::LatestAnswers(s, kT0));
   Head::CacheLatest(s, s.generation, At(3, 1.0));
   ASSERT_TRUE(Head::LatestAnswers(s, kT0));
-  EXPECT_EQ(s.latest->timestamp, kT0 + 3 * kSecond);
+  EXPECT_EQ(Head::Latest(s)->timestamp, kT0 + 3 * kSecond);
   Head::CacheLatest(s, s.generation, std::nullopt);
   EXPECT_TRUE(Head::LatestAnswers(s, kT0));
-  EXPECT_FALSE(s.latest.has_value());
+  EXPECT_FALSE(Head::Latest(s).has_value());
 }
 
 TEST_F(HeadTest, RemoveSealedTakesOutWhatTheSealCommittedAndKeepsNewerVersions) {
@@ -205,7 +205,7 @@ TEST_F(HeadTest, RemoveSealedTakesOutWhatTheSealCommittedAndKeepsNewerVersions) 
   EXPECT_EQ(s.head.lsn(0), 5u);  // the newer version of second 1 stays
   EXPECT_EQ(s.head.lsn(1), 6u);
   EXPECT_EQ(s.head.version(0), 1u);
-  EXPECT_EQ(std::get<double>(s.head.Record(0, s.fields).values[0]), 10.0);
+  EXPECT_EQ(std::get<double>(s.head.Record(0, s.fields()).values[0]), 10.0);
   EXPECT_EQ(head.records(), 2u);
   EXPECT_EQ(head.bytes(), Bytes(s));
   EXPECT_EQ(s.head_bytes, Bytes(s));

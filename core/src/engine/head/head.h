@@ -27,7 +27,7 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <unordered_map>
+#include <string_view>
 #include <vector>
 
 #include "cairn/core/table.h"
@@ -36,6 +36,7 @@
 #include "chunk/chunk_codec.h"
 #include "engine/head/series.h"
 #include "engine/head/series_head.h"
+#include "engine/head/series_schema.h"
 
 namespace cairn {
 
@@ -44,8 +45,9 @@ struct Series {
   std::string device_id;
   std::string measure_name;
   int shard = 0;
-  std::vector<ChunkField> fields;  // grows by appending; never reorders
-  std::unordered_map<std::string, size_t> field_index;
+  // The fields in the order first written (interned: SchemaPool); grows by
+  // moving to an extended schema, never reorders. Never null.
+  std::shared_ptr<const SeriesSchema> schema = SeriesSchema::Empty();
   // Part of the identity: fixed when the series is created.
   TagMap dimensions;
   std::string dimensions_key;  // EncodeTagMap(dimensions)
@@ -54,6 +56,8 @@ struct Series {
   TagMap attributes;
 
   SeriesKey Key() const { return SeriesKey{device_id, measure_name, dimensions_key}; }
+  // The key of TableState::series, viewing this series' names.
+  SeriesKeyRef KeyRef() const { return SeriesKeyRef(device_id, measure_name, dimensions_key); }
 
   SeriesHead head;        // ascending, unique timestamps
   size_t head_bytes = 0;  // head.bytes() as the Head last counted it
@@ -66,8 +70,14 @@ struct Series {
 
   // Latest-reading index: the newest record (any expiry) when known.
   // It may have expired since; readers check, and recompute when it has.
+  // While that record is the head's last entry (latest_in_head), `latest`
+  // holds no copy of it: most series' newest reading is in their head, and
+  // a copy cost every series about 180 bytes. Head::Latest reads either.
   bool latest_known = false;
-  std::optional<ChunkRecord> latest;
+  bool latest_in_head = false;
+  // Null while latest_in_head, and when the series holds none. Apart from
+  // the series: a record's fields take room only in series that need them.
+  std::unique_ptr<ChunkRecord> latest;
   // Bumped by every head change, so a latest value computed without the
   // state lock is cached only if nothing was written meanwhile.
   uint64_t generation = 0;
@@ -75,22 +85,32 @@ struct Series {
   // Index of the head entry with this timestamp, or head.size().
   size_t FindInHead(int64_t timestamp) const { return head.Find(timestamp); }
 
-  void AddField(const std::string& name, FieldType type) {
-    field_index.emplace(name, fields.size());
-    fields.push_back(ChunkField{name, type});
+  const std::vector<ChunkField>& fields() const { return schema->fields(); }
+  // The index of field `name` in fields(), or nullopt.
+  std::optional<size_t> FieldIndex(std::string_view name) const { return schema->Find(name); }
+  // Why a value of `type` cannot be stored as field `name` of this series
+  // (the series holds it with another type), or "" when it can.
+  std::string TypeConflict(std::string_view name, FieldType type) const {
+    const std::optional<size_t> i = FieldIndex(name);
+    if (!i || fields()[*i].type == type) return "";
+    return "field '" + std::string(name) + "' is " + std::string(FieldTypeName(fields()[*i].type)) +
+           " in this series, not " + std::string(FieldTypeName(type));
+  }
+  // Moves the series to its schema extended by the field (pool: the
+  // table's, TableState::schemas).
+  void AddField(SchemaPool& pool, const std::string& name, FieldType type) {
+    schema = pool.Extend(*schema, ChunkField{name, type});
   }
 };
 
 // Approximate heap footprint of a series apart from its head: the series
-// itself, its names (also held by the table's map key), schema, dimensions,
-// latest reading and the map and hash nodes that hold them.
+// itself, its names (also held by the table's map key), dimensions, latest
+// reading and the map node that holds it. Its schema is shared (SchemaPool)
+// and counted nowhere: a table holds a handful.
 inline size_t SeriesBytes(const Series& series) {
   constexpr size_t kNodeBytes = 48;  // a std::map / unordered_map node's own overhead
   size_t bytes =
       sizeof(Series) + kNodeBytes + 2 * (series.device_id.capacity() + series.measure_name.capacity());
-  bytes += series.field_index.bucket_count() * sizeof(void*);
-  for (const ChunkField& field : series.fields)
-    bytes += sizeof(ChunkField) + kNodeBytes + 2 * field.name.capacity();
   bytes += series.dimensions_key.capacity();
   for (const TagMap* tags : {&series.dimensions, &series.attributes}) {
     for (const auto& [name, value] : *tags) bytes += kNodeBytes + name.capacity() + value.capacity();
@@ -114,7 +134,11 @@ struct TableState {
   TableInfo info;
   // Keyed by identity: one device's series are adjacent, then one
   // measure's (a read of one measure scans the dimension sets under it).
-  std::map<SeriesKey, std::unique_ptr<Series>> series;
+  // Keyed by views of each series' own names (SeriesKeyRef); searched with
+  // a SeriesKey or a SeriesKeyRef.
+  std::map<SeriesKeyRef, std::unique_ptr<Series>, SeriesKeyLess> series;
+  // The distinct schemas of the table's series.
+  SchemaPool schemas;
   // Period files on disk, by period start.
   std::set<int64_t> period_starts;
   std::set<int64_t> compacted_periods;
@@ -170,9 +194,12 @@ class Head {
 
   // True when `series`' latest index answers a reader at `now_ns` (the
   // deletion clock): known, and not expired since. Series::latest is then
-  // the latest visible record, empty when the series holds none. False:
+  // the latest visible record (Latest), empty when the series holds none. False:
   // the reader computes it from the head and the period files.
   static bool LatestAnswers(const Series& series, int64_t now_ns);
+  // `series`' latest record as the index holds it (see Series::latest);
+  // empty when none. Meaningful when latest_known.
+  static std::optional<ChunkRecord> Latest(const Series& series);
   // Stores `newest` (computed from a snapshot taken at `generation`) as
   // `series`' latest, unless the head changed since.
   static void CacheLatest(Series& series, uint64_t generation, const std::optional<ChunkRecord>& newest);

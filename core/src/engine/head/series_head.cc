@@ -2,22 +2,12 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <limits>
 
 namespace cairn {
 
 namespace {
-
-// Inserts `value` at i of a vector that stays empty while every element is
-// 0 (versions, ttls).
-template <typename T>
-void InsertMostlyZero(std::vector<T>* values, size_t size_before, size_t i, T value) {
-  if (values->empty()) {
-    if (value == 0) return;
-    values->assign(size_before, 0);
-  }
-  values->insert(values->begin() + static_cast<std::ptrdiff_t>(i), value);
-}
 
 template <typename T>
 void SetMostlyZero(std::vector<T>* values, size_t size, size_t i, T value) {
@@ -28,17 +18,16 @@ void SetMostlyZero(std::vector<T>* values, size_t size, size_t i, T value) {
   (*values)[i] = value;
 }
 
-// Appends `value`, growing the array by a quarter rather than the library's
+// The capacity after `capacity`: a quarter more, rather than the library's
 // doubling. Series written at one rate fill their heads in step, so with
 // doubling thousands of heads would double in the same group commit: the
 // heads' memory would jump by up to 2x at once and waste up to half of
 // itself. A quarter keeps both to 25 % for an amortised copy cost of about
-// five moves per entry instead of two.
-template <typename T>
-void Append(std::vector<T>* values, T value) {
-  if (values->size() == values->capacity()) values->reserve(values->size() + values->size() / 4 + 8);
-  values->push_back(std::move(value));
-}
+// five moves per entry instead of two. It starts at one entry and grows by
+// one at a time while small: most heads of a gateway with thousands of slow
+// sensors hold a handful, and a spare entry of three fields is 40 bytes per
+// series.
+size_t GrownCapacity(size_t capacity) { return capacity + capacity / 4 + 1; }
 
 // What a string holds outside itself (beyond the small-string buffer).
 size_t StringHeapBytes(const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; }
@@ -58,49 +47,73 @@ void Trim(std::vector<T>* values) {
   }
 }
 
+// Opens a gap at i of the `size` elements at `values` (room for one more).
+template <typename T>
+void OpenGap(T* values, size_t size, size_t i) {
+  std::memmove(values + i + 1, values + i, (size - i) * sizeof(T));
+  values[i] = T{};
+}
+
 }  // namespace
 
+SeriesHead::SeriesHead(const SeriesHead& other)
+    : size_(other.size_),
+      capacity_(other.capacity_),
+      columns_(other.columns_),
+      rare_(other.rare_ != nullptr ? std::make_unique<Rare>(*other.rare_) : nullptr) {
+  if (other.block_ != nullptr) {
+    const size_t words = BlockWords(capacity_, columns_);
+    block_ = std::make_unique<uint64_t[]>(words);
+    std::memcpy(block_.get(), other.block_.get(), words * sizeof(uint64_t));
+  }
+}
+
+SeriesHead& SeriesHead::operator=(const SeriesHead& other) {
+  if (this != &other) *this = SeriesHead(other);
+  return *this;
+}
+
 size_t SeriesHead::LowerBound(int64_t timestamp) const {
-  return static_cast<size_t>(std::lower_bound(timestamps_.begin(), timestamps_.end(), timestamp) -
-                             timestamps_.begin());
+  const auto* timestamps = reinterpret_cast<const int64_t*>(block_.get());
+  return static_cast<size_t>(std::lower_bound(timestamps, timestamps + size_, timestamp) - timestamps);
 }
 
 size_t SeriesHead::Find(int64_t timestamp) const {
   const size_t i = LowerBound(timestamp);
-  return i < size() && timestamps_[i] == timestamp ? i : size();
+  return i < size() && this->timestamp(i) == timestamp ? i : size();
 }
 
 uint64_t SeriesHead::MinLsn() const {
   uint64_t floor = std::numeric_limits<uint64_t>::max();
-  for (uint64_t lsn : lsns_) floor = std::min(floor, lsn);
+  for (size_t i = 0; i < size_; ++i) floor = std::min(floor, lsn(i));
   return floor;
 }
 
 ChunkRecord SeriesHead::Record(size_t i, const std::vector<ChunkField>& schema) const {
   ChunkRecord record;
-  record.timestamp = timestamps_[i];
+  record.timestamp = timestamp(i);
   record.version = version(i);
   record.ttl = ttl(i);
-  record.lsn = lsns_[i];
-  record.values.resize(std::max(schema.size(), columns_.size()));
-  for (size_t c = 0; c < columns_.size(); ++c) {
-    const Column& column = columns_[c];
-    if (!column.present[i]) continue;
-    switch (column.type) {
+  record.lsn = lsn(i);
+  record.values.resize(std::max<size_t>(schema.size(), columns_));
+  for (size_t c = 0; c < columns_; ++c) {
+    if (!present_column(c)[i]) continue;
+    const uint64_t bits = bits_at(c, i);
+    switch (type(c)) {
       case FieldType::kDouble:
-        record.values[c] = std::bit_cast<double>(column.bits[i]);
+        record.values[c] = std::bit_cast<double>(bits);
         break;
       case FieldType::kInt64:
-        record.values[c] = static_cast<int64_t>(column.bits[i]);
+        record.values[c] = static_cast<int64_t>(bits);
         break;
       case FieldType::kBool:
-        record.values[c] = column.bits[i] != 0;
+        record.values[c] = bits != 0;
         break;
       case FieldType::kTimestamp:
-        record.values[c] = Timestamp{static_cast<int64_t>(column.bits[i])};
+        record.values[c] = Timestamp{static_cast<int64_t>(bits)};
         break;
       case FieldType::kString:
-        record.values[c] = column.strings[i];
+        record.values[c] = rare_->strings[c][i];
         break;
     }
   }
@@ -108,12 +121,11 @@ ChunkRecord SeriesHead::Record(size_t i, const std::vector<ChunkField>& schema) 
 }
 
 HeadEntry SeriesHead::Entry(size_t i, const std::vector<ChunkField>& schema) const {
-  return HeadEntry{Record(i, schema), lsns_[i]};
+  return HeadEntry{Record(i, schema), lsn(i)};
 }
 
 void SeriesHead::SetValue(size_t c, size_t i, const Value& value) {
-  Column& column = columns_[c];
-  column.present[i] = std::holds_alternative<std::monostate>(value) ? 0 : 1;
+  present_column(c)[i] = std::holds_alternative<std::monostate>(value) ? 0 : 1;
   uint64_t bits = 0;
   if (const auto* d = std::get_if<double>(&value)) {
     bits = std::bit_cast<uint64_t>(*d);
@@ -124,83 +136,112 @@ void SeriesHead::SetValue(size_t c, size_t i, const Value& value) {
   } else if (const auto* t = std::get_if<Timestamp>(&value)) {
     bits = static_cast<uint64_t>(t->unix_nanos);
   }
-  if (column.type == FieldType::kString) {
+  if (type(c) == FieldType::kString) {
+    std::string& slot = rare_->strings[c][i];
     const auto* s = std::get_if<std::string>(&value);
-    string_bytes_ -= StringHeapBytes(column.strings[i]);
-    column.strings[i] = s != nullptr ? *s : std::string();
-    string_bytes_ += StringHeapBytes(column.strings[i]);
+    rare_->string_bytes -= StringHeapBytes(slot);
+    slot = s != nullptr ? *s : std::string();
+    rare_->string_bytes += StringHeapBytes(slot);
   } else {
-    column.bits[i] = bits;
+    bits_at(c, i) = bits;
   }
 }
 
-void SeriesHead::InsertAt(size_t i) {
-  const auto at = [i](auto& values) { return values.begin() + static_cast<std::ptrdiff_t>(i); };
-  timestamps_.insert(at(timestamps_), 0);
-  lsns_.insert(at(lsns_), 0);
-  if (!versions_.empty()) versions_.insert(at(versions_), 0);
-  if (!ttls_.empty()) ttls_.insert(at(ttls_), 0);
-  for (Column& column : columns_) {
-    column.present.insert(at(column.present), 0);
-    if (column.type == FieldType::kString) {
-      column.strings.insert(at(column.strings), std::string());
-    } else {
-      column.bits.insert(at(column.bits), 0);
+void SeriesHead::Reshape(size_t capacity, size_t columns, const std::vector<FieldType>& new_types) {
+  auto block = std::make_unique<uint64_t[]>(BlockWords(capacity, columns));
+  if (block_ != nullptr && size_ > 0) {
+    std::memcpy(block.get(), block_.get(), size_ * sizeof(uint64_t));
+    std::memcpy(block.get() + capacity, block_.get() + capacity_, size_ * sizeof(uint64_t));
+    for (size_t c = 0; c < columns_; ++c) {
+      std::memcpy(block.get() + BitsWord(capacity, c), block_.get() + BitsWord(capacity_, c),
+                  size_ * sizeof(uint64_t));
+      std::memcpy(reinterpret_cast<uint8_t*>(block.get() + PresentWord(capacity, columns)) + c * capacity,
+                  present_column(c), size_);
     }
   }
+  auto* types_out = reinterpret_cast<FieldType*>(block.get() + TypesWord(capacity, columns));
+  if (block_ != nullptr) std::memcpy(types_out, types(), columns_);
+  for (size_t c = columns_; c < columns; ++c) types_out[c] = new_types[c - columns_];
+  block_ = std::move(block);
+  capacity_ = static_cast<uint32_t>(capacity);
+  columns_ = static_cast<uint32_t>(columns);
+}
+
+void SeriesHead::InsertAt(size_t i) {
+  OpenGap(reinterpret_cast<int64_t*>(block_.get()), size_, i);
+  OpenGap(block_.get() + capacity_, size_, i);
+  for (size_t c = 0; c < columns_; ++c) {
+    OpenGap(block_.get() + BitsWord(capacity_, c), size_, i);
+    OpenGap(present_column(c), size_, i);
+  }
+  const auto at = [i](auto& values) { return values.begin() + static_cast<std::ptrdiff_t>(i); };
+  if (rare_ != nullptr) {
+    Rare& r = *rare_;
+    if (!r.versions.empty()) r.versions.insert(at(r.versions), 0);
+    if (!r.ttls.empty()) r.ttls.insert(at(r.ttls), 0);
+    for (size_t c = 0; c < r.strings.size(); ++c) {
+      if (type(c) == FieldType::kString) r.strings[c].insert(at(r.strings[c]), std::string());
+    }
+  }
+  ++size_;
 }
 
 bool SeriesHead::Upsert(const ChunkRecord& record, uint64_t lsn, const std::vector<ChunkField>& schema) {
   // New fields get a column, absent in every entry so far.
-  while (columns_.size() < record.values.size()) {
-    const size_t c = columns_.size();
-    Column& column = columns_.emplace_back();
-    // Past the schema (a caller that has not added the field yet), the
-    // value itself types the column.
-    const Value& value = record.values[c];
-    column.type = c < schema.size()                               ? schema[c].type
-                  : std::holds_alternative<std::monostate>(value) ? FieldType::kDouble
-                                                                  : TypeOf(value);
-    column.present.assign(size(), 0);
-    if (column.type == FieldType::kString) {
-      column.strings.resize(size());
-    } else {
-      column.bits.assign(size(), 0);
+  if (columns_ < record.values.size()) {
+    std::vector<FieldType> new_types;
+    for (size_t c = columns_; c < record.values.size(); ++c) {
+      // Past the schema (a caller that has not added the field yet), the
+      // value itself types the column.
+      const Value& value = record.values[c];
+      new_types.push_back(c < schema.size()                               ? schema[c].type
+                          : std::holds_alternative<std::monostate>(value) ? FieldType::kDouble
+                                                                          : TypeOf(value));
+    }
+    Reshape(capacity_, record.values.size(), new_types);
+    const bool any_string =
+        std::any_of(new_types.begin(), new_types.end(), [](FieldType t) { return t == FieldType::kString; });
+    if (any_string || (rare_ != nullptr && !rare_->strings.empty())) {
+      std::vector<std::vector<std::string>>& strings = rare().strings;
+      strings.resize(columns_);
+      for (size_t c = 0; c < columns_; ++c) {
+        if (type(c) == FieldType::kString) strings[c].resize(size_);
+      }
     }
   }
-  size_t i = LowerBound(record.timestamp);
-  const bool inserted = i == size() || timestamps_[i] != record.timestamp;
+  const size_t i = LowerBound(record.timestamp);
+  const bool inserted = i == size() || timestamp(i) != record.timestamp;
   if (inserted) {
-    const size_t before = size();
-    if (i == before) {
+    if (size_ == capacity_) Reshape(GrownCapacity(capacity_), columns_, {});
+    if (i == size_) {
       // The common case: a record newer than every other one.
-      Append(&timestamps_, record.timestamp);
-      Append(&lsns_, lsn);
-      if (!versions_.empty()) Append<uint64_t>(&versions_, 0);
-      if (!ttls_.empty()) Append<int64_t>(&ttls_, 0);
-      for (Column& column : columns_) {
-        Append<uint8_t>(&column.present, 0);
-        if (column.type == FieldType::kString) {
-          Append(&column.strings, std::string());
-        } else {
-          Append<uint64_t>(&column.bits, 0);
+      ++size_;
+      if (rare_ != nullptr) {
+        Rare& r = *rare_;
+        if (!r.versions.empty()) r.versions.push_back(0);
+        if (!r.ttls.empty()) r.ttls.push_back(0);
+        for (size_t c = 0; c < r.strings.size(); ++c) {
+          if (type(c) == FieldType::kString) r.strings[c].emplace_back();
         }
       }
     } else {
       InsertAt(i);
     }
   }
-  timestamps_[i] = record.timestamp;
-  lsns_[i] = lsn;
-  SetMostlyZero(&versions_, size(), i, record.version);
-  SetMostlyZero(&ttls_, size(), i, record.ttl);
-  for (size_t c = 0; c < columns_.size(); ++c) {
+  timestamp_at(i) = record.timestamp;
+  lsn_at(i) = lsn;
+  if (record.version != 0 || rare_ != nullptr) SetMostlyZero(&rare().versions, size(), i, record.version);
+  if (record.ttl != 0 || rare_ != nullptr) SetMostlyZero(&rare().ttls, size(), i, record.ttl);
+  for (size_t c = 0; c < columns_; ++c) {
     SetValue(c, i, c < record.values.size() ? record.values[c] : Value());
   }
   return inserted;
 }
 
 void SeriesHead::Compact(const std::vector<size_t>& kept) {
+  const auto keep_words = [&](uint64_t* words) {
+    for (size_t k = 0; k < kept.size(); ++k) words[k] = words[kept[k]];
+  };
   const auto keep = [&kept](auto* values) {
     if (values->empty()) return;
     for (size_t k = 0; k < kept.size(); ++k) {
@@ -209,28 +250,52 @@ void SeriesHead::Compact(const std::vector<size_t>& kept) {
     values->resize(kept.size());
     Trim(values);
   };
-  keep(&timestamps_);
-  keep(&lsns_);
-  keep(&versions_);
-  keep(&ttls_);
-  string_bytes_ = 0;
-  for (Column& column : columns_) {
-    keep(&column.present);
-    keep(&column.bits);
-    keep(&column.strings);
-    for (const std::string& s : column.strings) string_bytes_ += StringHeapBytes(s);
+  if (block_ != nullptr) {
+    keep_words(block_.get());
+    keep_words(block_.get() + capacity_);
+    for (size_t c = 0; c < columns_; ++c) {
+      keep_words(block_.get() + BitsWord(capacity_, c));
+      uint8_t* present = present_column(c);
+      for (size_t k = 0; k < kept.size(); ++k) present[k] = present[kept[k]];
+    }
   }
-  if (std::all_of(versions_.begin(), versions_.end(), [](uint64_t v) { return v == 0; })) {
-    std::vector<uint64_t>().swap(versions_);
+  size_ = static_cast<uint32_t>(kept.size());
+  if (rare_ != nullptr) {
+    Rare& r = *rare_;
+    keep(&r.versions);
+    keep(&r.ttls);
+    r.string_bytes = 0;
+    for (std::vector<std::string>& column : r.strings) {
+      keep(&column);
+      for (const std::string& text : column) r.string_bytes += StringHeapBytes(text);
+    }
+    if (size_ == 0) std::vector<std::vector<std::string>>().swap(r.strings);
+    if (std::all_of(r.versions.begin(), r.versions.end(), [](uint64_t v) { return v == 0; })) {
+      std::vector<uint64_t>().swap(r.versions);
+    }
+    if (std::all_of(r.ttls.begin(), r.ttls.end(), [](int64_t t) { return t == 0; })) {
+      std::vector<int64_t>().swap(r.ttls);
+    }
+    DropRareIfEmpty();
   }
-  if (std::all_of(ttls_.begin(), ttls_.end(), [](int64_t t) { return t == 0; })) std::vector<int64_t>().swap(ttls_);
+  if (size_ == 0) {
+    // Nothing held: no block at all. The columns come back typed by the
+    // schema with the next record.
+    block_.reset();
+    capacity_ = 0;
+    columns_ = 0;
+  } else if (capacity_ > 2 * size_ + 16) {
+    Reshape(size_, columns_, {});
+  }
 }
 
 size_t SeriesHead::bytes() const {
-  size_t bytes = CapacityBytes(timestamps_) + CapacityBytes(lsns_) + CapacityBytes(versions_) +
-                 CapacityBytes(ttls_) + CapacityBytes(columns_) + string_bytes_;
-  for (const Column& column : columns_) {
-    bytes += CapacityBytes(column.present) + CapacityBytes(column.bits) + CapacityBytes(column.strings);
+  size_t bytes = block_ != nullptr ? BlockWords(capacity_, columns_) * sizeof(uint64_t) : 0;
+  if (rare_ != nullptr) {
+    const Rare& r = *rare_;
+    bytes += sizeof(Rare) + CapacityBytes(r.versions) + CapacityBytes(r.ttls) + CapacityBytes(r.strings) +
+             r.string_bytes;
+    for (const std::vector<std::string>& column : r.strings) bytes += CapacityBytes(column);
   }
   return bytes;
 }

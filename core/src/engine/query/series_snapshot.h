@@ -90,19 +90,19 @@ Snapshot TakeSnapshot(const TableState& table, const Series& s, int64_t from, in
   snap.device_id = s.device_id;
   snap.measure_name = s.measure_name;
   snap.shard = s.shard;
-  snap.fields = s.fields;
+  snap.fields = s.fields();
   snap.dimensions = s.dimensions;
   snap.attributes = s.attributes;
   snap.dimensions_key = s.dimensions_key;
-  snap.fields_by_name.resize(s.fields.size());
-  for (size_t i = 0; i < s.fields.size(); ++i) snap.fields_by_name[i] = i;
+  snap.fields_by_name.resize(s.fields().size());
+  for (size_t i = 0; i < s.fields().size(); ++i) snap.fields_by_name[i] = i;
   std::sort(snap.fields_by_name.begin(), snap.fields_by_name.end(),
-            [&](size_t a, size_t b) { return s.fields[a].name < s.fields[b].name; });
+            [&](size_t a, size_t b) { return s.fields()[a].name < s.fields()[b].name; });
   snap.period = table.info.options.period;
   snap.period_starts = table.period_starts;
   snap.generation = s.generation;
   for (size_t i = s.head.LowerBound(from); i < s.head.size() && s.head.timestamp(i) < to; ++i) {
-    snap.head.push_back(s.head.Record(i, s.fields));
+    snap.head.push_back(s.head.Record(i, s.fields()));
   }
   return snap;
 }

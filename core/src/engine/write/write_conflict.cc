@@ -101,11 +101,11 @@ Result<std::optional<EngineImpl::StoredRecord>> EngineImpl::FindStored(TableStat
   // A head record is never older than a sealed one of its timestamp: a
   // write reaches the head only when it beats what is stored.
   if (size_t i = series.FindInHead(timestamp); i < series.head.size()) {
-    const HeadEntry entry = series.head.Entry(i, series.fields);
+    const HeadEntry entry = series.head.Entry(i, series.fields());
     StoredRecord stored{entry.record.version, entry.lsn, {}};
     for (size_t f = 0; f < entry.record.values.size(); ++f) {
       if (!std::holds_alternative<std::monostate>(entry.record.values[f]))
-        stored.fields.push_back(Field{series.fields[f].name, entry.record.values[f]});
+        stored.fields.push_back(Field{series.fields()[f].name, entry.record.values[f]});
     }
     return std::optional<StoredRecord>(std::move(stored));
   }
