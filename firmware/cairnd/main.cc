@@ -17,6 +17,7 @@
 #include "cairn/core/engine.h"
 #include "cairn/platform/env.h"
 #include "cairn/platform/process_id.h"
+#include "cairn/platform/process_memory.h"
 #include "cairn/platform/process_signals.h"
 #include "cairn/shell/builtin_commands.h"
 
@@ -78,6 +79,9 @@ int RepairLog(const std::string& data_dir) {
 
 }  // namespace
 
+// Allocator arenas of the daemon (LimitAllocatorArenas).
+constexpr int kAllocatorArenas = 2;
+
 int main(int argc, char** argv) {
   using cairn::cairnd::ParsedCommandLine;
 
@@ -124,6 +128,10 @@ int main(int argc, char** argv) {
       break;
   }
 
+  // Two arenas: writers on two connections and the sealer each take one
+  // without waiting on a lock, at a fraction of the resident slack of
+  // glibc's eight per core (process_memory.h; measured in BENCHMARK.md).
+  cairn::LimitAllocatorArenas(kAllocatorArenas);
   cairn::Env* env = cairn::Env::Default();
   cairn::cairnd::Logger log(env, "cairnd", cairn::CurrentProcessId(), stderr);
 

@@ -342,10 +342,19 @@ class EngineImpl final : public Engine {
   }
   // Seals the heads `due` picks (Sealer) and removes what was sealed from
   // them, then advances the checkpoint. Takes seal_mutex_.
+  //
+  // In batches of copies of at most SealBatchBytes() (at least one head
+  // each): a seal's copies and encoded chunks are memory on top of the
+  // heads, and sealing every head at once (a stop, SealAll) doubled the
+  // heads' memory at the very end of a run.
   Status SealWhere(const std::function<bool(const Series&)>& due) EXCLUDES(state_mutex_);
-  // Copies of the heads `due` picks, for the Sealer. Under state_mutex_.
-  std::vector<SealJob> CollectSealJobs(const std::function<bool(const Series&)>& due,
-                                       std::vector<Series*>* series) REQUIRES_SHARED(state_mutex_);
+  size_t SealBatchBytes() const;
+  // Copies of heads `due` picks that are not in `taken`, until their bytes
+  // reach `limit`; adds them to `taken`. *complete: every due head is
+  // taken. Under state_mutex_.
+  std::vector<SealJob> CollectSealJobs(const std::function<bool(const Series&)>& due, size_t limit,
+                                       std::set<const Series*>* taken, std::vector<Series*>* series,
+                                       bool* complete) REQUIRES_SHARED(state_mutex_);
   // Removes from the heads the entries `outcome` says were sealed and
   // lists the period files written. Takes state_mutex_.
   void ApplySealed(const std::vector<SealJob>& jobs, const std::vector<Series*>& series,
@@ -448,6 +457,7 @@ class EngineImpl final : public Engine {
   std::atomic<uint64_t> records_over_series_limit_{0};
   std::atomic<uint64_t> records_conflict_{0}, records_overwritten_{0};
   std::atomic<uint64_t> chunks_sealed_{0};
+  std::atomic<uint64_t> seal_copies_peak_bytes_{0};  // EngineStats::seal_copies_peak_bytes
   std::atomic<uint64_t> chunks_decoded_{0};
 
   // The sync quota; created once the catalog is open.

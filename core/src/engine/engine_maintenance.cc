@@ -218,6 +218,7 @@ EngineStats EngineImpl::Stats() {
   s.records_invalid = records_invalid_;
   s.records_over_series_limit = records_over_series_limit_;
   s.chunks_sealed = chunks_sealed_;
+  s.seal_copies_peak_bytes = seal_copies_peak_bytes_;
   s.chunks_decoded = chunks_decoded_;
   s.period_file_opens = period_files_.OpensSinceStart();
   s.memory_budget_bytes = options_.memory_budget_bytes;

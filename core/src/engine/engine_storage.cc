@@ -4,6 +4,7 @@
 // maintenance round that drives them is in engine_maintenance.cc.
 #include <algorithm>
 #include <optional>
+#include <set>
 
 #include "engine/catalog/catalog_rebuild.h"
 #include "engine/engine_impl.h"
@@ -81,56 +82,84 @@ Status EngineImpl::SealAll() {
   return SealWhere([](const Series&) { return true; });
 }
 
-std::vector<SealJob> EngineImpl::CollectSealJobs(const std::function<bool(const Series&)>& due,
-                                                std::vector<Series*>* series_of_job) {
+std::vector<SealJob> EngineImpl::CollectSealJobs(const std::function<bool(const Series&)>& due, size_t limit,
+                                                std::set<const Series*>* taken,
+                                                std::vector<Series*>* series_of_job, bool* complete) {
   std::vector<SealJob> jobs;
+  size_t bytes = 0;
+  *complete = true;
   for (auto& [name, table] : tables_) {
     const std::string options_text = EncodeTableOptions(table->info);
     for (auto& [key, series] : table->series) {
-      if (series->head.empty() || !due(*series)) continue;
+      if (series->head.empty() || taken->count(series.get()) != 0 || !due(*series)) continue;
+      if (!jobs.empty() && bytes + series->head.bytes() > limit) {
+        *complete = false;
+        return jobs;
+      }
+      bytes += series->head.bytes();
       jobs.push_back(SealJob{name, table->info.options.period, table->info.options.retention_seconds,
                              options_text,
                              PeriodSeries{series->id, series->device_id, series->measure_name, series->shard,
                                           series->fields(), series->dimensions},
                              series->head});
       series_of_job->push_back(series.get());
+      taken->insert(series.get());
     }
   }
   return jobs;
 }
 
+size_t EngineImpl::SealBatchBytes() const {
+  // A quarter of the heads' budget: a stop seals the heads in four or more
+  // transactions instead of one, for a peak a quarter above the budget
+  // instead of twice it.
+  constexpr size_t kMinBatchBytes = 1 << 20;
+  return std::max(options_.head_memory_budget_bytes / 4, kMinBatchBytes);
+}
+
 Status EngineImpl::SealWhere(const std::function<bool(const Series&)>& due) {
   MutexLock seal_lock(&seal_mutex_);
-  std::vector<SealJob> jobs;
-  std::vector<Series*> series;
-  size_t copied_bytes = 0;
-  Head* head = nullptr;  // its sealing count is atomic: released without the state lock
-  {
-    ReaderLock state(&state_mutex_);
-    if (closed_) return Status::FailedPrecondition("engine is closed");
-    jobs = CollectSealJobs(due, &series);
-    for (const SealJob& job : jobs) copied_bytes += job.head.bytes();
-    head = &head_;
-    head->AddSealing(copied_bytes);
+  std::set<const Series*> taken;  // compared, never followed: a series may go meanwhile
+  bool sealed_any = false;
+  for (bool complete = false; !complete;) {
+    std::vector<SealJob> jobs;
+    std::vector<Series*> series;
+    size_t copied_bytes = 0;
+    Head* head = nullptr;  // its sealing count is atomic: released without the state lock
+    {
+      ReaderLock state(&state_mutex_);
+      if (closed_) return Status::FailedPrecondition("engine is closed");
+      jobs = CollectSealJobs(due, SealBatchBytes(), &taken, &series, &complete);
+      for (const SealJob& job : jobs) copied_bytes += job.head.bytes();
+      if (copied_bytes > seal_copies_peak_bytes_) seal_copies_peak_bytes_ = copied_bytes;  // under seal_mutex_
+      head = &head_;
+      head->AddSealing(copied_bytes);
+    }
+    // The jobs' copies count against the head budget until they are gone.
+    struct SealingRelease {
+      Head* head;
+      size_t bytes;
+      std::vector<SealJob>* jobs;
+      ~SealingRelease() {
+        jobs->clear();
+        head->RemoveSealing(bytes);
+      }
+    } release{head, copied_bytes, &jobs};
+    if (jobs.empty()) break;
+    sealed_any = true;
+    // Head records of periods past retention are dropped only by a clock
+    // that may delete (clock_trust.h): never on an untrusted or stepped clock.
+    CAIRN_ASSIGN_OR_RETURN(SealOutcome outcome, sealer_->Seal(jobs, clock_->DeletionNow()));
+    ApplySealed(jobs, series, outcome);
+    chunks_sealed_ += outcome.chunks_written;
+    CAIRN_RETURN_IF_ERROR(outcome.status);
   }
-  // The jobs' copies count against the head budget until this returns.
-  struct SealingRelease {
-    Head* head;
-    size_t bytes;
-    ~SealingRelease() { head->RemoveSealing(bytes); }
-  } release{head, copied_bytes};
-  if (jobs.empty()) {
+  if (!sealed_any) {
     // A WAL an earlier round could not checkpoint is tried again.
     Status checkpointed = checkpointer_->CheckpointWals();
     CAIRN_RETURN_IF_ERROR(AdvanceCheckpoint());
     return checkpointed;
   }
-  // Head records of periods past retention are dropped only by a clock that
-  // may delete (clock_trust.h): never on an untrusted or stepped clock.
-  CAIRN_ASSIGN_OR_RETURN(SealOutcome outcome, sealer_->Seal(jobs, clock_->DeletionNow()));
-  ApplySealed(jobs, series, outcome);
-  chunks_sealed_ += outcome.chunks_written;
-  CAIRN_RETURN_IF_ERROR(outcome.status);
   return AdvanceCheckpoint();
 }
 

@@ -231,5 +231,39 @@ TEST_F(EngineStorageTest, WritersWaitForTheSealerWhileTheHeadsAreOverBudget) {
   EXPECT_EQ(CountRows(engine_.get(), "d7"), uint64_t{kRounds * kPerDevice});
 }
 
+// Sealing every head at once (a stop) copies them in batches of a quarter
+// of the head budget, not all at once: the copies never double the heads.
+TEST_F(EngineStorageTest, SealingEveryHeadCopiesThemInBatchesOfAQuarterOfTheBudget) {
+  options_.memory_budget_bytes = 4 << 20;
+  options_.seal_records = 1000000;
+  options_.seal_age_ms = 3600 * 1000;
+  options_.maintenance_interval_ms = 0;  // nothing seals until SealAll
+  Reopen();
+  CreateTable();
+  const uint64_t budget = engine_->Stats().head_budget_bytes;
+  constexpr int kDevices = 400, kPerDevice = 200;
+  std::vector<Record> batch;
+  for (int device = 0; device < kDevices; ++device) {
+    for (int i = 0; i < kPerDevice; ++i) {
+      batch.push_back(Temperature("d" + std::to_string(device), Now() - (kPerDevice - i) * kSecond, i));
+    }
+  }
+  WriteOk(batch);
+  const uint64_t heads = engine_->Stats().head_bytes;
+  ASSERT_GT(heads, budget) << "the heads hold more than one batch";
+  ASSERT_TRUE(engine_->SealAll().ok());
+  const EngineStats stats = engine_->Stats();
+  EXPECT_EQ(stats.head_records, 0u);
+  EXPECT_GT(stats.seal_copies_peak_bytes, 0u);
+  // A quarter of the budget, or 1 MiB when that is less, plus the one head
+  // that crossed it.
+  const uint64_t limit = std::max<uint64_t>(budget / 4, 1 << 20);
+  EXPECT_LE(stats.seal_copies_peak_bytes, limit + heads / kDevices + 64) << "heads " << heads;
+  EXPECT_LT(stats.seal_copies_peak_bytes, heads / 2);
+  for (const std::string device : {"d0", "d199", "d399"}) {
+    EXPECT_EQ(CountRows(engine_.get(), device), uint64_t{kPerDevice}) << device;
+  }
+}
+
 }  // namespace
 }  // namespace cairn::testing

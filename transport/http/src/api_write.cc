@@ -200,8 +200,15 @@ HttpResponse HttpApi::StoreLines(const std::string& table, const std::string& pe
     std::vector<LineProtocolError> refused = std::move(batch.errors);
     if (!batch.records.empty()) {
       std::vector<Record> records;
+      std::vector<size_t> line_numbers;
       records.reserve(batch.records.size());
-      for (LineProtocolRecord& line : batch.records) records.push_back(std::move(line.record));
+      line_numbers.reserve(batch.records.size());
+      for (LineProtocolRecord& line : batch.records) {
+        records.push_back(std::move(line.record));
+        line_numbers.push_back(line.line_number);
+      }
+      // The emptied parse is as large as the records: gone before the write.
+      std::vector<LineProtocolRecord>().swap(batch.records);
       Result<WriteResult> result = engine()->Write(table, records);
       if (!result.ok()) {
         // The slices before this one are stored; a client that sends the
@@ -218,7 +225,7 @@ HttpResponse HttpApi::StoreLines(const std::string& table, const std::string& pe
         // with its reason, in InfluxDB's partial-write answer below.
         if (outcome.outcome == WriteOutcome::kStored || outcome.outcome == WriteOutcome::kDuplicate) continue;
         ++rejected_lines;
-        refused.push_back({batch.records[i].line_number, std::move(outcome.reason)});
+        refused.push_back({line_numbers[i], std::move(outcome.reason)});
       }
       written.stored += result->stored;
       written.duplicates += result->duplicates;

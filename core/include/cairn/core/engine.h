@@ -323,6 +323,11 @@ struct EngineStats {
   // maintenance round to seal (at most 5 s), so it exceeds the budget by
   // about one group commit per round.
   uint64_t head_records = 0, head_bytes = 0;
+  // The most bytes of head copies one seal batch has held at once since
+  // Open. A seal copies the heads it takes in batches of at most a quarter
+  // of head_budget_bytes (one head when a single head is larger), so a stop
+  // that seals every head needs that much beside them, not their size again.
+  uint64_t seal_copies_peak_bytes = 0;
   uint64_t chunks_sealed = 0;
   uint64_t chunks_decoded = 0;  // sealed chunks decoded to answer queries
   // The memory budget (EngineOptions::memory_budget_bytes, 0 when unset) and
