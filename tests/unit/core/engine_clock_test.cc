@@ -305,6 +305,26 @@ TEST_F(EngineClockStepTest, AYearBackwardStepDeletesNothingAndNewDataGetsItsOwnP
   EXPECT_EQ(rows.size(), 7u);
 }
 
+// Queries judge expiry by a clock that asks the kernel about its
+// synchronisation at most once a second; a step of the wall clock in that
+// second must not hide readings that have not expired.
+TEST_F(EngineClockStepTest, AStepRightAfterAQueryDoesNotHideReadingsFromTheNextOne) {
+  clock_.SetWallClockSynchronized(true);
+  ASSERT_TRUE(engine_->Maintain().ok());
+  ASSERT_EQ(All(*engine_).size(), 7u);  // the kernel was asked: synchronised
+  ASSERT_EQ(engine_->Latest("t", "d", "env")->size(), 1u);
+  clock_.SetUnixNanos(kTrueTime + kYear);  // stepped, and no longer vouched for
+  clock_.SetWallClockSynchronized(false);
+  EXPECT_EQ(engine_->Latest("t", "d", "env")->size(), 1u) << "the cached state let the step through";
+  EXPECT_EQ(All(*engine_).size(), 7u);
+  clock_.AdvanceSeconds(2);  // the next query asks the kernel again
+  EXPECT_EQ(engine_->Latest("t", "d", "env")->size(), 1u);
+  EXPECT_EQ(All(*engine_).size(), 7u);
+  // Expiry itself still comes on time by the capped clock.
+  clock_.AdvanceSeconds(31 * 86400);
+  EXPECT_TRUE(engine_->Latest("t", "d", "env")->empty());
+}
+
 TEST_F(EngineClockStepTest, AnUntrustedClockDeletesNothingEvenFarAhead) {
   options_.clock.policy = ClockTrustPolicy::kNtp;
   Reopen();

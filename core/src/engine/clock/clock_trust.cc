@@ -150,6 +150,7 @@ std::optional<int64_t> ClockTrust::DeletionNow() {
   const int64_t wall = env_->NowUnixNanos();
   MutexLock lock(&mutex_);
   kernel_synchronized_ = synchronized;
+  sync_checked_monotonic_ = monotonic;
   if (synchronized) {
     anchor_wall_ = wall;
     anchor_monotonic_ = monotonic;
@@ -158,7 +159,21 @@ std::optional<int64_t> ClockTrust::DeletionNow() {
   return std::min(wall, anchor_wall_ + (monotonic - anchor_monotonic_));
 }
 
-int64_t ClockTrust::ExpiryNow() { return DeletionNow().value_or(0); }
+int64_t ClockTrust::ExpiryNow() {
+  if (!trusted_) return 0;
+  const int64_t monotonic = env_->MonotonicNanos();
+  {
+    MutexLock lock(&mutex_);
+    if (sync_checked_monotonic_ != 0 && monotonic - sync_checked_monotonic_ < kExpirySyncRecheckNanos) {
+      // The cap holds even while the kernel was last seen synchronised: a
+      // wall clock stepped since then reaches queries by a second at most.
+      const int64_t cap = anchor_wall_ + (monotonic - anchor_monotonic_);
+      const int64_t wall = env_->NowUnixNanos();
+      return std::min(wall, kernel_synchronized_ ? cap + kExpirySyncRecheckNanos : cap);
+    }
+  }
+  return DeletionNow().value_or(0);
+}
 
 std::string ClockTrust::CheckClientTimestamp(int64_t timestamp, int64_t now) {
   if (options_.horizon_unix_seconds > 0 && timestamp < options_.horizon_unix_seconds * kNanosPerSecond) {

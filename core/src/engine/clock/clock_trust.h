@@ -55,8 +55,14 @@ class ClockTrust {
   std::optional<int64_t> DeletionNow();
 
   // The clock expiry is judged by in queries: DeletionNow, or 0 (nothing
-  // has expired) while deletions wait.
+  // has expired) while deletions wait. The kernel's synchronisation state
+  // it uses may be up to kExpirySyncRecheckNanos old: asking the kernel
+  // is a system call, which cost a latest-reading query half its time, and
+  // a query that sees a reading expire a second late or early harms
+  // nothing; a wall clock stepped since the kernel was asked moves it by a
+  // second at most. Deletions (DeletionNow) always ask.
   int64_t ExpiryNow();
+  static constexpr int64_t kExpirySyncRecheckNanos = 1'000'000'000;
 
   // Why a client timestamp is refused, or empty when it is accepted: before
   // the horizon (always), more than future_tolerance ahead of `now` (only
@@ -91,6 +97,7 @@ class ClockTrust {
   int64_t anchor_wall_ GUARDED_BY(mutex_) = 0;
   int64_t anchor_monotonic_ GUARDED_BY(mutex_) = 0;
   bool kernel_synchronized_ GUARDED_BY(mutex_) = false;
+  int64_t sync_checked_monotonic_ GUARDED_BY(mutex_) = 0;  // 0: not yet
   std::string reason_ GUARDED_BY(mutex_) = "not looked at yet";
   std::string last_error_ GUARDED_BY(mutex_);
   std::atomic<uint64_t> timestamps_refused_{0};
