@@ -74,8 +74,9 @@ Result<std::unique_ptr<PeriodFile>> PeriodFile::OpenWritable(Env* env, const std
     return Status::InvalidArgument(path + ": " + std::to_string(period_start_ns) + " is not the start of a " +
                                    std::string(PeriodName(period)));
   }
-  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path, vfs_name, /*read_only=*/false,
-                                                                      cache_kib, SqliteSynchronous::kFull));
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db,
+                         SqliteDb::Open(path, vfs_name, /*read_only=*/false, cache_kib, SqliteSynchronous::kFull,
+                                        kEnginePageSize));
   std::unique_ptr<PeriodFile> file(new PeriodFile(std::move(db), path, /*read_only=*/false));
   CAIRN_RETURN_IF_ERROR(file->CreateSchemaIfMissing(env, table, period, period_start_ns));
   CAIRN_RETURN_IF_ERROR(file->LoadMeta());

@@ -157,8 +157,13 @@ void Statement::Reset() { sqlite3_reset(statement_); }
 
 Result<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, const std::string& vfs_name,
                                                  bool read_only, int cache_kib,
-                                                 SqliteSynchronous synchronous) {
+                                                 SqliteSynchronous synchronous, int new_file_page_size) {
   if (cache_kib < 0) return Status::InvalidArgument(path + ": negative page cache size");
+  if (new_file_page_size != 0 && (new_file_page_size < 512 || new_file_page_size > 65536 ||
+                                  (new_file_page_size & (new_file_page_size - 1)) != 0)) {
+    return Status::InvalidArgument(path + ": page size " + std::to_string(new_file_page_size) +
+                                   " is not a power of two from 512 to 65536");
+  }
   if (sqlite3_vfs_find(vfs_name.c_str()) == nullptr) {
     return Status::InvalidArgument(path + ": no SQLite VFS named '" + vfs_name + "' is registered");
   }
@@ -181,15 +186,19 @@ Result<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, const 
     // Belt and braces: the VFS already opens a reader's WAL read-only.
     sqlite3_db_config(handle, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
   }
-  CAIRN_RETURN_IF_ERROR(db->ApplyPragmas(cache_kib, synchronous));
+  CAIRN_RETURN_IF_ERROR(db->ApplyPragmas(cache_kib, synchronous, new_file_page_size));
   return db;
 }
 
-Status SqliteDb::ApplyPragmas(int cache_kib, SqliteSynchronous synchronous) {
+Status SqliteDb::ApplyPragmas(int cache_kib, SqliteSynchronous synchronous, int new_file_page_size) {
   // Must precede anything that reads the file: WAL without shared memory is
   // allowed only in exclusive locking mode.
   CAIRN_RETURN_IF_ERROR(Exec("PRAGMA locking_mode=EXCLUSIVE"));
   if (!read_only_) {
+    // Before journal_mode=WAL, which writes a new file's header: the page
+    // size of a file that has one (or is in WAL mode) cannot change, and
+    // SQLite ignores the pragma for it.
+    if (new_file_page_size != 0) CAIRN_RETURN_IF_ERROR(Exec("PRAGMA page_size=" + std::to_string(new_file_page_size)));
     CAIRN_ASSIGN_OR_RETURN(std::string mode, QueryText("PRAGMA journal_mode=WAL"));
     if (mode != "wal") {
       return Status::FailedPrecondition(path_ + ": could not switch to WAL journal mode (got '" + mode +

@@ -57,6 +57,48 @@ TEST_F(SqliteDbTest, PragmasAreApplied) {
   EXPECT_EQ((*synchronous)->ColumnInt64(0), 1);  // NORMAL
 }
 
+// A file this open creates gets the asked page size; one that exists keeps
+// its own, whatever a later open asks.
+TEST_F(SqliteDbTest, ANewFileGetsThePageSizeAskedAndAnOldFileKeepsItsOwn) {
+  const auto page_size = [](SqliteDb* db) -> int64_t {
+    Result<Statement*> statement = db->Prepare("PRAGMA page_size");
+    EXPECT_TRUE(statement.ok());
+    if (!statement.ok()) return 0;
+    StatementResetter reset(*statement);
+    EXPECT_TRUE((*statement)->Step().ok());
+    return (*statement)->ColumnInt64(0);
+  };
+  EXPECT_EQ(page_size(db_.get()), 4096);  // SQLite's default, asked for nothing
+  db_.reset();
+
+  const std::string small = dir_.PathOf("small.db");
+  {
+    Result<std::unique_ptr<SqliteDb>> db =
+        SqliteDb::Open(small, vfs_, false, 128, SqliteSynchronous::kFull, kEnginePageSize);
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    ASSERT_TRUE((*db)->Exec("CREATE TABLE t(b BLOB)").ok());
+    ASSERT_TRUE((*db)->Exec("INSERT INTO t VALUES (zeroblob(3000))").ok());
+    EXPECT_EQ(page_size(db->get()), kEnginePageSize);
+  }
+  {
+    // Reopened asking for another size: the file's own stands.
+    Result<std::unique_ptr<SqliteDb>> db = SqliteDb::Open(small, vfs_, false, 128, SqliteSynchronous::kFull, 8192);
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    EXPECT_EQ(page_size(db->get()), kEnginePageSize);
+  }
+  {
+    Result<std::unique_ptr<SqliteDb>> db =
+        SqliteDb::Open(dir_.PathOf("test.db"), vfs_, false, 128, SqliteSynchronous::kFull, kEnginePageSize);
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    EXPECT_EQ(page_size(db->get()), 4096);
+  }
+  for (int bad : {-1, 100, 1000, 131072}) {
+    Result<std::unique_ptr<SqliteDb>> db =
+        SqliteDb::Open(dir_.PathOf("bad.db"), vfs_, false, 128, SqliteSynchronous::kFull, bad);
+    EXPECT_EQ(db.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
 TEST_F(SqliteDbTest, BindsAndReadsEveryType) {
   Result<Statement*> insert = db_->Prepare("INSERT INTO t(k, i, d, s, b) VALUES(?1, ?2, ?3, ?4, ?5)");
   ASSERT_TRUE(insert.ok());

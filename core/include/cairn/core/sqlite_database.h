@@ -28,6 +28,13 @@ struct sqlite3_stmt;
 
 namespace cairn {
 
+// The page size of the files cairn's engine creates (period files and the
+// catalog; storage/period_format.md says why). Most of their rows are
+// either small (catalog, indexes) or chunks of one to four kilobytes whose
+// tail fills overflow pages: a page left half empty costs half a page per
+// chunk, 30 % of a period file at SQLite's 4 KiB default.
+inline constexpr int kEnginePageSize = 1024;
+
 // How hard a connection's commits are pushed to stable storage (WAL mode).
 enum class SqliteSynchronous : uint8_t {
   // The WAL is synced only at checkpoints: a power cut may lose the latest
@@ -113,14 +120,18 @@ class SqliteDb {
   //   synchronous             (`synchronous`; see SqliteSynchronous),
   //   journal_size_limit      (4 MiB: a WAL grown by a big transaction shrinks
   //                            back at the next checkpoint),
-  //   cache_size=-cache_kib, foreign_keys=OFF, temp_store=MEMORY.
+  //   cache_size=-cache_kib, foreign_keys=OFF, temp_store=MEMORY,
+  //   page_size=new_file_page_size (a power of two from 512 to 65536; 0:
+  //                            SQLite's default) when this open creates the
+  //                            file; an existing file keeps its own.
   // read_only: opened with SQLITE_OPEN_READONLY (NotFound if the file is
   // missing); such a handle can neither write nor checkpoint. Otherwise the
   // file is created if missing.
   // Busy if another connection of this process has the file open.
   static Result<std::unique_ptr<SqliteDb>> Open(const std::string& path, const std::string& vfs_name,
                                                 bool read_only, int cache_kib,
-                                                SqliteSynchronous synchronous = SqliteSynchronous::kFull);
+                                                SqliteSynchronous synchronous = SqliteSynchronous::kFull,
+                                                int new_file_page_size = 0);
 
   // Closes the connection, ignoring errors (see Close).
   ~SqliteDb();
@@ -165,7 +176,7 @@ class SqliteDb {
  private:
   SqliteDb(sqlite3* db, std::string path, bool read_only)
       : db_(db), path_(std::move(path)), read_only_(read_only) {}
-  Status ApplyPragmas(int cache_kib, SqliteSynchronous synchronous);
+  Status ApplyPragmas(int cache_kib, SqliteSynchronous synchronous, int new_file_page_size);
   Result<std::string> QueryText(const std::string& sql);
   void ResetAllStatements();
 

@@ -144,7 +144,7 @@ Result<std::set<std::string>> DecodeNames(std::string_view bytes) {
 
 Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& vfs_name, const std::string& path) {
   CAIRN_ASSIGN_OR_RETURN(auto db, SqliteDb::Open(path, vfs_name, /*read_only=*/false, /*cache_kib=*/256,
-                                                 SqliteSynchronous::kFull));
+                                                 SqliteSynchronous::kFull, kEnginePageSize));
   CAIRN_RETURN_IF_ERROR(db->Exec(kSchema));
   CAIRN_RETURN_IF_ERROR(AddTableColumn(db.get(), "max_series", "INTEGER NOT NULL DEFAULT 0"));
   CAIRN_RETURN_IF_ERROR(AddTableColumn(db.get(), "on_conflict", "TEXT NOT NULL DEFAULT 'reject'"));
