@@ -210,6 +210,17 @@ void AppendCsvField(std::string_view text, std::string* out) {
   out->push_back('"');
 }
 
+// About what `rows` rows of `columns` take as JSON objects: each member's
+// quoted name and a value of about a dozen characters (a number, a time).
+// Within the byte limit when there is one; a guess, not a bound.
+size_t EstimatedJsonBytes(const std::vector<std::string>& columns, size_t rows, const RenderOptions& options) {
+  constexpr size_t kValueBytes = 14;
+  size_t row_bytes = 2;
+  for (const std::string& column : columns) row_bytes += column.size() + 4 + kValueBytes;
+  const size_t estimate = rows * row_bytes + 64;
+  return options.max_bytes != 0 ? std::min(estimate, options.max_bytes + 64) : estimate;
+}
+
 void WriteJsonRow(JsonWriter* json, const std::vector<std::string>& columns, const CommandResult::Row& row) {
   json->BeginObject();
   for (size_t c = 0; c < columns.size(); ++c) {
@@ -274,6 +285,7 @@ std::string RenderJson(const CommandResult& result, const RenderOptions& options
       }
       json.BeginArray();
       const size_t candidates = RowsAllowed(result.rows().size(), options);
+      json.Reserve(EstimatedJsonBytes(columns, candidates, options));
       size_t shown = 0;
       while (shown < candidates && !JsonBytesExhausted(json, options)) {
         WriteJsonRow(&json, columns, result.rows()[shown]);
@@ -315,7 +327,9 @@ std::string RenderJson(const CommandResult& result, const RenderOptions& options
     WriteJsonValue(&json, note.value);
   }
   json.EndObject();
-  return json.text() + "\n";
+  std::string text = std::move(json).TakeText();
+  text.push_back('\n');
+  return text;
 }
 
 }  // namespace cairn

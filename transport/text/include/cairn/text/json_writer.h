@@ -43,6 +43,11 @@ class JsonWriter {
 
   // The document written so far (complete once the top-level value is).
   const std::string& text() const { return text_; }
+  // Hands the document over; the writer is spent.
+  std::string TakeText() && { return std::move(text_); }
+  // Room for `bytes` of text ahead: a large answer then grows without being
+  // moved again and again.
+  void Reserve(size_t bytes) { text_.reserve(bytes); }
 
  private:
   enum class Scope : uint8_t { kObject, kArray };
